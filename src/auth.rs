@@ -1,0 +1,135 @@
+//! Who is calling: credentials from headers, query parameters or HTTP
+//! Basic; the user's location scope; the permissions of its roles.
+
+use crate::crypto::verify_api_key;
+use crate::db::{Conn, Sql, Value};
+use crate::engine::query::TenantScope;
+use crate::error::{ApiError, ApiResult};
+use std::collections::BTreeSet;
+
+/// The permissions granted by a user's roles. A user with no role has none.
+#[derive(Clone, Debug, Default)]
+pub struct Perms {
+    pub admin: bool,
+    pub granted: BTreeSet<String>,
+}
+
+impl Perms {
+    pub fn allows(&self, permission: &str) -> bool {
+        self.admin || self.granted.contains(permission)
+    }
+    /// Whether these permissions include all of `other` (no escalation).
+    pub fn covers(&self, other: &Perms) -> bool {
+        self.admin || (!other.admin && other.granted.is_subset(&self.granted))
+    }
+    pub fn require(&self, permission: &str) -> ApiResult<()> {
+        if self.allows(permission) {
+            Ok(())
+        } else {
+            Err(ApiError::Forbidden(format!(
+                "You are not allowed to perform this action (missing permission {permission})."
+            )))
+        }
+    }
+}
+
+/// Credentials as presented, before they are checked.
+#[derive(Debug, Default)]
+pub struct Credentials {
+    pub developer_id: Option<String>,
+    pub user_id: Option<String>,
+    pub api_key: Option<String>,
+}
+
+/// An authenticated caller.
+#[derive(Clone, Debug)]
+pub struct Caller {
+    pub user_id: String,
+    pub developer_id: String,
+    pub scope: TenantScope,
+    pub perms: Perms,
+}
+
+/// Reads the permissions of a user's roles.
+pub fn load_perms(conn: &mut dyn Conn, user_id: &str) -> ApiResult<Perms> {
+    let rows = conn.query(&Sql::with(
+        "SELECT r.is_admin, rp.permission FROM auth_role_users a JOIN roles r ON r.id = a.auth_role_id \
+         LEFT JOIN role_permissions rp ON rp.role_id = r.id WHERE a.user_id = ?",
+        vec![user_id.into()],
+    ))?;
+    Ok(perms_from_rows(rows))
+}
+
+/// Reads the permissions a role grants.
+pub fn role_perms(conn: &mut dyn Conn, role_id: &str) -> ApiResult<Option<Perms>> {
+    let rows = conn.query(&Sql::with(
+        "SELECT r.is_admin, rp.permission FROM roles r LEFT JOIN role_permissions rp ON rp.role_id = r.id WHERE r.id = ?",
+        vec![role_id.into()],
+    ))?;
+    if rows.is_empty() {
+        return Ok(None);
+    }
+    Ok(Some(perms_from_rows(rows)))
+}
+
+fn perms_from_rows(rows: Vec<Vec<Value>>) -> Perms {
+    let mut perms = Perms::default();
+    for row in rows {
+        if row[0].as_int() == Some(1) {
+            perms.admin = true;
+        }
+        if let Some(p) = row[1].as_str() {
+            perms.granted.insert(p.to_string());
+        }
+    }
+    perms
+}
+
+/// Checks credentials against the database. Every failure is the same
+/// 401, so a caller cannot learn which part was wrong.
+pub fn authenticate(conn: &mut dyn Conn, creds: Credentials) -> ApiResult<Caller> {
+    let (Some(developer_id), Some(user_id), Some(api_key)) =
+        (creds.developer_id, creds.user_id, creds.api_key)
+    else {
+        return Err(ApiError::Unauthorized(
+            "Authentication required: send developer-id, user-id and user-api-key.".into(),
+        ));
+    };
+    let invalid = || ApiError::Unauthorized("Invalid developer-id, user-id or user-api-key.".into());
+    if !crate::ids::looks_like_id(&user_id) || developer_id.len() > 64 || api_key.len() > 128 {
+        return Err(invalid());
+    }
+    let user = conn
+        .query_one(&Sql::with(
+            "SELECT u.api_key_hash, u.status, u.location_id, l.path, l.tz FROM users u \
+             JOIN locations l ON l.id = u.location_id WHERE u.id = ?",
+            vec![user_id.clone().into()],
+        ))?
+        .ok_or_else(invalid)?;
+    let stored = user[0].as_str().unwrap_or_default();
+    if stored.is_empty() || !verify_api_key(&api_key, stored) || user[1].as_int() != Some(1) {
+        return Err(invalid());
+    }
+    let developer = conn.query_one(&Sql::with(
+        "SELECT 1 FROM developers WHERE id = ?",
+        vec![developer_id.clone().into()],
+    ))?;
+    if developer.is_none() {
+        return Err(invalid());
+    }
+    let perms = load_perms(conn, &user_id)?;
+    let tz = user[4]
+        .as_str()
+        .and_then(|t| t.parse().ok())
+        .unwrap_or(chrono_tz::UTC);
+    Ok(Caller {
+        user_id,
+        developer_id,
+        scope: TenantScope {
+            location_id: user[2].as_str().unwrap_or_default().to_string(),
+            path: user[3].as_str().unwrap_or_default().to_string(),
+            tz,
+        },
+        perms,
+    })
+}

@@ -1,0 +1,1159 @@
+//! ferrogate-bench: load generator for the contact endpoints of a running
+//! `ferrogate serve`.
+//!
+//! It speaks plain HTTP/1.1 with keep-alive over one TCP connection per
+//! concurrent client, so it needs no HTTP client crate and what it measures is
+//! the server, not a client library. Only loopback targets are accepted: this
+//! is a local benchmarking tool, not a traffic generator for other hosts.
+
+use std::{
+    fmt,
+    net::{SocketAddr, ToSocketAddrs},
+    path::{Path, PathBuf},
+    process::{Command, ExitCode, Stdio},
+    sync::{
+        atomic::{AtomicU64, Ordering},
+        Arc, Mutex, PoisonError,
+    },
+    time::{Duration, Instant},
+};
+
+use anyhow::{anyhow, bail, ensure, Context, Result};
+use clap::{Parser, ValueEnum};
+use rand::{rngs::StdRng, Rng, SeedableRng};
+use serde_json::{json, Value};
+use tokio::{
+    io::{AsyncReadExt, AsyncWriteExt},
+    net::TcpStream,
+};
+use uuid::Uuid;
+
+const CONTACTS_PATH: &str = "/v2/contacts";
+const LIST_PATH: &str = "/v2/contacts?page_size=20&last_name=Bench1&sort=-created_ts";
+/// Cheapest request that proves the server is up and accepts our credentials.
+const PROBE_PATH: &str = "/v2/contacts?page_size=1";
+
+/// Largest response head we accept; real heads are a few hundred bytes.
+const MAX_HEAD_BYTES: usize = 64 * 1024;
+/// Largest response body we buffer, so a broken server cannot eat our memory.
+const MAX_BODY_BYTES: usize = 16 * 1024 * 1024;
+/// Spare capacity reserved before each socket read.
+const READ_CHUNK: usize = 16 * 1024;
+/// How much of an error body to show; enough to read a JSON error message.
+const MAX_ERROR_BODY_CHARS: usize = 500;
+
+/// Clients used to create contacts for --seed-rows and for the contact-get pool.
+const SEED_CONCURRENCY: usize = 64;
+const SEED_PROGRESS_EVERY: Duration = Duration::from_secs(10);
+/// contact-get picks from at least this many ids.
+const GET_POOL_MIN: usize = 1000;
+/// Cap on remembered ids. A uniform sample of this size over every contact
+/// created keeps memory flat when seeding a million rows, while contact-get
+/// still reads rows spread over the whole table rather than only recent ones.
+const ID_POOL_CAP: usize = 100_000;
+/// Pause after a transport error so a dead server does not turn every client
+/// into a busy loop of connection attempts.
+const ERROR_BACKOFF: Duration = Duration::from_millis(10);
+
+#[derive(Parser, Debug)]
+#[command(
+    name = "ferrogate-bench",
+    version,
+    about = "Load generator for the contact endpoints of a running `ferrogate serve`"
+)]
+struct Args {
+    /// Server base URL; must be http:// on a loopback address.
+    #[arg(long, default_value = "http://127.0.0.1:8080")]
+    url: String,
+
+    /// ferrogate binary run as `<bin> bootstrap --json` to create a fresh bench
+    /// tenant (it inherits the environment, e.g. FERROGATE_DATABASE_URL).
+    #[arg(long, default_value = "./target/release/ferrogate")]
+    ferrogate_bin: PathBuf,
+
+    /// Use the tenant in this JSON file (output of `ferrogate bootstrap
+    /// --json`) instead of bootstrapping a new one.
+    #[arg(long, conflicts_with = "save_credentials")]
+    credentials: Option<PathBuf>,
+
+    /// Write the bootstrapped tenant's credentials to this file, to reuse the
+    /// same tenant later with --credentials.
+    #[arg(long)]
+    save_credentials: Option<PathBuf>,
+
+    /// Scenarios to run, in order.
+    #[arg(
+        long,
+        value_enum,
+        value_delimiter = ',',
+        default_value = "contact-create,contact-get,contact-list"
+    )]
+    scenarios: Vec<Scenario>,
+
+    /// Concurrent clients (one connection each); a comma list runs every
+    /// scenario at each level.
+    #[arg(
+        long,
+        value_delimiter = ',',
+        default_value = "16",
+        value_parser = clap::value_parser!(u32).range(1..=10_000)
+    )]
+    concurrency: Vec<u32>,
+
+    /// Measured seconds per scenario and concurrency level.
+    #[arg(long, default_value = "10", value_parser = parse_seconds)]
+    duration: Duration,
+
+    /// Unmeasured seconds before each measurement, on the same connections.
+    #[arg(long, default_value = "2", value_parser = parse_seconds)]
+    warmup: Duration,
+
+    /// Per-request timeout in seconds, connecting included.
+    #[arg(long, default_value = "10", value_parser = parse_seconds)]
+    timeout: Duration,
+
+    /// Before the scenarios, create contacts until the tenant has at least
+    /// this many.
+    #[arg(long, default_value_t = 0)]
+    seed_rows: u64,
+
+    /// Print one JSON object per result line instead of text.
+    #[arg(long)]
+    json: bool,
+}
+
+fn parse_seconds(s: &str) -> Result<Duration, String> {
+    let secs: f64 = s
+        .parse()
+        .map_err(|_| format!("`{s}` is not a number of seconds"))?;
+    Duration::try_from_secs_f64(secs).map_err(|_| format!("`{s}` is not a valid duration"))
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
+enum Scenario {
+    #[value(name = "contact-create")]
+    Create,
+    #[value(name = "contact-get")]
+    Get,
+    #[value(name = "contact-list")]
+    List,
+}
+
+impl Scenario {
+    fn name(self) -> &'static str {
+        match self {
+            Scenario::Create => "contact-create",
+            Scenario::Get => "contact-get",
+            Scenario::List => "contact-list",
+        }
+    }
+
+    fn expected_status(self) -> u16 {
+        match self {
+            Scenario::Create => 201,
+            Scenario::Get | Scenario::List => 200,
+        }
+    }
+}
+
+fn main() -> ExitCode {
+    let args = Args::parse();
+    // Report errors as one readable chain rather than anyhow's Debug output,
+    // which adds a backtrace whenever RUST_BACKTRACE happens to be set.
+    main_inner(args).unwrap_or_else(|e| {
+        eprintln!("error: {e:#}");
+        ExitCode::FAILURE
+    })
+}
+
+fn main_inner(args: Args) -> Result<ExitCode> {
+    ensure!(!args.duration.is_zero(), "--duration must be greater than 0");
+    ensure!(!args.timeout.is_zero(), "--timeout must be greater than 0");
+    let target = resolve_target(&args.url)?;
+    // Credentials come first and synchronously: bootstrapping is a blocking
+    // child process, and there is no point starting the runtime without them.
+    let credentials = load_credentials(&args)?;
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()
+        .context("starting the tokio runtime")?;
+    runtime.block_on(run(args, target, credentials))
+}
+
+async fn run(args: Args, target: Target, credentials: Credentials) -> Result<ExitCode> {
+    let api = Arc::new(Api::new(target, &credentials, args.timeout));
+    let existing = probe(&api, &args.url).await?;
+
+    if args.seed_rows > 0 {
+        seed(&api, args.seed_rows, existing, args.json).await?;
+    }
+
+    let mut failed = Vec::new();
+    for &scenario in &args.scenarios {
+        for &concurrency in &args.concurrency {
+            if scenario == Scenario::Get {
+                fill_get_pool(&api).await?;
+            }
+            let result =
+                run_scenario(&api, scenario, concurrency as usize, args.warmup, args.duration).await?;
+            result.print(args.json);
+            if result.all_failed() {
+                failed.push(format!("{} c={}", scenario.name(), concurrency));
+            }
+        }
+    }
+
+    if failed.is_empty() {
+        Ok(ExitCode::SUCCESS)
+    } else {
+        eprintln!("every request failed in: {}", failed.join(", "));
+        Ok(ExitCode::FAILURE)
+    }
+}
+
+// ---------------------------------------------------------------------------
+// Target and credentials
+// ---------------------------------------------------------------------------
+
+struct Target {
+    addr: SocketAddr,
+    /// Value of the Host header, exactly as given in --url.
+    host: String,
+}
+
+/// Parses `http://host[:port][/]` and insists that the host resolves only to
+/// loopback addresses, so the tool cannot be pointed at someone else's server.
+fn resolve_target(url: &str) -> Result<Target> {
+    let authority = url
+        .strip_prefix("http://")
+        .with_context(|| format!("--url {url}: only http:// URLs are supported"))?
+        .trim_end_matches('/');
+    ensure!(
+        !authority.is_empty() && !authority.contains(['/', '?', '#', '@']),
+        "--url {url}: expected http://host:port with no path, query or user info"
+    );
+    let (host, port) = match authority.strip_prefix('[') {
+        // Bracketed IPv6 literal, e.g. [::1]:8080.
+        Some(rest) => {
+            let (host, after) = rest
+                .split_once(']')
+                .with_context(|| format!("--url {url}: unterminated IPv6 address"))?;
+            (host, after.strip_prefix(':'))
+        }
+        None => match authority.split_once(':') {
+            Some((host, port)) => (host, Some(port)),
+            None => (authority, None),
+        },
+    };
+    let port: u16 = match port {
+        Some(p) => p
+            .parse()
+            .with_context(|| format!("--url {url}: invalid port `{p}`"))?,
+        None => 80,
+    };
+    let mut addrs: Vec<SocketAddr> = (host, port)
+        .to_socket_addrs()
+        .with_context(|| format!("--url {url}: cannot resolve `{host}`"))?
+        .collect();
+    ensure!(!addrs.is_empty(), "--url {url}: `{host}` resolves to nothing");
+    if let Some(bad) = addrs.iter().find(|a| !a.ip().is_loopback()) {
+        bail!(
+            "--url {url}: {} is not a loopback address; only local servers may be benchmarked",
+            bad.ip()
+        );
+    }
+    // `localhost` often resolves to ::1 first while servers commonly listen on
+    // 127.0.0.1 only, so prefer IPv4.
+    addrs.sort_by_key(|a| a.is_ipv6());
+    Ok(Target {
+        addr: addrs[0],
+        host: authority.to_string(),
+    })
+}
+
+struct Credentials {
+    developer_id: String,
+    user_id: String,
+    user_api_key: String,
+    location_id: String,
+}
+
+fn load_credentials(args: &Args) -> Result<Credentials> {
+    let value = match &args.credentials {
+        Some(path) => {
+            let text = std::fs::read_to_string(path)
+                .with_context(|| format!("reading credentials from {}", path.display()))?;
+            serde_json::from_str(&text).with_context(|| format!("{} is not valid JSON", path.display()))?
+        }
+        None => {
+            let value = bootstrap(&args.ferrogate_bin)?;
+            if let Some(path) = &args.save_credentials {
+                save_credentials(path, &value)?;
+                eprintln!("saved bench tenant credentials to {}", path.display());
+            }
+            value
+        }
+    };
+    parse_credentials(&value)
+}
+
+/// Creates a fresh tenant with `ferrogate bootstrap --json` and returns the
+/// JSON object it prints.
+fn bootstrap(bin: &Path) -> Result<Value> {
+    let name = format!("bench-{:08x}", rand::random::<u32>());
+    eprintln!("bootstrapping tenant {name} with {}", bin.display());
+    let output = Command::new(bin)
+        .args(["bootstrap", "--json", "--name", &name])
+        .stdin(Stdio::null())
+        .stderr(Stdio::inherit())
+        .output()
+        .with_context(|| {
+            format!(
+                "running {} (build it with `cargo build --release`, or pass --ferrogate-bin or --credentials)",
+                bin.display()
+            )
+        })?;
+    ensure!(
+        output.status.success(),
+        "`{} bootstrap` failed: {}",
+        bin.display(),
+        output.status
+    );
+    let stdout = String::from_utf8(output.stdout).context("bootstrap output is not UTF-8")?;
+    // Normally stdout is exactly one JSON object; tolerate stray log lines
+    // before it by falling back to the last line that looks like an object.
+    serde_json::from_str(stdout.trim())
+        .or_else(|_| {
+            let line = stdout
+                .lines()
+                .rev()
+                .find(|l| l.trim_start().starts_with('{'))
+                .unwrap_or_default();
+            serde_json::from_str(line)
+        })
+        .with_context(|| format!("bootstrap did not print a JSON object; stdout was: {stdout}"))
+}
+
+fn save_credentials(path: &Path, value: &Value) -> Result<()> {
+    use std::io::Write as _;
+    let mut options = std::fs::OpenOptions::new();
+    options.write(true).create(true).truncate(true);
+    // The file holds an API key: keep it private to the user.
+    #[cfg(unix)]
+    std::os::unix::fs::OpenOptionsExt::mode(&mut options, 0o600);
+    let mut file = options
+        .open(path)
+        .with_context(|| format!("creating {}", path.display()))?;
+    file.write_all(format!("{value:#}\n").as_bytes())
+        .with_context(|| format!("writing {}", path.display()))
+}
+
+fn parse_credentials(value: &Value) -> Result<Credentials> {
+    let field = |name: &str| -> Result<String> {
+        let text = match value.get(name) {
+            Some(Value::String(s)) => s.clone(),
+            Some(Value::Number(n)) => n.to_string(),
+            _ => bail!("credentials: missing string field `{name}`"),
+        };
+        // Values go verbatim into request headers and JSON bodies.
+        ensure!(
+            !text.is_empty() && !text.contains(['\r', '\n']),
+            "credentials: field `{name}` is empty or contains a line break"
+        );
+        Ok(text)
+    };
+    Ok(Credentials {
+        developer_id: field("developer_id")?,
+        user_id: field("user_id")?,
+        user_api_key: field("user_api_key")?,
+        location_id: field("location_id")?,
+    })
+}
+
+// ---------------------------------------------------------------------------
+// Minimal HTTP/1.1 keep-alive client
+// ---------------------------------------------------------------------------
+
+struct Response {
+    status: u16,
+    body: Vec<u8>,
+    /// False when the server will close the connection after this response.
+    keep_alive: bool,
+}
+
+/// One keep-alive connection. Requests are strictly sequential (no
+/// pipelining), so at most one response is outstanding.
+struct Conn {
+    stream: TcpStream,
+    buf: Vec<u8>,
+}
+
+impl Conn {
+    async fn connect(addr: SocketAddr) -> Result<Conn> {
+        let stream = TcpStream::connect(addr)
+            .await
+            .with_context(|| format!("connecting to {addr}"))?;
+        // Requests go out in a single write; Nagle would only add delay.
+        stream.set_nodelay(true)?;
+        Ok(Conn {
+            stream,
+            buf: Vec::with_capacity(READ_CHUNK),
+        })
+    }
+
+    async fn round_trip(&mut self, request: &[u8]) -> Result<Response> {
+        ensure!(
+            self.buf.is_empty(),
+            "server sent unsolicited bytes on an idle connection"
+        );
+        self.stream.write_all(request).await.context("sending request")?;
+        self.read_response().await
+    }
+
+    async fn read_response(&mut self) -> Result<Response> {
+        let head_end = loop {
+            if let Some(pos) = find(&self.buf, b"\r\n\r\n") {
+                break pos + 4;
+            }
+            ensure!(
+                self.buf.len() <= MAX_HEAD_BYTES,
+                "response head larger than {MAX_HEAD_BYTES} bytes"
+            );
+            if self.fill().await? == 0 {
+                bail!("server closed the connection before sending a response");
+            }
+        };
+        let head = parse_head(&self.buf[..head_end])?;
+        self.buf.drain(..head_end);
+
+        let mut keep_alive = head.keep_alive;
+        let body = match head.content_length {
+            Some(len) => {
+                ensure!(len <= MAX_BODY_BYTES, "response body of {len} bytes is too large");
+                while self.buf.len() < len {
+                    if self.fill().await? == 0 {
+                        bail!("server closed the connection in the middle of a response body");
+                    }
+                }
+                self.buf.drain(..len).collect()
+            }
+            // These statuses never carry a body.
+            None if head.status < 200 || head.status == 204 || head.status == 304 => Vec::new(),
+            // No length given: the body runs until the server closes.
+            None => {
+                while self.fill().await? > 0 {
+                    ensure!(self.buf.len() <= MAX_BODY_BYTES, "response body is too large");
+                }
+                keep_alive = false;
+                std::mem::take(&mut self.buf)
+            }
+        };
+        Ok(Response {
+            status: head.status,
+            body,
+            keep_alive,
+        })
+    }
+
+    /// Reads more bytes into the buffer; returns 0 at end of stream.
+    async fn fill(&mut self) -> Result<usize> {
+        self.buf.reserve(READ_CHUNK);
+        self.stream
+            .read_buf(&mut self.buf)
+            .await
+            .context("reading response")
+    }
+}
+
+struct Head {
+    status: u16,
+    content_length: Option<usize>,
+    keep_alive: bool,
+}
+
+fn parse_head(raw: &[u8]) -> Result<Head> {
+    let text = std::str::from_utf8(raw).context("response head is not valid UTF-8")?;
+    let mut lines = text.split("\r\n");
+    let status_line = lines.next().unwrap_or_default();
+    let mut parts = status_line.splitn(3, ' ');
+    let version = parts.next().unwrap_or_default();
+    ensure!(
+        version.starts_with("HTTP/1."),
+        "not an HTTP/1.x response: {status_line:?}"
+    );
+    let status: u16 = parts
+        .next()
+        .and_then(|s| s.parse().ok())
+        .with_context(|| format!("bad status line: {status_line:?}"))?;
+
+    let mut head = Head {
+        status,
+        content_length: None,
+        // HTTP/1.0 closes by default, HTTP/1.1 keeps the connection open.
+        keep_alive: version != "HTTP/1.0",
+    };
+    for line in lines.filter(|l| !l.is_empty()) {
+        let (name, value) = line
+            .split_once(':')
+            .with_context(|| format!("malformed response header: {line:?}"))?;
+        let value = value.trim();
+        if name.eq_ignore_ascii_case("content-length") {
+            head.content_length = Some(
+                value
+                    .parse()
+                    .with_context(|| format!("bad Content-Length: {value:?}"))?,
+            );
+        } else if name.eq_ignore_ascii_case("transfer-encoding") {
+            // The server sends Content-Length for JSON; decoding chunked
+            // bodies is deliberately out of scope for this tool.
+            bail!(
+                "unsupported response Transfer-Encoding: {value} (only Content-Length bodies are supported)"
+            );
+        } else if name.eq_ignore_ascii_case("connection") {
+            for token in value.split(',').map(str::trim) {
+                if token.eq_ignore_ascii_case("close") {
+                    head.keep_alive = false;
+                } else if token.eq_ignore_ascii_case("keep-alive") {
+                    head.keep_alive = true;
+                }
+            }
+        }
+    }
+    Ok(head)
+}
+
+fn find(haystack: &[u8], needle: &[u8]) -> Option<usize> {
+    haystack.windows(needle.len()).position(|w| w == needle)
+}
+
+// ---------------------------------------------------------------------------
+// Ferrogate API requests
+// ---------------------------------------------------------------------------
+
+/// Everything the clients share: where to connect, how to authenticate, and
+/// the ids of contacts created so far.
+struct Api {
+    target: Target,
+    /// The three auth header lines, rendered once.
+    auth_headers: String,
+    location_id: String,
+    timeout: Duration,
+    /// Numbers the contacts this process creates (Bench1, Bench2, ...).
+    next_contact: AtomicU64,
+    ids: Mutex<IdPool>,
+}
+
+impl Api {
+    fn new(target: Target, credentials: &Credentials, timeout: Duration) -> Api {
+        let auth_headers = format!(
+            "developer-id: {}\r\nuser-id: {}\r\nuser-api-key: {}\r\n",
+            credentials.developer_id, credentials.user_id, credentials.user_api_key
+        );
+        Api {
+            target,
+            auth_headers,
+            location_id: credentials.location_id.clone(),
+            timeout,
+            next_contact: AtomicU64::new(1),
+            ids: Mutex::new(IdPool::default()),
+        }
+    }
+
+    fn request(&self, method: &str, path: &str, body: Option<&str>) -> Vec<u8> {
+        let (body_headers, body) = match body {
+            Some(body) => (
+                format!(
+                    "Content-Type: application/json\r\nContent-Length: {}\r\n",
+                    body.len()
+                ),
+                body,
+            ),
+            None => (String::new(), ""),
+        };
+        format!(
+            "{method} {path} HTTP/1.1\r\nHost: {}\r\n{}Accept: application/json\r\n{body_headers}\r\n{body}",
+            self.target.host, self.auth_headers
+        )
+        .into_bytes()
+    }
+
+    /// A POST creating a new contact with a unique number and contact_api_id.
+    fn create_request(&self) -> Vec<u8> {
+        let n = self.next_contact.fetch_add(1, Ordering::Relaxed);
+        let body = json!({
+            "contact": {
+                "location_id": self.location_id,
+                "last_name": format!("Bench{n}"),
+                "first_name": "Load",
+                "email": format!("bench{n}@example.com"),
+                "contact_api_id": Uuid::now_v7().simple().to_string(),
+                "city": "Springfield",
+            }
+        });
+        self.request("POST", CONTACTS_PATH, Some(&body.to_string()))
+    }
+
+    /// Sends one request on `conn`, connecting first if needed. The whole
+    /// exchange is bounded by the timeout so a stuck server cannot stall the
+    /// run; the connection is dropped after any failure or `Connection: close`.
+    async fn exchange(&self, conn: &mut Option<Conn>, request: &[u8]) -> Result<Response> {
+        let attempt = async {
+            if conn.is_none() {
+                *conn = Some(Conn::connect(self.target.addr).await?);
+            }
+            match conn.as_mut() {
+                Some(c) => c.round_trip(request).await,
+                None => Err(anyhow!("no connection")),
+            }
+        };
+        let result = match tokio::time::timeout(self.timeout, attempt).await {
+            Ok(result) => result,
+            Err(_) => Err(anyhow!("no response within {:?}", self.timeout)),
+        };
+        if !matches!(&result, Ok(r) if r.keep_alive) {
+            *conn = None;
+        }
+        result
+    }
+
+    fn remember(&self, id: String) {
+        self.ids.lock().unwrap_or_else(PoisonError::into_inner).add(id);
+    }
+
+    fn id_count(&self) -> usize {
+        self.ids.lock().unwrap_or_else(PoisonError::into_inner).ids.len()
+    }
+
+    fn id_snapshot(&self) -> Arc<Vec<String>> {
+        let pool = self.ids.lock().unwrap_or_else(PoisonError::into_inner);
+        Arc::new(pool.ids.clone())
+    }
+}
+
+/// Reservoir sample (at most ID_POOL_CAP) of the contact ids created so far.
+#[derive(Default)]
+struct IdPool {
+    ids: Vec<String>,
+    seen: u64,
+}
+
+impl IdPool {
+    fn add(&mut self, id: String) {
+        self.seen += 1;
+        if self.ids.len() < ID_POOL_CAP {
+            self.ids.push(id);
+        } else {
+            let slot = rand::thread_rng().gen_range(0..self.seen);
+            if let Some(entry) = usize::try_from(slot).ok().and_then(|i| self.ids.get_mut(i)) {
+                *entry = id;
+            }
+        }
+    }
+}
+
+/// Checks a response against what the scenario expects; for creates, also
+/// returns the new contact's id.
+fn judge(scenario: Scenario, response: &Response) -> Result<Option<String>, ErrorSample> {
+    if response.status != scenario.expected_status() {
+        return Err(ErrorSample::from_response(response, ""));
+    }
+    if scenario != Scenario::Create {
+        return Ok(None);
+    }
+    let id = serde_json::from_slice::<Value>(&response.body)
+        .ok()
+        .and_then(|v| match v.pointer("/contact/id") {
+            Some(Value::String(s)) => Some(s.clone()),
+            Some(Value::Number(n)) => Some(n.to_string()),
+            _ => None,
+        });
+    match id {
+        Some(id) => Ok(Some(id)),
+        None => Err(ErrorSample::from_response(
+            response,
+            "response has no contact.id: ",
+        )),
+    }
+}
+
+/// The first failure of a run, shown once so the cause of errors is visible.
+#[derive(Clone, Debug)]
+struct ErrorSample {
+    status: Option<u16>,
+    detail: String,
+}
+
+impl ErrorSample {
+    fn from_response(response: &Response, note: &str) -> ErrorSample {
+        let body: String = String::from_utf8_lossy(&response.body)
+            .chars()
+            .take(MAX_ERROR_BODY_CHARS)
+            .collect();
+        ErrorSample {
+            status: Some(response.status),
+            detail: format!("{note}{body}"),
+        }
+    }
+
+    fn transport(error: &anyhow::Error) -> ErrorSample {
+        ErrorSample {
+            status: None,
+            detail: format!("{error:#}"),
+        }
+    }
+}
+
+impl fmt::Display for ErrorSample {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self.status {
+            Some(status) => write!(f, "HTTP {status}: {}", self.detail),
+            None => write!(f, "transport error: {}", self.detail),
+        }
+    }
+}
+
+/// Checks that the server is reachable and accepts our credentials before
+/// any load is generated, and returns the tenant's contact count if the
+/// list response reports one.
+async fn probe(api: &Api, url: &str) -> Result<Option<u64>> {
+    let mut conn = None;
+    let request = api.request("GET", PROBE_PATH, None);
+    let response = api
+        .exchange(&mut conn, &request)
+        .await
+        .with_context(|| format!("cannot reach Ferrogate at {url} (is `ferrogate serve` running?)"))?;
+    if matches!(response.status, 401 | 403) {
+        bail!(
+            "the server rejected the bench credentials: {}",
+            ErrorSample::from_response(&response, "")
+        );
+    }
+    if response.status != 200 {
+        eprintln!(
+            "warning: GET {PROBE_PATH} returned {}",
+            ErrorSample::from_response(&response, "")
+        );
+        return Ok(None);
+    }
+    let body: Value = serde_json::from_slice(&response.body).unwrap_or(Value::Null);
+    // Lists carry their total in meta.pagination.totalCount.
+    Ok(body
+        .pointer("/meta/pagination/totalCount")
+        .and_then(Value::as_u64))
+}
+
+// ---------------------------------------------------------------------------
+// Bulk creation: --seed-rows and the contact-get id pool
+// ---------------------------------------------------------------------------
+
+#[derive(Default)]
+struct CreateProgress {
+    /// Rows some client is creating or has created; never exceeds the target.
+    claimed: AtomicU64,
+    created: AtomicU64,
+    errors: AtomicU64,
+    first_error: Mutex<Option<ErrorSample>>,
+}
+
+impl CreateProgress {
+    /// Claims one more row to create, unless the target is already covered.
+    fn claim(&self, target: u64) -> bool {
+        self.claimed
+            .fetch_update(Ordering::Relaxed, Ordering::Relaxed, |c| {
+                (c < target).then_some(c + 1)
+            })
+            .is_ok()
+    }
+}
+
+struct CreateSummary {
+    created: u64,
+    errors: u64,
+    elapsed: Duration,
+    first_error: Option<ErrorSample>,
+}
+
+impl CreateSummary {
+    fn rate(&self) -> f64 {
+        self.created as f64 / self.elapsed.as_secs_f64().max(1e-9)
+    }
+}
+
+/// Creates `count` contacts as fast as possible with SEED_CONCURRENCY
+/// clients. Failed creates are retried, but the run gives up once errors
+/// pass a small budget, so a broken server cannot keep it going forever.
+async fn create_contacts(
+    api: &Arc<Api>,
+    count: u64,
+    label: &'static str,
+    show_progress: bool,
+) -> Result<CreateSummary> {
+    let progress = Arc::new(CreateProgress::default());
+    let max_errors = 100 + count / 100;
+    let clients = usize::try_from(count).unwrap_or(usize::MAX).min(SEED_CONCURRENCY);
+    let started = Instant::now();
+
+    let reporter = show_progress.then(|| {
+        let progress = Arc::clone(&progress);
+        tokio::spawn(async move {
+            let (mut last_count, mut last_time) = (0, Instant::now());
+            loop {
+                tokio::time::sleep(SEED_PROGRESS_EVERY).await;
+                let created = progress.created.load(Ordering::Relaxed);
+                let rate = (created - last_count) as f64 / last_time.elapsed().as_secs_f64();
+                eprintln!(
+                    "{label}: {created}/{count} created, {rate:.0}/s over the last {}s, {} errors",
+                    SEED_PROGRESS_EVERY.as_secs(),
+                    progress.errors.load(Ordering::Relaxed)
+                );
+                (last_count, last_time) = (created, Instant::now());
+            }
+        })
+    });
+
+    let workers: Vec<_> = (0..clients)
+        .map(|_| {
+            let api = Arc::clone(api);
+            let progress = Arc::clone(&progress);
+            tokio::spawn(async move {
+                let mut conn = None;
+                while progress.errors.load(Ordering::Relaxed) < max_errors && progress.claim(count) {
+                    let request = api.create_request();
+                    let outcome = match api.exchange(&mut conn, &request).await {
+                        Ok(response) => judge(Scenario::Create, &response),
+                        Err(e) => {
+                            tokio::time::sleep(ERROR_BACKOFF).await;
+                            Err(ErrorSample::transport(&e))
+                        }
+                    };
+                    match outcome {
+                        Ok(id) => {
+                            if let Some(id) = id {
+                                api.remember(id);
+                            }
+                            progress.created.fetch_add(1, Ordering::Relaxed);
+                        }
+                        Err(sample) => {
+                            // Hand the row back so it is retried.
+                            progress.claimed.fetch_sub(1, Ordering::Relaxed);
+                            progress.errors.fetch_add(1, Ordering::Relaxed);
+                            progress
+                                .first_error
+                                .lock()
+                                .unwrap_or_else(PoisonError::into_inner)
+                                .get_or_insert(sample);
+                        }
+                    }
+                }
+            })
+        })
+        .collect();
+    for worker in workers {
+        worker.await.context("create client task failed")?;
+    }
+    if let Some(reporter) = reporter {
+        reporter.abort();
+    }
+
+    let first_error = progress
+        .first_error
+        .lock()
+        .unwrap_or_else(PoisonError::into_inner)
+        .take();
+    Ok(CreateSummary {
+        created: progress.created.load(Ordering::Relaxed),
+        errors: progress.errors.load(Ordering::Relaxed),
+        elapsed: started.elapsed(),
+        first_error,
+    })
+}
+
+/// Grows the tenant to at least `target_rows` contacts.
+async fn seed(api: &Arc<Api>, target_rows: u64, existing: Option<u64>, json: bool) -> Result<()> {
+    let existing = existing.unwrap_or_else(|| {
+        eprintln!(
+            "warning: the contact list reports no total count, so existing rows cannot be \
+             counted; creating all {target_rows}"
+        );
+        0
+    });
+    if existing >= target_rows {
+        eprintln!("seed: tenant already has {existing} contacts (>= {target_rows}), nothing to create");
+        return Ok(());
+    }
+    let needed = target_rows - existing;
+    eprintln!("seed: tenant has {existing} contacts, creating {needed} more with {SEED_CONCURRENCY} clients");
+    let summary = create_contacts(api, needed, "seed", true).await?;
+    if json {
+        println!(
+            "{}",
+            json!({
+                "scenario": "seed",
+                "target": target_rows,
+                "existing": existing,
+                "created": summary.created,
+                "errors": summary.errors,
+                "elapsed_s": round(summary.elapsed.as_secs_f64(), 3),
+                "creates_per_s": round(summary.rate(), 1),
+            })
+        );
+    } else {
+        println!(
+            "seed  target={target_rows}  existing={existing}  created={}  errors={}  elapsed={:.1}s  rate={:.1}/s",
+            summary.created,
+            summary.errors,
+            summary.elapsed.as_secs_f64(),
+            summary.rate()
+        );
+    }
+    if let Some(first) = &summary.first_error {
+        eprintln!("seed: first error: {first}");
+    }
+    ensure!(
+        summary.created == needed,
+        "seeding stopped after {} errors with {} of {needed} contacts created",
+        summary.errors,
+        summary.created
+    );
+    Ok(())
+}
+
+/// contact-get needs existing ids; create some if this process has too few.
+async fn fill_get_pool(api: &Arc<Api>) -> Result<()> {
+    let have = api.id_count();
+    if have >= GET_POOL_MIN {
+        return Ok(());
+    }
+    let missing = (GET_POOL_MIN - have) as u64;
+    eprintln!("contact-get: creating {missing} contacts to read back");
+    let summary = create_contacts(api, missing, "get-pool", false).await?;
+    if let Some(first) = &summary.first_error {
+        eprintln!("contact-get: first error while creating contacts: {first}");
+    }
+    ensure!(
+        api.id_count() > 0,
+        "contact-get: could not create any contacts to read back"
+    );
+    Ok(())
+}
+
+// ---------------------------------------------------------------------------
+// Timed scenario runs
+// ---------------------------------------------------------------------------
+
+/// What one client measured.
+#[derive(Default)]
+struct ClientStats {
+    requests: u64,
+    errors: u64,
+    /// Latency of each request that got a response, in microseconds.
+    latencies_us: Vec<u32>,
+    /// Earliest failure, with the time its request started.
+    first_error: Option<(Instant, ErrorSample)>,
+}
+
+impl ClientStats {
+    fn merge(&mut self, other: ClientStats) {
+        self.requests += other.requests;
+        self.errors += other.errors;
+        self.latencies_us.extend(other.latencies_us);
+        if let Some((at, sample)) = other.first_error {
+            if self.first_error.as_ref().is_none_or(|(mine, _)| at < *mine) {
+                self.first_error = Some((at, sample));
+            }
+        }
+    }
+}
+
+/// How a client builds its next request.
+enum RequestSource {
+    Create,
+    Get(Arc<Vec<String>>),
+    Fixed(Vec<u8>),
+}
+
+async fn run_scenario(
+    api: &Arc<Api>,
+    scenario: Scenario,
+    concurrency: usize,
+    warmup: Duration,
+    duration: Duration,
+) -> Result<RunResult> {
+    let measure_from = Instant::now() + warmup;
+    let until = measure_from + duration;
+    // Taken once and shared: the id pool can hold 100k ids.
+    let get_ids = (scenario == Scenario::Get).then(|| api.id_snapshot());
+    let clients: Vec<_> = (0..concurrency)
+        .map(|_| {
+            let source = match (&get_ids, scenario) {
+                (Some(ids), _) => RequestSource::Get(Arc::clone(ids)),
+                (None, Scenario::List) => RequestSource::Fixed(api.request("GET", LIST_PATH, None)),
+                (None, _) => RequestSource::Create,
+            };
+            tokio::spawn(run_client(Arc::clone(api), scenario, source, measure_from, until))
+        })
+        .collect();
+
+    let mut total = ClientStats::default();
+    for client in clients {
+        total.merge(client.await.context("client task failed")?);
+    }
+    // Requests started before `until` are allowed to finish and are counted,
+    // so the elapsed time runs to the last completion.
+    let elapsed = measure_from.elapsed();
+    total.latencies_us.sort_unstable();
+    Ok(RunResult {
+        scenario,
+        concurrency,
+        requests: total.requests,
+        errors: total.errors,
+        elapsed,
+        latencies_us: total.latencies_us,
+        first_error: total.first_error.map(|(_, sample)| sample),
+    })
+}
+
+/// One client on one connection: sends requests back to back until `until`,
+/// recording only those that start after the warmup.
+async fn run_client(
+    api: Arc<Api>,
+    scenario: Scenario,
+    source: RequestSource,
+    measure_from: Instant,
+    until: Instant,
+) -> ClientStats {
+    let mut stats = ClientStats::default();
+    let mut conn = None;
+    let mut rng = StdRng::from_entropy();
+    while Instant::now() < until {
+        let built;
+        let request: &[u8] = match &source {
+            RequestSource::Create => {
+                built = api.create_request();
+                &built
+            }
+            RequestSource::Get(ids) => {
+                let id = &ids[rng.gen_range(0..ids.len())];
+                built = api.request("GET", &format!("{CONTACTS_PATH}/{id}"), None);
+                &built
+            }
+            RequestSource::Fixed(request) => request,
+        };
+
+        let started = Instant::now();
+        let result = api.exchange(&mut conn, request).await;
+        let latency = started.elapsed();
+        let (responded, outcome) = match result {
+            Ok(response) => (true, judge(scenario, &response)),
+            Err(e) => {
+                tokio::time::sleep(ERROR_BACKOFF).await;
+                (false, Err(ErrorSample::transport(&e)))
+            }
+        };
+        // Created ids feed later contact-get runs, warmup included.
+        if let Ok(Some(id)) = &outcome {
+            api.remember(id.clone());
+        }
+        if started < measure_from {
+            continue;
+        }
+        stats.requests += 1;
+        if responded {
+            stats
+                .latencies_us
+                .push(u32::try_from(latency.as_micros()).unwrap_or(u32::MAX));
+        }
+        if let Err(sample) = outcome {
+            stats.errors += 1;
+            if stats.first_error.is_none() {
+                stats.first_error = Some((started, sample));
+            }
+        }
+    }
+    stats
+}
+
+struct RunResult {
+    scenario: Scenario,
+    concurrency: usize,
+    /// Requests started in the measured window, failures included.
+    requests: u64,
+    errors: u64,
+    elapsed: Duration,
+    /// Sorted ascending.
+    latencies_us: Vec<u32>,
+    first_error: Option<ErrorSample>,
+}
+
+impl RunResult {
+    fn all_failed(&self) -> bool {
+        self.errors == self.requests
+    }
+
+    fn rps(&self) -> f64 {
+        self.requests as f64 / self.elapsed.as_secs_f64()
+    }
+
+    /// Nearest-rank percentile in milliseconds; None without any responses.
+    fn percentile_ms(&self, p: f64) -> Option<f64> {
+        let n = self.latencies_us.len();
+        if n == 0 {
+            return None;
+        }
+        let rank = ((p / 100.0) * n as f64).ceil() as usize;
+        Some(f64::from(self.latencies_us[rank.clamp(1, n) - 1]) / 1000.0)
+    }
+
+    fn print(&self, json: bool) {
+        let [p50, p90, p99, max] = [50.0, 90.0, 99.0, 100.0].map(|p| self.percentile_ms(p));
+        if json {
+            let ms = |v: Option<f64>| v.map(|v| round(v, 3));
+            println!(
+                "{}",
+                json!({
+                    "scenario": self.scenario.name(),
+                    "concurrency": self.concurrency,
+                    "requests": self.requests,
+                    "errors": self.errors,
+                    "elapsed_s": round(self.elapsed.as_secs_f64(), 3),
+                    "rps": round(self.rps(), 1),
+                    "p50_ms": ms(p50),
+                    "p90_ms": ms(p90),
+                    "p99_ms": ms(p99),
+                    "max_ms": ms(max),
+                    "first_error": self.first_error.as_ref().map(|e| json!({
+                        "status": e.status,
+                        "detail": e.detail,
+                    })),
+                })
+            );
+        } else {
+            let ms = |v: Option<f64>| v.map_or_else(|| "-".to_string(), |v| format!("{v:.2}ms"));
+            println!(
+                "{:<14}  c={:<4}  requests={}  errors={}  rps={:.1}  p50={}  p90={}  p99={}  max={}",
+                self.scenario.name(),
+                self.concurrency,
+                self.requests,
+                self.errors,
+                self.rps(),
+                ms(p50),
+                ms(p90),
+                ms(p99),
+                ms(max)
+            );
+        }
+        // Once per run, on stderr so --json output stays machine-readable.
+        if let Some(first) = &self.first_error {
+            eprintln!(
+                "{} c={}: first error: {first}",
+                self.scenario.name(),
+                self.concurrency
+            );
+        }
+    }
+}
+
+fn round(value: f64, decimals: i32) -> f64 {
+    let scale = 10f64.powi(decimals);
+    (value * scale).round() / scale
+}

@@ -1,0 +1,102 @@
+//! Configuration: environment variables, each with a flag twin (clap reads
+//! both; a flag wins). Validated at start; secrets never printed.
+
+use crate::crypto::{generate_data_key, Keyring};
+use anyhow::Context;
+use std::path::PathBuf;
+
+#[derive(clap::Args, Clone, Debug)]
+pub struct DbArgs {
+    /// Database: sqlite://PATH (embedded, the default) or postgres://...
+    #[arg(long, env = "FERROGATE_DATABASE_URL", default_value = "sqlite://ferrogate.db")]
+    pub database_url: String,
+
+    /// Base64 of 32 random bytes; encrypts card and bank numbers and other
+    /// secrets at rest. Unset: generated once into <db dir>/ferrogate.key.
+    #[arg(long, env = "FERROGATE_DATA_KEY", hide_env_values = true)]
+    pub data_key: Option<String>,
+
+    /// Database connections per process (SQLite: reader connections).
+    #[arg(long, env = "FERROGATE_DB_POOL", default_value_t = 8)]
+    pub db_pool: usize,
+}
+
+impl DbArgs {
+    /// Where a generated data key is kept: beside the SQLite file, or in
+    /// the working directory for PostgreSQL.
+    fn key_file(&self) -> PathBuf {
+        if let Some(path) = self.database_url.strip_prefix("sqlite://") {
+            let dir = std::path::Path::new(path)
+                .parent()
+                .map(|p| p.to_path_buf())
+                .unwrap_or_default();
+            return dir.join("ferrogate.key");
+        }
+        PathBuf::from("ferrogate.key")
+    }
+
+    pub fn keyring(&self) -> anyhow::Result<Keyring> {
+        if let Some(text) = &self.data_key {
+            let key = Keyring::parse_key(text).context("FERROGATE_DATA_KEY")?;
+            return Ok(Keyring::new(&key, &[]));
+        }
+        let file = self.key_file();
+        if file.exists() {
+            let text =
+                std::fs::read_to_string(&file).with_context(|| format!("reading {}", file.display()))?;
+            let key = Keyring::parse_key(&text).with_context(|| format!("key in {}", file.display()))?;
+            return Ok(Keyring::new(&key, &[]));
+        }
+        let text = generate_data_key();
+        write_private(&file, &text).with_context(|| format!("writing {}", file.display()))?;
+        tracing::warn!(
+            path = %file.display(),
+            "FERROGATE_DATA_KEY is not set: generated a data key into this file. Back it up: without it the encrypted data cannot be read. Set FERROGATE_DATA_KEY on every node when running several."
+        );
+        let key = Keyring::parse_key(&text)?;
+        Ok(Keyring::new(&key, &[]))
+    }
+}
+
+#[cfg(unix)]
+fn write_private(path: &std::path::Path, text: &str) -> std::io::Result<()> {
+    use std::io::Write;
+    use std::os::unix::fs::OpenOptionsExt;
+    if let Some(dir) = path.parent() {
+        if !dir.as_os_str().is_empty() {
+            std::fs::create_dir_all(dir)?;
+        }
+    }
+    // create_new: two processes starting at once cannot both write a key.
+    let mut f = std::fs::OpenOptions::new()
+        .write(true)
+        .create_new(true)
+        .mode(0o600)
+        .open(path)?;
+    f.write_all(text.as_bytes())?;
+    f.sync_all()
+}
+
+#[cfg(not(unix))]
+fn write_private(path: &std::path::Path, text: &str) -> std::io::Result<()> {
+    std::fs::write(path, text)
+}
+
+#[derive(clap::Args, Clone, Debug)]
+pub struct ServeArgs {
+    #[command(flatten)]
+    pub db: DbArgs,
+
+    /// Address of the HTTP server; port 0 picks a free port.
+    #[arg(long, env = "FERROGATE_LISTEN", default_value = "127.0.0.1:8080")]
+    pub listen: String,
+
+    /// Base of `_links` and emailed links. Default: http://<listen address>.
+    #[arg(long, env = "FERROGATE_PUBLIC_URL")]
+    pub public_url: Option<String>,
+
+    /// smtp://host:port for real mail delivery; unset keeps mail in the
+    /// database outbox, shown at /dev/mail.
+    #[arg(long, env = "FERROGATE_SMTP_URL")]
+    pub smtp_url: Option<String>,
+}

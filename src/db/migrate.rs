@@ -1,0 +1,102 @@
+//! Schema migrations: one ordered list of SQL files serving both engines,
+//! applied in a transaction each and recorded in `schema_migrations`.
+
+use super::{Conn, Dialect, Sql, Value};
+
+pub const MIGRATIONS: &[(i64, &str, &str)] = &[(
+    1,
+    "foundation",
+    include_str!("../../migrations/0001_foundation.sql"),
+)];
+
+/// Applies every migration not yet recorded. Returns how many ran.
+pub fn apply(conn: &mut dyn Conn) -> anyhow::Result<usize> {
+    let begin = match conn.dialect() {
+        Dialect::Sqlite => "BEGIN IMMEDIATE",
+        Dialect::Postgres => "BEGIN",
+    };
+    run(conn, begin)?;
+    let result = apply_locked(conn);
+    match result {
+        Ok(n) => {
+            run(conn, "COMMIT")?;
+            Ok(n)
+        }
+        Err(e) => {
+            let _ = run(conn, "ROLLBACK");
+            Err(e)
+        }
+    }
+}
+
+fn apply_locked(conn: &mut dyn Conn) -> anyhow::Result<usize> {
+    if conn.dialect() == Dialect::Postgres {
+        // Serialises nodes that start at the same time.
+        conn.query(&Sql::new("SELECT pg_advisory_xact_lock(7031987)"))?;
+    }
+    run(
+        conn,
+        "CREATE TABLE IF NOT EXISTS schema_migrations (version BIGINT PRIMARY KEY, name TEXT NOT NULL, applied_ts BIGINT NOT NULL)",
+    )?;
+    let applied: Vec<i64> = conn
+        .query(&Sql::new("SELECT version FROM schema_migrations"))?
+        .into_iter()
+        .filter_map(|r| r.first().and_then(Value::as_int))
+        .collect();
+    let mut count = 0;
+    for (version, name, text) in MIGRATIONS {
+        if applied.contains(version) {
+            continue;
+        }
+        for statement in statements(text) {
+            run(conn, &statement).map_err(|e| anyhow::anyhow!("migration {version} ({name}): {e}"))?;
+        }
+        conn.execute(&Sql::with(
+            "INSERT INTO schema_migrations (version, name, applied_ts) VALUES (?, ?, ?)",
+            vec![
+                Value::Int(*version),
+                Value::from(*name),
+                Value::Int(chrono::Utc::now().timestamp()),
+            ],
+        ))?;
+        count += 1;
+    }
+    Ok(count)
+}
+
+fn run(conn: &mut dyn Conn, text: &str) -> anyhow::Result<()> {
+    conn.execute(&Sql::new(text))?;
+    Ok(())
+}
+
+/// Splits a file into statements at `;` line ends, dropping comments.
+fn statements(text: &str) -> Vec<String> {
+    let mut out = Vec::new();
+    let mut current = String::new();
+    for line in text.lines() {
+        let line = line.split("--").next().unwrap_or("").trim_end();
+        if line.trim().is_empty() {
+            continue;
+        }
+        current.push_str(line);
+        current.push('\n');
+        if line.ends_with(';') {
+            let stmt = current.trim().trim_end_matches(';').to_string();
+            out.push(stmt);
+            current.clear();
+        }
+    }
+    if !current.trim().is_empty() {
+        out.push(current.trim().to_string());
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn splits_statements_and_drops_comments() {
+        let s = super::statements("-- c\nCREATE TABLE a (x TEXT); -- tail\n\nINSERT INTO a VALUES ('1');\n");
+        assert_eq!(s, vec!["CREATE TABLE a (x TEXT)", "INSERT INTO a VALUES ('1')"]);
+    }
+}

@@ -1,0 +1,266 @@
+//! Storage: one API over two engines.
+//!
+//! Everything above this module works with [`Sql`] (text with `?`
+//! placeholders plus bound [`Value`]s) and a [`Conn`]. Jobs are plain
+//! synchronous closures run on a blocking thread, so business rules that
+//! read and then write inside one transaction stay simple code.
+//!
+//! SQLite funnels every write through one writer thread that commits many
+//! jobs together (group commit, each job in its own savepoint); PostgreSQL
+//! runs each write job in its own transaction on a pooled connection.
+
+mod migrate;
+mod pool;
+mod postgres;
+mod sqlite;
+
+use crate::error::{ApiError, ApiResult};
+use std::sync::Arc;
+
+pub use migrate::MIGRATIONS;
+
+/// The only column types we use: integers (also booleans and money in
+/// minor units) and text (also ids, dates and JSON). Never floats.
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+pub enum Value {
+    Null,
+    Int(i64),
+    Text(String),
+}
+
+impl Value {
+    pub fn as_str(&self) -> Option<&str> {
+        match self {
+            Value::Text(s) => Some(s),
+            _ => None,
+        }
+    }
+    pub fn as_int(&self) -> Option<i64> {
+        match self {
+            Value::Int(i) => Some(*i),
+            _ => None,
+        }
+    }
+    pub fn is_null(&self) -> bool {
+        matches!(self, Value::Null)
+    }
+    /// Text form used by change logs.
+    pub fn to_log_text(&self) -> Option<String> {
+        match self {
+            Value::Null => None,
+            Value::Int(i) => Some(i.to_string()),
+            Value::Text(s) => Some(s.clone()),
+        }
+    }
+}
+
+impl From<&str> for Value {
+    fn from(s: &str) -> Self {
+        Value::Text(s.to_string())
+    }
+}
+impl From<String> for Value {
+    fn from(s: String) -> Self {
+        Value::Text(s)
+    }
+}
+impl From<i64> for Value {
+    fn from(i: i64) -> Self {
+        Value::Int(i)
+    }
+}
+impl From<bool> for Value {
+    fn from(b: bool) -> Self {
+        Value::Int(b as i64)
+    }
+}
+impl<T: Into<Value>> From<Option<T>> for Value {
+    fn from(v: Option<T>) -> Self {
+        v.map(Into::into).unwrap_or(Value::Null)
+    }
+}
+
+pub type Row = Vec<Value>;
+
+/// A statement under construction. Values are always bound, never spliced;
+/// identifiers come only from static declarations.
+#[derive(Clone, Debug, Default)]
+pub struct Sql {
+    pub text: String,
+    pub params: Vec<Value>,
+}
+
+impl Sql {
+    pub fn new(text: &str) -> Self {
+        Sql {
+            text: text.to_string(),
+            params: Vec::new(),
+        }
+    }
+    /// Appends raw SQL text. Only static text may come here.
+    pub fn push(&mut self, text: &str) -> &mut Self {
+        self.text.push_str(text);
+        self
+    }
+    /// Appends a placeholder bound to `value`.
+    pub fn bind(&mut self, value: impl Into<Value>) -> &mut Self {
+        self.text.push('?');
+        self.params.push(value.into());
+        self
+    }
+    /// Statement with its parameters given at once.
+    pub fn with(text: &str, params: Vec<Value>) -> Self {
+        debug_assert_eq!(text.matches('?').count(), params.len());
+        Sql {
+            text: text.to_string(),
+            params,
+        }
+    }
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Dialect {
+    Sqlite,
+    Postgres,
+}
+
+#[derive(Debug, thiserror::Error)]
+pub enum DbError {
+    #[error("unique constraint violated: {0}")]
+    Unique(String),
+    #[error("foreign key constraint violated: {0}")]
+    ForeignKey(String),
+    #[error("database error: {0}")]
+    Other(String),
+}
+
+impl From<DbError> for ApiError {
+    fn from(e: DbError) -> Self {
+        ApiError::Internal(e.to_string())
+    }
+}
+
+/// A connection, inside a transaction when handed to a write job.
+pub trait Conn {
+    fn query(&mut self, sql: &Sql) -> Result<Vec<Row>, DbError>;
+    fn execute(&mut self, sql: &Sql) -> Result<u64, DbError>;
+    fn dialect(&self) -> Dialect;
+
+    fn query_one(&mut self, sql: &Sql) -> Result<Option<Row>, DbError> {
+        Ok(self.query(sql)?.into_iter().next())
+    }
+    fn query_int(&mut self, sql: &Sql) -> Result<i64, DbError> {
+        Ok(self
+            .query_one(sql)?
+            .and_then(|r| r.into_iter().next())
+            .and_then(|v| v.as_int())
+            .unwrap_or(0))
+    }
+}
+
+pub type Job<T> = Box<dyn FnOnce(&mut dyn Conn) -> ApiResult<T> + Send>;
+
+#[derive(Clone)]
+pub struct Store {
+    engine: Arc<Engine>,
+}
+
+enum Engine {
+    Sqlite(sqlite::SqliteStore),
+    Postgres(postgres::PgStore),
+}
+
+impl Store {
+    /// Opens the database named by `url` (`sqlite://PATH` or `postgres://...`).
+    pub fn open(url: &str, pool_size: usize) -> anyhow::Result<Store> {
+        let engine = if let Some(path) = url.strip_prefix("sqlite://") {
+            Engine::Sqlite(sqlite::SqliteStore::open(path, pool_size)?)
+        } else if url.starts_with("postgres://") || url.starts_with("postgresql://") {
+            Engine::Postgres(postgres::PgStore::open(url, pool_size)?)
+        } else {
+            anyhow::bail!("unsupported database url (use sqlite://PATH or postgres://...)");
+        };
+        Ok(Store {
+            engine: Arc::new(engine),
+        })
+    }
+
+    pub fn dialect(&self) -> Dialect {
+        match &*self.engine {
+            Engine::Sqlite(_) => Dialect::Sqlite,
+            Engine::Postgres(_) => Dialect::Postgres,
+        }
+    }
+
+    /// Applies pending migrations; safe to run from several processes.
+    pub fn migrate(&self) -> anyhow::Result<usize> {
+        match &*self.engine {
+            Engine::Sqlite(s) => s.with_writer_blocking(migrate::apply),
+            Engine::Postgres(p) => p.with_conn_blocking(migrate::apply),
+        }
+    }
+
+    /// Runs a read-only job on a pooled connection.
+    pub async fn read<T, F>(&self, job: F) -> ApiResult<T>
+    where
+        T: Send + 'static,
+        F: FnOnce(&mut dyn Conn) -> ApiResult<T> + Send + 'static,
+    {
+        let engine = self.engine.clone();
+        tokio::task::spawn_blocking(move || match &*engine {
+            Engine::Sqlite(s) => s.read(job),
+            Engine::Postgres(p) => p.read(job),
+        })
+        .await
+        .map_err(|e| ApiError::Internal(format!("read job panicked: {e}")))?
+    }
+
+    /// Runs a job inside a transaction; answers only once it is durable.
+    /// An error from the job rolls back everything the job wrote.
+    pub async fn write<T, F>(&self, job: F) -> ApiResult<T>
+    where
+        T: Send + 'static,
+        F: FnOnce(&mut dyn Conn) -> ApiResult<T> + Send + 'static,
+    {
+        match &*self.engine {
+            Engine::Sqlite(s) => s.write(Box::new(job)).await,
+            Engine::Postgres(_) => {
+                let engine = self.engine.clone();
+                tokio::task::spawn_blocking(move || match &*engine {
+                    Engine::Postgres(p) => p.write(job),
+                    Engine::Sqlite(_) => unreachable!("engine does not change"),
+                })
+                .await
+                .map_err(|e| ApiError::Internal(format!("write job panicked: {e}")))?
+            }
+        }
+    }
+
+    /// Blocking variant for commands that run outside the server.
+    pub fn write_blocking<T, F>(&self, job: F) -> ApiResult<T>
+    where
+        T: Send + 'static,
+        F: FnOnce(&mut dyn Conn) -> ApiResult<T> + Send + 'static,
+    {
+        match &*self.engine {
+            Engine::Sqlite(s) => s.write_blocking(Box::new(job)),
+            Engine::Postgres(p) => p.write(job),
+        }
+    }
+
+    /// Checks that the database answers (readiness probe).
+    pub async fn ping(&self) -> ApiResult<()> {
+        self.read(|c| {
+            c.query(&Sql::new("SELECT 1"))?;
+            Ok(())
+        })
+        .await
+    }
+
+    /// Stops the SQLite writer after the queued jobs are done.
+    pub fn shutdown(&self) {
+        if let Engine::Sqlite(s) = &*self.engine {
+            s.shutdown();
+        }
+    }
+}

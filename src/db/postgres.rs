@@ -1,0 +1,224 @@
+//! PostgreSQL: a pool of synchronous clients used from blocking threads.
+//! Each write job runs in its own transaction; PostgreSQL groups
+//! concurrent commits by itself.
+
+use super::pool::Pool;
+use super::{Conn, DbError, Dialect, Row, Sql, Value};
+use crate::error::{ApiError, ApiResult};
+use postgres::types::{to_sql_checked, IsNull, ToSql, Type};
+use postgres::{Client, NoTls, Statement};
+use std::collections::HashMap;
+
+pub struct PgStore {
+    pool: Pool<PgConn>,
+    url: String,
+}
+
+pub struct PgConn {
+    client: Client,
+    /// Prepared statements by their `$n` text: saves a round trip a query.
+    statements: HashMap<String, Statement>,
+}
+
+impl PgConn {
+    fn connect(url: &str) -> anyhow::Result<PgConn> {
+        Ok(PgConn {
+            client: Client::connect(url, NoTls)?,
+            statements: HashMap::new(),
+        })
+    }
+
+    fn prepare(&mut self, sql: &Sql) -> Result<Statement, DbError> {
+        let text = numbered(&sql.text);
+        if let Some(s) = self.statements.get(&text) {
+            return Ok(s.clone());
+        }
+        let stmt = self.client.prepare(&text).map_err(map_err)?;
+        if self.statements.len() > 512 {
+            self.statements.clear();
+        }
+        self.statements.insert(text, stmt.clone());
+        Ok(stmt)
+    }
+
+    fn batch(&mut self, text: &str) -> Result<(), DbError> {
+        self.client.batch_execute(text).map_err(map_err)
+    }
+}
+
+/// Rewrites `?` placeholders as `$1, $2, ...`. Our SQL never carries
+/// literals (every value is bound), so a `?` is always a placeholder.
+fn numbered(text: &str) -> String {
+    let mut out = String::with_capacity(text.len() + 8);
+    let mut n = 0;
+    for ch in text.chars() {
+        if ch == '?' {
+            n += 1;
+            out.push('$');
+            out.push_str(&n.to_string());
+        } else {
+            out.push(ch);
+        }
+    }
+    out
+}
+
+#[derive(Debug)]
+struct Bind<'a>(&'a Value);
+
+impl ToSql for Bind<'_> {
+    fn to_sql(
+        &self,
+        ty: &Type,
+        out: &mut bytes::BytesMut,
+    ) -> Result<IsNull, Box<dyn std::error::Error + Sync + Send>> {
+        match self.0 {
+            Value::Null => Ok(IsNull::Yes),
+            Value::Int(i) => match *ty {
+                Type::INT8 => i.to_sql(ty, out),
+                Type::INT4 => i32::try_from(*i)?.to_sql(ty, out),
+                Type::INT2 => i16::try_from(*i)?.to_sql(ty, out),
+                Type::BOOL => (*i != 0).to_sql(ty, out),
+                Type::TEXT | Type::VARCHAR => i.to_string().to_sql(ty, out),
+                _ => Err(format!("cannot bind an integer as {ty}").into()),
+            },
+            Value::Text(s) => match *ty {
+                Type::INT8 => s.parse::<i64>()?.to_sql(ty, out),
+                _ => s.as_str().to_sql(ty, out),
+            },
+        }
+    }
+    fn accepts(_: &Type) -> bool {
+        true
+    }
+    to_sql_checked!();
+}
+
+fn decode(row: &postgres::Row) -> Result<Row, DbError> {
+    let mut values = Vec::with_capacity(row.len());
+    for (i, column) in row.columns().iter().enumerate() {
+        let ty = column.type_();
+        let v = match *ty {
+            Type::INT8 => row.try_get::<_, Option<i64>>(i).map(Value::from),
+            Type::INT4 => row
+                .try_get::<_, Option<i32>>(i)
+                .map(|v| Value::from(v.map(i64::from))),
+            Type::INT2 => row
+                .try_get::<_, Option<i16>>(i)
+                .map(|v| Value::from(v.map(i64::from))),
+            Type::BOOL => row
+                .try_get::<_, Option<bool>>(i)
+                .map(|v| Value::from(v.map(i64::from))),
+            Type::VOID => Ok(Value::Null),
+            _ => row.try_get::<_, Option<String>>(i).map(Value::from),
+        }
+        .map_err(|e| DbError::Other(format!("column {}: {e}", column.name())))?;
+        values.push(v);
+    }
+    Ok(values)
+}
+
+fn map_err(e: postgres::Error) -> DbError {
+    if let Some(db) = e.as_db_error() {
+        let code = db.code().code();
+        let text = format!("{} ({})", db.message(), db.constraint().unwrap_or_default());
+        return match code {
+            "23505" => DbError::Unique(text),
+            "23503" => DbError::ForeignKey(text),
+            _ => DbError::Other(format!("{code}: {}", db.message())),
+        };
+    }
+    DbError::Other(e.to_string())
+}
+
+impl Conn for PgConn {
+    fn query(&mut self, sql: &Sql) -> Result<Vec<Row>, DbError> {
+        let stmt = self.prepare(sql)?;
+        let params: Vec<Bind> = sql.params.iter().map(Bind).collect();
+        let refs: Vec<&(dyn ToSql + Sync)> = params.iter().map(|p| p as &(dyn ToSql + Sync)).collect();
+        let rows = self.client.query(&stmt, &refs).map_err(map_err)?;
+        rows.iter().map(decode).collect()
+    }
+
+    fn execute(&mut self, sql: &Sql) -> Result<u64, DbError> {
+        let stmt = self.prepare(sql)?;
+        let params: Vec<Bind> = sql.params.iter().map(Bind).collect();
+        let refs: Vec<&(dyn ToSql + Sync)> = params.iter().map(|p| p as &(dyn ToSql + Sync)).collect();
+        self.client.execute(&stmt, &refs).map_err(map_err)
+    }
+
+    fn dialect(&self) -> Dialect {
+        Dialect::Postgres
+    }
+}
+
+impl PgStore {
+    pub fn open(url: &str, size: usize) -> anyhow::Result<Self> {
+        let url = url.to_string();
+        // Connecting from a runtime thread is not allowed by the sync client.
+        let conns = std::thread::scope(|s| {
+            s.spawn(|| {
+                (0..size.max(1))
+                    .map(|_| PgConn::connect(&url))
+                    .collect::<anyhow::Result<Vec<_>>>()
+            })
+            .join()
+            .map_err(|_| anyhow::anyhow!("connect thread panicked"))?
+        })?;
+        Ok(PgStore {
+            pool: Pool::new(conns),
+            url,
+        })
+    }
+
+    fn reconnect(&self) -> Option<PgConn> {
+        PgConn::connect(&self.url).ok()
+    }
+
+    pub fn read<T>(&self, job: impl FnOnce(&mut dyn Conn) -> ApiResult<T>) -> ApiResult<T> {
+        self.pool.with(
+            |conn| {
+                let result = job(conn);
+                let healthy = !conn.client.is_closed();
+                (result, healthy)
+            },
+            || self.reconnect(),
+        )
+    }
+
+    pub fn write<T>(&self, job: impl FnOnce(&mut dyn Conn) -> ApiResult<T>) -> ApiResult<T> {
+        self.pool.with(
+            |conn| {
+                let result = run_in_transaction(conn, job);
+                let healthy = !conn.client.is_closed();
+                (result, healthy)
+            },
+            || self.reconnect(),
+        )
+    }
+
+    pub fn with_conn_blocking<T>(
+        &self,
+        f: impl FnOnce(&mut dyn Conn) -> anyhow::Result<T>,
+    ) -> anyhow::Result<T> {
+        self.pool
+            .with(|conn| (f(conn), !conn.client.is_closed()), || self.reconnect())
+    }
+}
+
+fn run_in_transaction<T>(conn: &mut PgConn, job: impl FnOnce(&mut dyn Conn) -> ApiResult<T>) -> ApiResult<T> {
+    conn.batch("BEGIN")?;
+    match job(conn) {
+        Ok(value) => match conn.batch("COMMIT") {
+            Ok(()) => Ok(value),
+            Err(e) => {
+                let _ = conn.batch("ROLLBACK");
+                Err(ApiError::from(e))
+            }
+        },
+        Err(e) => {
+            let _ = conn.batch("ROLLBACK");
+            Err(e)
+        }
+    }
+}

@@ -1,0 +1,286 @@
+//! SQLite: a pool of reader connections and one writer thread that
+//! group-commits. WAL and `synchronous=FULL`: an acknowledged write
+//! survives power loss; group commit amortises the fsync over many jobs.
+
+use super::pool::Pool;
+use super::{Conn, DbError, Dialect, Job, Row, Sql, Value};
+use crate::error::{ApiError, ApiResult};
+use rusqlite::types::{ToSqlOutput, ValueRef};
+use rusqlite::{Connection, OpenFlags};
+use std::panic::AssertUnwindSafe;
+use std::sync::mpsc;
+use std::sync::{Arc, Mutex};
+use std::thread::JoinHandle;
+use tokio::sync::oneshot;
+
+/// How many jobs one commit may carry at most.
+const MAX_GROUP: usize = 256;
+
+type WriteFn = Box<dyn FnOnce(&mut dyn Conn) -> ApiResult<()> + Send>;
+
+struct WriteJob {
+    run: WriteFn,
+    done: oneshot::Sender<ApiResult<()>>,
+}
+
+pub struct SqliteStore {
+    readers: Pool<Connection>,
+    path: String,
+    writer: Mutex<Option<mpsc::Sender<WriteJob>>>,
+    writer_thread: Mutex<Option<JoinHandle<()>>>,
+}
+
+struct SqliteConn<'a>(&'a Connection);
+
+impl Conn for SqliteConn<'_> {
+    fn query(&mut self, sql: &Sql) -> Result<Vec<Row>, DbError> {
+        let mut stmt = self.0.prepare_cached(&sql.text).map_err(map_err)?;
+        let columns = stmt.column_count();
+        let mut rows = stmt
+            .query(rusqlite::params_from_iter(sql.params.iter().map(Bind)))
+            .map_err(map_err)?;
+        let mut out = Vec::new();
+        while let Some(row) = rows.next().map_err(map_err)? {
+            let mut values = Vec::with_capacity(columns);
+            for i in 0..columns {
+                values.push(match row.get_ref(i).map_err(map_err)? {
+                    ValueRef::Null => Value::Null,
+                    ValueRef::Integer(n) => Value::Int(n),
+                    ValueRef::Text(t) => Value::Text(String::from_utf8_lossy(t).into_owned()),
+                    ValueRef::Real(r) => return Err(DbError::Other(format!("unexpected real value {r}"))),
+                    ValueRef::Blob(_) => return Err(DbError::Other("unexpected blob".into())),
+                });
+            }
+            out.push(values);
+        }
+        Ok(out)
+    }
+
+    fn execute(&mut self, sql: &Sql) -> Result<u64, DbError> {
+        let mut stmt = self.0.prepare_cached(&sql.text).map_err(map_err)?;
+        let n = stmt
+            .execute(rusqlite::params_from_iter(sql.params.iter().map(Bind)))
+            .map_err(map_err)?;
+        Ok(n as u64)
+    }
+
+    fn dialect(&self) -> Dialect {
+        Dialect::Sqlite
+    }
+}
+
+struct Bind<'a>(&'a Value);
+
+impl rusqlite::ToSql for Bind<'_> {
+    fn to_sql(&self) -> rusqlite::Result<ToSqlOutput<'_>> {
+        Ok(match self.0 {
+            Value::Null => ToSqlOutput::Borrowed(ValueRef::Null),
+            Value::Int(i) => ToSqlOutput::Borrowed(ValueRef::Integer(*i)),
+            Value::Text(s) => ToSqlOutput::Borrowed(ValueRef::Text(s.as_bytes())),
+        })
+    }
+}
+
+fn map_err(e: rusqlite::Error) -> DbError {
+    if let rusqlite::Error::SqliteFailure(code, msg) = &e {
+        let text = msg.clone().unwrap_or_default();
+        match code.extended_code {
+            rusqlite::ffi::SQLITE_CONSTRAINT_UNIQUE | rusqlite::ffi::SQLITE_CONSTRAINT_PRIMARYKEY => {
+                return DbError::Unique(text)
+            }
+            rusqlite::ffi::SQLITE_CONSTRAINT_FOREIGNKEY => return DbError::ForeignKey(text),
+            _ => {}
+        }
+    }
+    DbError::Other(e.to_string())
+}
+
+fn open_conn(path: &str, writer: bool) -> anyhow::Result<Connection> {
+    let flags = OpenFlags::SQLITE_OPEN_READ_WRITE
+        | OpenFlags::SQLITE_OPEN_CREATE
+        | OpenFlags::SQLITE_OPEN_NO_MUTEX
+        | OpenFlags::SQLITE_OPEN_URI;
+    let conn = Connection::open_with_flags(path, flags)?;
+    conn.busy_timeout(std::time::Duration::from_secs(10))?;
+    conn.pragma_update(None, "foreign_keys", "ON")?;
+    if writer {
+        conn.pragma_update(None, "journal_mode", "WAL")?;
+        conn.pragma_update(None, "synchronous", "FULL")?;
+    } else {
+        conn.pragma_update(None, "query_only", "ON")?;
+    }
+    conn.set_prepared_statement_cache_capacity(256);
+    Ok(conn)
+}
+
+impl SqliteStore {
+    pub fn open(path: &str, readers: usize) -> anyhow::Result<Self> {
+        if path.is_empty() {
+            anyhow::bail!("sqlite:// needs a file path");
+        }
+        if let Some(dir) = std::path::Path::new(path).parent() {
+            if !dir.as_os_str().is_empty() {
+                std::fs::create_dir_all(dir)?;
+            }
+        }
+        // The writer opens first so WAL mode is set before readers attach.
+        let writer = open_conn(path, true)?;
+        let mut pool = Vec::new();
+        for _ in 0..readers.max(1) {
+            pool.push(open_conn(path, false)?);
+        }
+        let (tx, rx) = mpsc::channel::<WriteJob>();
+        let handle = std::thread::Builder::new()
+            .name("sqlite-writer".into())
+            .spawn(move || writer_loop(writer, rx))?;
+        Ok(SqliteStore {
+            readers: Pool::new(pool),
+            path: path.to_string(),
+            writer: Mutex::new(Some(tx)),
+            writer_thread: Mutex::new(Some(handle)),
+        })
+    }
+
+    pub fn read<T>(&self, job: impl FnOnce(&mut dyn Conn) -> ApiResult<T>) -> ApiResult<T> {
+        self.readers.with(
+            |conn| (job(&mut SqliteConn(conn)), true),
+            || open_conn(&self.path, false).ok(),
+        )
+    }
+
+    fn submit(&self, run: WriteFn) -> ApiResult<oneshot::Receiver<ApiResult<()>>> {
+        let (done, rx) = oneshot::channel();
+        let sender = self.writer.lock().unwrap_or_else(|p| p.into_inner());
+        match sender.as_ref() {
+            Some(s) => s
+                .send(WriteJob { run, done })
+                .map_err(|_| ApiError::Unavailable("database writer stopped".into()))?,
+            None => return Err(ApiError::Unavailable("shutting down".into())),
+        }
+        Ok(rx)
+    }
+
+    /// Wraps a typed job so its output waits in a slot until the commit.
+    fn wrap<T: Send + 'static>(job: Job<T>) -> (WriteFn, Arc<Mutex<Option<T>>>) {
+        let slot = Arc::new(Mutex::new(None));
+        let out = slot.clone();
+        let run: WriteFn = Box::new(move |conn| {
+            let value = job(conn)?;
+            *out.lock().unwrap_or_else(|p| p.into_inner()) = Some(value);
+            Ok(())
+        });
+        (run, slot)
+    }
+
+    pub async fn write<T: Send + 'static>(&self, job: Job<T>) -> ApiResult<T> {
+        let (run, slot) = Self::wrap(job);
+        let rx = self.submit(run)?;
+        rx.await
+            .map_err(|_| ApiError::Internal("writer dropped a job".into()))??;
+        take(slot)
+    }
+
+    pub fn write_blocking<T: Send + 'static>(&self, job: Job<T>) -> ApiResult<T> {
+        let (run, slot) = Self::wrap(job);
+        let rx = self.submit(run)?;
+        rx.blocking_recv()
+            .map_err(|_| ApiError::Internal("writer dropped a job".into()))??;
+        take(slot)
+    }
+
+    /// Runs `f` on a fresh writing connection (migrations).
+    pub fn with_writer_blocking<T>(
+        &self,
+        f: impl FnOnce(&mut dyn Conn) -> anyhow::Result<T>,
+    ) -> anyhow::Result<T> {
+        let conn = open_conn(&self.path, true)?;
+        f(&mut SqliteConn(&conn))
+    }
+
+    pub fn shutdown(&self) {
+        self.writer.lock().unwrap_or_else(|p| p.into_inner()).take();
+        if let Some(handle) = self
+            .writer_thread
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .take()
+        {
+            let _ = handle.join();
+        }
+    }
+}
+
+fn take<T>(slot: Arc<Mutex<Option<T>>>) -> ApiResult<T> {
+    slot.lock()
+        .unwrap_or_else(|p| p.into_inner())
+        .take()
+        .ok_or_else(|| ApiError::Internal("write job produced no value".into()))
+}
+
+fn exec(conn: &Connection, sql: &str) -> Result<(), DbError> {
+    conn.execute_batch(sql).map_err(map_err)
+}
+
+/// Takes every queued job (up to MAX_GROUP), runs each in a savepoint of
+/// one transaction, commits once, then answers them all.
+fn writer_loop(conn: Connection, rx: mpsc::Receiver<WriteJob>) {
+    while let Ok(first) = rx.recv() {
+        let mut group = vec![first];
+        while group.len() < MAX_GROUP {
+            match rx.try_recv() {
+                Ok(job) => group.push(job),
+                Err(_) => break,
+            }
+        }
+        run_group(&conn, group);
+    }
+}
+
+fn run_group(conn: &Connection, group: Vec<WriteJob>) {
+    if let Err(e) = exec(conn, "BEGIN IMMEDIATE") {
+        for job in group {
+            let _ = job
+                .done
+                .send(Err(ApiError::Unavailable(format!("database is busy: {e}"))));
+        }
+        return;
+    }
+    let mut succeeded = Vec::with_capacity(group.len());
+    for job in group {
+        let result = exec(conn, "SAVEPOINT job").map_err(ApiError::from).and_then(|_| {
+            let mut c = SqliteConn(conn);
+            match std::panic::catch_unwind(AssertUnwindSafe(|| (job.run)(&mut c))) {
+                Ok(r) => r,
+                Err(_) => Err(ApiError::Internal("write job panicked".into())),
+            }
+        });
+        match result {
+            Ok(()) => {
+                if let Err(e) = exec(conn, "RELEASE job") {
+                    let _ = exec(conn, "ROLLBACK TO job; RELEASE job");
+                    let _ = job.done.send(Err(e.into()));
+                } else {
+                    succeeded.push(job.done);
+                }
+            }
+            Err(e) => {
+                // Undo this job only; the others in the group stand.
+                let _ = exec(conn, "ROLLBACK TO job; RELEASE job");
+                let _ = job.done.send(Err(e));
+            }
+        }
+    }
+    match exec(conn, "COMMIT") {
+        Ok(()) => {
+            for done in succeeded {
+                let _ = done.send(Ok(()));
+            }
+        }
+        Err(e) => {
+            let _ = exec(conn, "ROLLBACK");
+            for done in succeeded {
+                let _ = done.send(Err(ApiError::Internal(format!("commit failed: {e}"))));
+            }
+        }
+    }
+}

@@ -1,0 +1,71 @@
+//! Change events, written in the same transaction as the change itself:
+//! a change log row (with the old value of every changed field for
+//! updates). Postback outbox rows will be added here, so no committed
+//! change can lose its event and no rolled-back change can emit one.
+
+use super::record::Record;
+use super::Cx;
+use crate::db::{Conn, Sql, Value};
+use crate::error::ApiResult;
+use crate::ids::new_id;
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Action {
+    Create,
+    Update,
+    Delete,
+}
+
+impl Action {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Action::Create => "CREATE",
+            Action::Update => "UPDATE",
+            Action::Delete => "DELETE",
+        }
+    }
+}
+
+/// One changed field: name, old value and new value as text. Secrets are
+/// logged as a mask, never in clear.
+pub struct Change {
+    pub field: &'static str,
+    pub old: Option<String>,
+    pub new: Option<String>,
+}
+
+pub fn record(
+    conn: &mut dyn Conn,
+    cx: &Cx,
+    action: Action,
+    record: &Record,
+    changes: &[Change],
+) -> ApiResult<()> {
+    let id = new_id();
+    let location_id = super::location_of(record).unwrap_or_default();
+    conn.execute(&Sql::with(
+        "INSERT INTO changelogs (id, location_id, model, model_id, action, user_id, created_ts) VALUES (?, ?, ?, ?, ?, ?, ?)",
+        vec![
+            id.clone().into(),
+            location_id.into(),
+            record.res.model.into(),
+            record.id().into(),
+            action.as_str().into(),
+            Value::from(cx.user_id.clone()),
+            cx.now.into(),
+        ],
+    ))?;
+    for change in changes {
+        conn.execute(&Sql::with(
+            "INSERT INTO changelog_details (id, changelog_id, field, old_value, new_value) VALUES (?, ?, ?, ?, ?)",
+            vec![
+                new_id().into(),
+                id.clone().into(),
+                change.field.into(),
+                change.old.clone().into(),
+                change.new.clone().into(),
+            ],
+        ))?;
+    }
+    Ok(())
+}

@@ -1,0 +1,407 @@
+//! The generic resource engine: what every declared resource shares.
+//! Validation, scoped reads, create/update/delete with change logs,
+//! rendering with `_links`, expands and list `meta`.
+
+pub mod events;
+pub mod query;
+pub mod record;
+pub mod resource;
+pub mod rules;
+pub mod validate;
+
+use crate::crypto::Keyring;
+use crate::db::{Conn, DbError, Sql, Value};
+use crate::error::{ApiError, ApiResult, FieldErrors};
+use events::{Action, Change};
+use query::{ListQuery, TenantScope};
+use record::Record;
+use resource::{Expand, Field, Kind, Resource, Scope};
+use serde_json::{json, Map, Value as Json};
+use std::sync::Arc;
+use validate::{CreateInput, UpdateInput};
+
+/// Everything an operation needs to know about who acts, where and when.
+#[derive(Clone, Debug)]
+pub struct Cx {
+    pub user_id: String,
+    pub scope: TenantScope,
+    pub now: i64,
+    pub keyring: Arc<Keyring>,
+    pub public_url: Arc<str>,
+    pub perms: Arc<crate::auth::Perms>,
+}
+
+impl Cx {
+    pub fn href(&self, path: &str) -> String {
+        format!("{}{}", self.public_url, path)
+    }
+}
+
+/// The location a record belongs to.
+pub fn location_of(record: &Record) -> Option<String> {
+    match record.res.scope {
+        Scope::Column(c) => record
+            .fields()
+            .find(|(f, _)| f.column == c)
+            .and_then(|(_, v)| v.as_str().map(str::to_string)),
+        Scope::Location => Some(record.id().to_string()),
+    }
+}
+
+fn sealed_value(cx: &Cx, field: &Field, value: Value) -> Value {
+    match (field.encrypted, value) {
+        (true, Value::Text(plain)) => Value::Text(cx.keyring.encrypt(&plain)),
+        (_, v) => v,
+    }
+}
+
+fn clear_value(cx: &Cx, field: &Field, value: &Value) -> Value {
+    match (field.encrypted, value) {
+        (true, Value::Text(sealed)) => cx.keyring.decrypt(sealed).map(Value::Text).unwrap_or(Value::Null),
+        (_, v) => v.clone(),
+    }
+}
+
+/// Checks that every id field naming another resource names a record the
+/// caller can see.
+fn check_refs(
+    cx: &Cx,
+    conn: &mut dyn Conn,
+    fields: impl Iterator<Item = (&'static Field, Value)>,
+) -> ApiResult<()> {
+    let mut errors = FieldErrors::new();
+    for (field, value) in fields {
+        let (Some(target), Some(id)) = (field.refers, value.as_str()) else {
+            continue;
+        };
+        if query::find(conn, target, &cx.scope, id)?.is_none() {
+            errors.add(field.name, format!("{} provided is not valid", field.name));
+        }
+    }
+    errors.into_result()
+}
+
+/// Maps a unique-constraint failure (a race the rules' own check lost) to
+/// a 422 on the resource's unique field; anything else stays a 500.
+fn on_unique(res: &Resource, e: DbError) -> ApiError {
+    match (e, res.unique) {
+        (DbError::Unique(_), Some(column)) => ApiError::field(
+            column,
+            format!("{} has already been taken.", validate::label(column)),
+        ),
+        (e, _) => e.into(),
+    }
+}
+
+/// Inserts a validated record. Returns the stored record and whether it
+/// was created (false: the rules chose an existing record to update).
+pub fn create(
+    cx: &Cx,
+    conn: &mut dyn Conn,
+    res: &'static Resource,
+    mut input: CreateInput,
+) -> ApiResult<(Record, bool)> {
+    let refs: Vec<(&'static Field, Value)> = input
+        .record
+        .fields()
+        .filter(|(f, v)| f.refers.is_some() && !v.is_null())
+        .map(|(f, v)| (f, v.clone()))
+        .collect();
+    check_refs(cx, conn, refs.into_iter())?;
+    // System columns first, so the rules can use the new id.
+    let id = crate::ids::new_id();
+    for (i, field) in res.stored().enumerate() {
+        match field.name {
+            "id" => input.record.values[i] = Value::Text(id.clone()),
+            "created_ts" | "modified_ts" => input.record.values[i] = Value::Int(cx.now),
+            "created_user_id" | "modified_user_id" => {
+                input.record.values[i] = Value::Text(cx.user_id.clone())
+            }
+            _ => {}
+        }
+    }
+    if let Some(existing) = res.rules.before_create(cx, conn, &mut input)? {
+        let changes = input
+            .present
+            .iter()
+            .filter_map(|name| res.field(name))
+            .filter(|f| f.put && f.stored)
+            .map(|f| (f, input.record.get(f.name).clone()))
+            .collect();
+        let updated = update_record(cx, conn, existing, UpdateInput { changes })?;
+        return Ok((updated, false));
+    }
+    let mut record = input.record;
+    for (i, field) in res.stored().enumerate() {
+        let v = std::mem::replace(&mut record.values[i], Value::Null);
+        record.values[i] = sealed_value(cx, field, v);
+    }
+    insert(conn, &record).map_err(|e| on_unique(res, e))?;
+    res.rules.after_create(cx, conn, &record)?;
+    events::record(conn, cx, Action::Create, &record, &[])?;
+    Ok((record, true))
+}
+
+/// `INSERT INTO <table> (<stored columns>) VALUES (...)`
+pub fn insert(conn: &mut dyn Conn, record: &Record) -> Result<u64, DbError> {
+    let res = record.res;
+    let columns: Vec<&str> = res.stored().map(|f| f.column).collect();
+    let mut sql = Sql::new("INSERT INTO ");
+    sql.push(res.table)
+        .push(" (")
+        .push(&columns.join(", "))
+        .push(") VALUES (");
+    for (i, v) in record.values.iter().enumerate() {
+        if i > 0 {
+            sql.push(", ");
+        }
+        sql.bind(v.clone());
+    }
+    sql.push(")");
+    conn.execute(&sql)
+}
+
+/// Applies an update to a record found in scope.
+pub fn update(
+    cx: &Cx,
+    conn: &mut dyn Conn,
+    res: &'static Resource,
+    id: &str,
+    input: UpdateInput,
+) -> ApiResult<Record> {
+    let old = query::find(conn, res, &cx.scope, id)?.ok_or_else(|| ApiError::not_found(res.name))?;
+    update_record(cx, conn, old, input)
+}
+
+pub fn update_record(cx: &Cx, conn: &mut dyn Conn, old: Record, input: UpdateInput) -> ApiResult<Record> {
+    let res = old.res;
+    let changed_refs: Vec<(&'static Field, Value)> = input
+        .changes
+        .iter()
+        .filter(|(f, v)| f.refers.is_some() && !v.is_null() && old.get(f.name) != v)
+        .map(|(f, v)| (*f, v.clone()))
+        .collect();
+    check_refs(cx, conn, changed_refs.into_iter())?;
+    let mut new = old.clone();
+    for (field, value) in &input.changes {
+        if clear_value(cx, field, old.get(field.name)) != *value {
+            new.set(field.name, sealed_value(cx, field, value.clone()));
+        }
+    }
+    res.rules.before_update(cx, conn, &old, &mut new)?;
+    let changes: Vec<Change> = res
+        .stored()
+        .zip(old.values.iter().zip(new.values.iter()))
+        .filter(|(_, (a, b))| a != b)
+        .map(|(f, (a, b))| Change {
+            field: f.name,
+            old: if f.encrypted {
+                a.to_log_text().map(|_| "********".into())
+            } else {
+                a.to_log_text()
+            },
+            new: if f.encrypted {
+                b.to_log_text().map(|_| "********".into())
+            } else {
+                b.to_log_text()
+            },
+        })
+        .collect();
+    if changes.is_empty() {
+        return Ok(new);
+    }
+    if res.stored_index("modified_ts").is_some() {
+        new.set("modified_ts", cx.now);
+    }
+    if res.stored_index("modified_user_id").is_some() {
+        new.set("modified_user_id", cx.user_id.clone());
+    }
+    let mut sql = Sql::new("UPDATE ");
+    sql.push(res.table).push(" SET ");
+    let mut first = true;
+    for (field, (a, b)) in res.stored().zip(old.values.iter().zip(new.values.iter())) {
+        if a == b {
+            continue;
+        }
+        if !first {
+            sql.push(", ");
+        }
+        first = false;
+        sql.push(field.column).push(" = ").bind(b.clone());
+    }
+    sql.push(" WHERE id = ").bind(old.id().to_string());
+    conn.execute(&sql).map_err(|e| on_unique(res, e))?;
+    res.rules.after_update(cx, conn, &old, &new)?;
+    events::record(conn, cx, Action::Update, &new, &changes)?;
+    Ok(new)
+}
+
+/// Deletes a record found in scope, if its rules allow.
+pub fn delete(cx: &Cx, conn: &mut dyn Conn, res: &'static Resource, id: &str) -> ApiResult<()> {
+    let record = query::find(conn, res, &cx.scope, id)?.ok_or_else(|| ApiError::not_found(res.name))?;
+    delete_record(cx, conn, &record)
+}
+
+pub fn delete_record(cx: &Cx, conn: &mut dyn Conn, record: &Record) -> ApiResult<()> {
+    let res = record.res;
+    res.rules.before_delete(cx, conn, record)?;
+    let mut sql = Sql::new("DELETE FROM ");
+    sql.push(res.table)
+        .push(" WHERE id = ")
+        .bind(record.id().to_string());
+    conn.execute(&sql)?;
+    events::record(conn, cx, Action::Delete, record, &[])?;
+    Ok(())
+}
+
+/// The record as the API shows it: declared order, nulls kept, flags as
+/// booleans, secrets decrypted, `_links.self.href` last.
+pub fn render(cx: &Cx, record: &Record) -> Map<String, Json> {
+    let mut out = Map::new();
+    for (field, value) in record.fields() {
+        if field.hidden {
+            continue;
+        }
+        let value = clear_value(cx, field, value);
+        out.insert(field.name.to_string(), to_json(field, &value));
+    }
+    out.insert(
+        "_links".into(),
+        json!({ "self": { "href": cx.href(&format!("{}/{}", record.res.path(), record.id())) } }),
+    );
+    record.res.rules.render(cx, record, &mut out);
+    out
+}
+
+pub fn to_json(field: &Field, value: &Value) -> Json {
+    match (field.kind, value) {
+        (_, Value::Null) => Json::Null,
+        (Kind::Flag, Value::Int(i)) => Json::Bool(*i != 0),
+        (_, Value::Int(i)) => json!(i),
+        (_, Value::Text(s)) => Json::String(s.clone()),
+    }
+}
+
+/// Renders a record with the requested expands embedded.
+pub fn render_expanded(cx: &Cx, conn: &mut dyn Conn, record: &Record, expand: &[String]) -> ApiResult<Json> {
+    let mut out = render(cx, record);
+    for name in expand {
+        let Some(spec) = record.res.expand(name) else {
+            continue;
+        };
+        let value = match spec {
+            Expand::BelongsTo { target, column, .. } => {
+                match record
+                    .fields()
+                    .find(|(f, _)| f.column == *column)
+                    .and_then(|(_, v)| v.as_str())
+                {
+                    Some(id) => match query::find(conn, target, &cx.scope, id)? {
+                        Some(r) => Json::Object(render(cx, &r)),
+                        None => Json::Null,
+                    },
+                    None => Json::Null,
+                }
+            }
+            Expand::HasMany { target, column, .. } => {
+                let mut sql = query::select(target, &cx.scope);
+                sql.push(" AND t.")
+                    .push(column)
+                    .push(" = ")
+                    .bind(record.id().to_string());
+                sql.push(" ORDER BY t.id ASC LIMIT 500");
+                let rows = conn.query(&sql)?;
+                Json::Array(
+                    rows.into_iter()
+                        .map(|r| Json::Object(render(cx, &Record::from_row(target, r))))
+                        .collect(),
+                )
+            }
+            Expand::Changelogs => changelogs(conn, record)?,
+            Expand::Custom(name) => record.res.rules.expand(cx, conn, record, name)?,
+        };
+        out.insert(name.clone(), value);
+    }
+    Ok(Json::Object(out))
+}
+
+/// The change log of a record in the spec's shape.
+pub fn changelogs(conn: &mut dyn Conn, record: &Record) -> ApiResult<Json> {
+    let logs = conn.query(&Sql::with(
+        "SELECT id, created_ts, action, model, model_id, user_id FROM changelogs WHERE model_id = ? ORDER BY id ASC LIMIT 500",
+        vec![record.id().into()],
+    ))?;
+    let mut out = Vec::with_capacity(logs.len());
+    for log in logs {
+        let id = log[0].as_str().unwrap_or_default().to_string();
+        let details = conn.query(&Sql::with(
+            "SELECT id, changelog_id, field, old_value FROM changelog_details WHERE changelog_id = ? ORDER BY id ASC",
+            vec![id.clone().into()],
+        ))?;
+        let details: Vec<Json> = details
+            .into_iter()
+            .map(|d| json!({ "id": value_json(&d[0]), "changelog_id": value_json(&d[1]), "field": value_json(&d[2]), "old_value": value_json(&d[3]) }))
+            .collect();
+        let user = match log[5].as_str() {
+            Some(uid) => conn
+                .query_one(&Sql::with(
+                    "SELECT id, username, first_name, last_name, email FROM users WHERE id = ?",
+                    vec![uid.into()],
+                ))?
+                .map(|u| json!({ "id": value_json(&u[0]), "username": value_json(&u[1]), "first_name": value_json(&u[2]), "last_name": value_json(&u[3]), "email": value_json(&u[4]) }))
+                .unwrap_or(Json::Null),
+            None => Json::Null,
+        };
+        out.push(json!({
+            "id": id,
+            "created_ts": value_json(&log[1]),
+            "action": value_json(&log[2]),
+            "model": value_json(&log[3]),
+            "model_id": value_json(&log[4]),
+            "user_id": value_json(&log[5]),
+            "changelog_details": details,
+            "user": user,
+        }));
+    }
+    Ok(Json::Array(out))
+}
+
+fn value_json(v: &Value) -> Json {
+    match v {
+        Value::Null => Json::Null,
+        Value::Int(i) => json!(i),
+        Value::Text(s) => Json::String(s.clone()),
+    }
+}
+
+/// `meta` of a list: pagination with absolute links, and the sort used.
+/// `currentPage` is zero-based, as in the reference's samples.
+pub fn list_meta(cx: &Cx, path: &str, q: &ListQuery, total: u64) -> Json {
+    let page_count = total.div_ceil(q.page_size);
+    let link = |page: u64| {
+        let mut ser = form_urlencoded::Serializer::new(String::new());
+        for (k, v) in &q.raw {
+            if k != "page" && !matches!(k.as_str(), "user-api-key" | "user-id" | "developer-id") {
+                ser.append_pair(k, v);
+            }
+        }
+        ser.append_pair("page", &page.to_string());
+        json!({ "href": cx.href(&format!("{path}?{}", ser.finish())) })
+    };
+    let mut links = Map::new();
+    links.insert("self".into(), link(q.page));
+    if q.page < page_count {
+        links.insert("next".into(), link(q.page + 1));
+        links.insert("last".into(), link(page_count));
+    }
+    json!({
+        "pagination": {
+            "links": links,
+            "totalCount": total,
+            "pageCount": page_count,
+            "currentPage": q.page - 1,
+            "perPage": q.page_size,
+        },
+        "sort": { "attributes": { q.sort.name: if q.descending { "desc" } else { "asc" } } },
+    })
+}

@@ -1,0 +1,589 @@
+//! SQL for declared resources: the tenant scope (added to every query, no
+//! way around it), lookups, filters, sort and pagination.
+
+use super::record::Record;
+use super::resource::{Field, Kind, Resource, Scope};
+use super::validate::parse_flag;
+use crate::db::{Conn, DbError, Sql, Value};
+use crate::error::{ApiResult, FieldErrors};
+use chrono::{Datelike, Duration, NaiveDate, TimeZone};
+use chrono_tz::Tz;
+
+/// What a caller may see: its location and every location below it.
+#[derive(Clone, Debug)]
+pub struct TenantScope {
+    /// The caller's own location.
+    pub location_id: String,
+    /// Materialised path of that location, `/root/.../self/`.
+    pub path: String,
+    /// Time zone in which `_ts` keywords are evaluated.
+    pub tz: Tz,
+}
+
+impl TenantScope {
+    /// `[lower, upper)` bounds of the paths inside this scope: every path
+    /// that starts with ours. '0' is the character after '/'.
+    pub fn bounds(&self) -> (String, String) {
+        let mut upper = self.path.clone();
+        upper.pop();
+        upper.push('0');
+        (self.path.clone(), upper)
+    }
+}
+
+/// `SELECT <stored columns> FROM <table> t [JOIN locations s] WHERE <scope>`
+pub fn select(res: &Resource, scope: &TenantScope) -> Sql {
+    let mut sql = Sql::new("SELECT ");
+    let columns: Vec<String> = res.stored().map(|f| format!("t.{}", f.column)).collect();
+    sql.push(&columns.join(", "));
+    from_scoped(res, scope, &mut sql);
+    sql
+}
+
+fn from_scoped(res: &Resource, scope: &TenantScope, sql: &mut Sql) {
+    let (lower, upper) = scope.bounds();
+    sql.push(" FROM ").push(res.table).push(" t");
+    match res.scope {
+        Scope::Column(column) => {
+            sql.push(" JOIN locations s ON s.id = t.")
+                .push(column)
+                .push(" WHERE s.path >= ")
+                .bind(lower)
+                .push(" AND s.path < ")
+                .bind(upper);
+        }
+        Scope::Location => {
+            sql.push(" WHERE t.path >= ")
+                .bind(lower)
+                .push(" AND t.path < ")
+                .bind(upper);
+        }
+    }
+}
+
+/// The record with this id, if it exists inside the scope.
+pub fn find(
+    conn: &mut dyn Conn,
+    res: &'static Resource,
+    scope: &TenantScope,
+    id: &str,
+) -> Result<Option<Record>, DbError> {
+    if !crate::ids::looks_like_id(id) {
+        return Ok(None);
+    }
+    let mut sql = select(res, scope);
+    sql.push(" AND t.id = ").bind(id);
+    Ok(conn.query_one(&sql)?.map(|row| Record::from_row(res, row)))
+}
+
+/// The record whose api id column holds `api_id` at `location_id`.
+pub fn find_by_api_id(
+    conn: &mut dyn Conn,
+    res: &'static Resource,
+    scope: &TenantScope,
+    location_id: &str,
+    api_id: &str,
+) -> Result<Option<Record>, DbError> {
+    let (Some(column), Scope::Column(loc_column)) = (res.api_id, res.scope) else {
+        return Ok(None);
+    };
+    let mut sql = select(res, scope);
+    sql.push(" AND t.")
+        .push(loc_column)
+        .push(" = ")
+        .bind(location_id)
+        .push(" AND t.")
+        .push(column)
+        .push(" = ")
+        .bind(api_id);
+    Ok(conn.query_one(&sql)?.map(|row| Record::from_row(res, row)))
+}
+
+/// Whether a location id is inside the scope.
+pub fn location_in_scope(conn: &mut dyn Conn, scope: &TenantScope, id: &str) -> Result<bool, DbError> {
+    if !crate::ids::looks_like_id(id) {
+        return Ok(false);
+    }
+    let (lower, upper) = scope.bounds();
+    let sql = Sql::with(
+        "SELECT 1 FROM locations WHERE id = ? AND path >= ? AND path < ?",
+        vec![id.into(), lower.into(), upper.into()],
+    );
+    Ok(conn.query_one(&sql)?.is_some())
+}
+
+#[derive(Clone, Debug)]
+enum Condition {
+    In(&'static str, Vec<Value>),
+    Like(&'static str, Vec<String>),
+    Range(&'static str, Option<Value>, Option<Value>),
+}
+
+/// A parsed list request.
+#[derive(Clone, Debug)]
+pub struct ListQuery {
+    pub page: u64,
+    pub page_size: u64,
+    pub sort: &'static Field,
+    pub descending: bool,
+    pub expand: Vec<String>,
+    conditions: Vec<Condition>,
+    /// Resource-specific parameters (see `Resource::list_params`).
+    pub extra: Vec<(String, String)>,
+    /// The raw pairs, to rebuild pagination links.
+    pub raw: Vec<(String, String)>,
+}
+
+pub const DEFAULT_PAGE_SIZE: u64 = 20;
+pub const MAX_PAGE_SIZE: u64 = 100;
+
+/// Parameters that are never filters.
+pub const RESERVED: &[&str] = &[
+    "page",
+    "page_size",
+    "sort",
+    "expand",
+    "api_id",
+    "developer-id",
+    "user-id",
+    "user-api-key",
+];
+
+impl ListQuery {
+    pub fn parse(
+        res: &'static Resource,
+        pairs: &[(String, String)],
+        scope: &TenantScope,
+        now: i64,
+    ) -> ApiResult<ListQuery> {
+        let mut errors = FieldErrors::new();
+        let mut q = ListQuery {
+            page: 1,
+            page_size: DEFAULT_PAGE_SIZE,
+            sort: res.field(res.default_sort.0).expect("default sort is declared"),
+            descending: res.default_sort.1,
+            expand: Vec::new(),
+            conditions: Vec::new(),
+            extra: Vec::new(),
+            raw: pairs.to_vec(),
+        };
+        for (key, value) in pairs {
+            let key = key.as_str();
+            match key {
+                "page" => match value.parse::<u64>() {
+                    Ok(n) if n >= 1 => q.page = n,
+                    _ => errors.add("page", "Page must be an integer of at least 1."),
+                },
+                "page_size" => match value.parse::<u64>() {
+                    Ok(n) if (1..=MAX_PAGE_SIZE).contains(&n) => q.page_size = n,
+                    _ => errors.add(
+                        "page_size",
+                        format!("Page Size must be an integer from 1 to {MAX_PAGE_SIZE}."),
+                    ),
+                },
+                "sort" => {
+                    let (name, desc) = match value.strip_prefix('-') {
+                        Some(n) => (n, true),
+                        None => (value.as_str(), false),
+                    };
+                    match res.field(name).filter(|f| f.sort && !f.hidden) {
+                        Some(f) => {
+                            q.sort = f;
+                            q.descending = desc;
+                        }
+                        None => errors.add(
+                            "sort",
+                            format!(
+                                "Cannot sort by '{name}'. Sortable fields: {}.",
+                                sortable(res).join(", ")
+                            ),
+                        ),
+                    }
+                }
+                "expand" => {
+                    for name in value.split(',').map(str::trim).filter(|s| !s.is_empty()) {
+                        if res.expand(name).is_some() {
+                            if !q.expand.iter().any(|e| e == name) {
+                                q.expand.push(name.to_string());
+                            }
+                        } else {
+                            errors.add("expand", unknown_expand(res, name));
+                        }
+                    }
+                }
+                "api_id" | "developer-id" | "user-id" | "user-api-key" => {}
+                _ if res.list_params.contains(&key) => q.extra.push((key.to_string(), value.clone())),
+                _ => {
+                    if let Some(f) = filterable(res, key) {
+                        if value.is_empty() {
+                            continue;
+                        }
+                        match condition(f, value, pairs, scope, now) {
+                            Ok(Some(c)) => q.conditions.push(c),
+                            Ok(None) => {}
+                            Err(msg) => errors.add(key, msg),
+                        }
+                    } else if let Some(base) = key.strip_suffix("_from").or_else(|| key.strip_suffix("_to")) {
+                        // Read together with `<field>=custom`.
+                        if !matches!(filterable(res, base), Some(f) if f.kind == Kind::Ts) {
+                            errors.add(key, unknown_filter(res, key));
+                        } else if value.parse::<i64>().is_err() {
+                            errors.add(key, "Must be epoch seconds.");
+                        }
+                    } else {
+                        errors.add(key, unknown_filter(res, key));
+                    }
+                }
+            }
+        }
+        errors.into_result()?;
+        Ok(q)
+    }
+
+    pub fn offset(&self) -> u64 {
+        (self.page - 1).saturating_mul(self.page_size)
+    }
+
+    fn push_conditions(&self, sql: &mut Sql) {
+        for c in &self.conditions {
+            match c {
+                Condition::In(col, values) if values.len() == 1 => {
+                    sql.push(" AND t.").push(col).push(" = ").bind(values[0].clone());
+                }
+                Condition::In(col, values) => {
+                    sql.push(" AND t.").push(col).push(" IN (");
+                    for (i, v) in values.iter().enumerate() {
+                        if i > 0 {
+                            sql.push(", ");
+                        }
+                        sql.bind(v.clone());
+                    }
+                    sql.push(")");
+                }
+                Condition::Like(col, needles) => {
+                    sql.push(" AND (");
+                    for (i, n) in needles.iter().enumerate() {
+                        if i > 0 {
+                            sql.push(" OR ");
+                        }
+                        sql.push("LOWER(t.")
+                            .push(col)
+                            .push(") LIKE ")
+                            .bind(format!("%{}%", escape_like(&n.to_lowercase())))
+                            .push(" ESCAPE '\\'");
+                    }
+                    sql.push(")");
+                }
+                Condition::Range(col, low, high) => {
+                    if let Some(low) = low {
+                        sql.push(" AND t.").push(col).push(" >= ").bind(low.clone());
+                    }
+                    if let Some(high) = high {
+                        sql.push(" AND t.").push(col).push(" <= ").bind(high.clone());
+                    }
+                }
+            }
+        }
+    }
+}
+
+fn filterable(res: &'static Resource, name: &str) -> Option<&'static Field> {
+    res.field(name).filter(|f| f.filter && f.stored && !f.encrypted)
+}
+
+fn sortable(res: &Resource) -> Vec<&'static str> {
+    res.fields
+        .iter()
+        .filter(|f| f.sort && !f.hidden)
+        .map(|f| f.name)
+        .collect()
+}
+
+pub fn unknown_expand(res: &Resource, name: &str) -> String {
+    let names: Vec<&str> = res.expands.iter().map(|e| e.name()).collect();
+    format!(
+        "Unknown expand '{name}'. Allowed: {}.",
+        if names.is_empty() {
+            "none".to_string()
+        } else {
+            names.join(", ")
+        }
+    )
+}
+
+fn unknown_filter(res: &Resource, key: &str) -> String {
+    let mut names: Vec<&str> = res
+        .fields
+        .iter()
+        .filter(|f| f.filter && f.stored && !f.encrypted)
+        .map(|f| f.name)
+        .collect();
+    names.extend(res.list_params.iter().copied());
+    names.extend(["page", "page_size", "sort", "expand"]);
+    format!("Unknown filter '{key}'. Allowed: {}.", names.join(", "))
+}
+
+fn escape_like(s: &str) -> String {
+    let mut out = String::with_capacity(s.len());
+    for c in s.chars() {
+        if matches!(c, '%' | '_' | '\\') {
+            out.push('\\');
+        }
+        out.push(c);
+    }
+    out
+}
+
+fn parse_int(f: &Field, s: &str) -> Result<Value, String> {
+    if f.kind == Kind::Flag {
+        return parse_flag(&serde_json::Value::String(s.to_string()))
+            .map(|b| Value::Int(b as i64))
+            .ok_or_else(|| "Must be 1 or 0.".to_string());
+    }
+    s.trim()
+        .parse::<i64>()
+        .map(Value::Int)
+        .map_err(|_| "Must be an integer.".to_string())
+}
+
+/// Turns one `field=value` into a condition, per the field's kind:
+/// ids match exactly; text matches substrings; integers, dates and
+/// timestamps take `a|b` ranges; a comma list means any of the values.
+fn condition(
+    f: &'static Field,
+    value: &str,
+    pairs: &[(String, String)],
+    scope: &TenantScope,
+    now: i64,
+) -> Result<Option<Condition>, String> {
+    let col = f.column;
+    match f.kind {
+        Kind::Id => Ok(Some(Condition::In(
+            col,
+            value
+                .split(',')
+                .map(|v| Value::Text(v.trim().to_string()))
+                .collect(),
+        ))),
+        Kind::Text { .. } => {
+            let needles: Vec<String> = value
+                .split(',')
+                .map(|v| v.trim().to_string())
+                .filter(|v| !v.is_empty())
+                .collect();
+            Ok((!needles.is_empty()).then_some(Condition::Like(col, needles)))
+        }
+        Kind::Date => {
+            if let Some((a, b)) = value.split_once('|') {
+                return Ok(Some(Condition::Range(col, opt_text(a), opt_text(b))));
+            }
+            Ok(Some(Condition::In(
+                col,
+                value
+                    .split(',')
+                    .map(|v| Value::Text(v.trim().to_string()))
+                    .collect(),
+            )))
+        }
+        Kind::Ts => {
+            if let Some((from, to)) = ts_keyword(value, f.name, pairs, scope.tz, now)? {
+                return Ok(Some(Condition::Range(
+                    col,
+                    from.map(Value::Int),
+                    to.map(Value::Int),
+                )));
+            }
+            int_condition(f, value).map(Some)
+        }
+        Kind::Int { .. } | Kind::Flag => int_condition(f, value).map(Some),
+    }
+}
+
+fn opt_text(s: &str) -> Option<Value> {
+    let s = s.trim();
+    (!s.is_empty()).then(|| Value::Text(s.to_string()))
+}
+
+fn int_condition(f: &'static Field, value: &str) -> Result<Condition, String> {
+    if let Some((a, b)) = value.split_once('|') {
+        let low = (!a.trim().is_empty()).then(|| parse_int(f, a)).transpose()?;
+        let high = (!b.trim().is_empty()).then(|| parse_int(f, b)).transpose()?;
+        return Ok(Condition::Range(f.column, low, high));
+    }
+    let values = value
+        .split(',')
+        .map(|v| parse_int(f, v))
+        .collect::<Result<Vec<_>, _>>()?;
+    Ok(Condition::In(f.column, values))
+}
+
+/// An inclusive range of epoch seconds; either end may be open.
+pub type TsRange = (Option<i64>, Option<i64>);
+
+/// The `_ts` keywords, as an inclusive `[from, to]` range of epoch seconds
+/// in the location's time zone. Weeks start on Monday (ISO 8601).
+pub fn ts_keyword(
+    value: &str,
+    field: &str,
+    pairs: &[(String, String)],
+    tz: Tz,
+    now: i64,
+) -> Result<Option<TsRange>, String> {
+    let today = tz
+        .timestamp_opt(now, 0)
+        .single()
+        .map(|t| t.date_naive())
+        .ok_or("Clock out of range.")?;
+    let start = |d: NaiveDate| -> i64 {
+        tz.from_local_datetime(&d.and_hms_opt(0, 0, 0).unwrap_or_default())
+            .earliest()
+            // A midnight that does not exist (DST gap) starts an hour later.
+            .or_else(|| {
+                tz.from_local_datetime(&d.and_hms_opt(1, 0, 0).unwrap_or_default())
+                    .earliest()
+            })
+            .map(|t| t.timestamp())
+            .unwrap_or(now)
+    };
+    let day = |d: NaiveDate| (Some(start(d)), Some(start(d + Duration::days(1)) - 1));
+    let month_start = |d: NaiveDate| NaiveDate::from_ymd_opt(d.year(), d.month(), 1).unwrap_or(d);
+    let next_month = |d: NaiveDate| {
+        let m = month_start(d);
+        if m.month() == 12 {
+            NaiveDate::from_ymd_opt(m.year() + 1, 1, 1).unwrap_or(m)
+        } else {
+            NaiveDate::from_ymd_opt(m.year(), m.month() + 1, 1).unwrap_or(m)
+        }
+    };
+    let monday = today - Duration::days(today.weekday().num_days_from_monday() as i64);
+    let range = match value.trim().to_lowercase().as_str() {
+        "today" => day(today),
+        "yesterday" => day(today - Duration::days(1)),
+        "this week" => (Some(start(monday)), Some(start(monday + Duration::days(7)) - 1)),
+        "last week" => (Some(start(monday - Duration::days(7))), Some(start(monday) - 1)),
+        "last 30 days" => (
+            Some(start(today - Duration::days(29))),
+            Some(start(today + Duration::days(1)) - 1),
+        ),
+        "last 90 days" => (
+            Some(start(today - Duration::days(89))),
+            Some(start(today + Duration::days(1)) - 1),
+        ),
+        "this month" => (
+            Some(start(month_start(today))),
+            Some(start(next_month(today)) - 1),
+        ),
+        "last month" => {
+            let first = month_start(month_start(today) - Duration::days(1));
+            (Some(start(first)), Some(start(month_start(today)) - 1))
+        }
+        "custom" => {
+            let get = |suffix: &str| -> Result<Option<i64>, String> {
+                let key = format!("{field}_{suffix}");
+                match pairs.iter().find(|(k, _)| *k == key) {
+                    None => Ok(None),
+                    Some((_, v)) => v
+                        .parse::<i64>()
+                        .map(Some)
+                        .map_err(|_| format!("{key} must be epoch seconds.")),
+                }
+            };
+            let (from, to) = (get("from")?, get("to")?);
+            if from.is_none() && to.is_none() {
+                return Err(format!("custom needs {field}_from and/or {field}_to."));
+            }
+            (from, to)
+        }
+        _ => return Ok(None),
+    };
+    Ok(Some(range))
+}
+
+/// One page of a scoped list and the total count.
+pub fn list(
+    conn: &mut dyn Conn,
+    res: &'static Resource,
+    scope: &TenantScope,
+    q: &ListQuery,
+    extra: Option<&dyn Fn(&mut Sql)>,
+) -> Result<(Vec<Record>, u64), DbError> {
+    let mut count = Sql::new("SELECT COUNT(*)");
+    from_scoped(res, scope, &mut count);
+    q.push_conditions(&mut count);
+    if let Some(extra) = extra {
+        extra(&mut count);
+    }
+    let total = conn.query_int(&count)?.max(0) as u64;
+
+    let mut sql = select(res, scope);
+    q.push_conditions(&mut sql);
+    if let Some(extra) = extra {
+        extra(&mut sql);
+    }
+    let dir = if q.descending { "DESC" } else { "ASC" };
+    sql.push(" ORDER BY t.").push(q.sort.column).push(" ").push(dir);
+    if q.sort.name != "id" {
+        sql.push(", t.id ").push(dir);
+    }
+    sql.push(" LIMIT ")
+        .bind(q.page_size as i64)
+        .push(" OFFSET ")
+        .bind(q.offset().min(i64::MAX as u64) as i64);
+    let rows = conn.query(&sql)?;
+    Ok((
+        rows.into_iter().map(|r| Record::from_row(res, r)).collect(),
+        total,
+    ))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn scope() -> TenantScope {
+        TenantScope {
+            location_id: "x".into(),
+            path: "/a/b/".into(),
+            tz: "America/New_York".parse().unwrap(),
+        }
+    }
+
+    #[test]
+    fn scope_bounds_cover_exactly_the_subtree() {
+        let (lo, hi) = scope().bounds();
+        for inside in ["/a/b/", "/a/b/c/", "/a/b/zz/y/"] {
+            assert!(inside >= lo.as_str() && inside < hi.as_str(), "{inside}");
+        }
+        for outside in ["/a/", "/a/bc/", "/a/c/", "/a/b0/"] {
+            assert!(!(outside >= lo.as_str() && outside < hi.as_str()), "{outside}");
+        }
+    }
+
+    #[test]
+    fn ts_keywords_follow_the_time_zone() {
+        // 2024-03-10 12:00 UTC = 08:00 in New York (DST began that night).
+        let now = 1_710_072_000;
+        let (from, to) = ts_keyword("today", "created_ts", &[], scope().tz, now)
+            .unwrap()
+            .unwrap();
+        assert_eq!(from, Some(1_710_046_800)); // 2024-03-10 00:00 EST = 05:00 UTC
+        assert_eq!(to, Some(1_710_129_600 - 1)); // 2024-03-11 00:00 EDT = 04:00 UTC
+        let (from, _) = ts_keyword("last month", "created_ts", &[], scope().tz, now)
+            .unwrap()
+            .unwrap();
+        assert_eq!(from, Some(1_706_763_600)); // 2024-02-01 00:00 EST
+        assert!(ts_keyword("someday", "created_ts", &[], scope().tz, now)
+            .unwrap()
+            .is_none());
+        let pairs = vec![("created_ts_from".to_string(), "5".to_string())];
+        let (from, to) = ts_keyword("custom", "created_ts", &pairs, scope().tz, now)
+            .unwrap()
+            .unwrap();
+        assert_eq!((from, to), (Some(5), None));
+    }
+
+    #[test]
+    fn like_escapes_wildcards() {
+        assert_eq!(escape_like("50%_a\\"), "50\\%\\_a\\\\");
+    }
+}

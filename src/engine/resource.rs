@@ -1,0 +1,253 @@
+//! Declarations: a resource is its fields (type, bounds, P/R/U flags,
+//! filterable, sortable), default sort, scope, expands and rules. The
+//! generic engine derives validation, SQL, rendering and OpenAPI from them.
+
+use super::rules::Rules;
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Kind {
+    /// A record id (24-36 characters).
+    Id,
+    /// A string of `min..=max` characters (Unicode scalar values).
+    Text { min: u32, max: u32 },
+    /// An integer within bounds; also accepted as a string of digits.
+    Int { min: i64, max: i64 },
+    /// 1/0 (also true/false, "1"/"0") in, boolean out.
+    Flag,
+    /// yyyy-mm-dd
+    Date,
+    /// Epoch seconds, system generated.
+    Ts,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Pattern {
+    None,
+    /// Letters, digits, spaces and dashes.
+    Zip,
+    /// Digits only.
+    Digits,
+    /// Two letters.
+    State,
+    Email,
+    /// Letters and digits only.
+    Alnum,
+    /// An IANA time zone name.
+    TimeZone,
+    /// An absolute http(s) URL or a bare host name.
+    Domain,
+}
+
+#[derive(Clone, Copy, Debug)]
+pub struct Field {
+    pub name: &'static str,
+    pub column: &'static str,
+    pub kind: Kind,
+    pub post: bool,
+    pub required: bool,
+    pub put: bool,
+    /// Must be present in every update body too.
+    pub put_required: bool,
+    pub filter: bool,
+    pub sort: bool,
+    /// false: accepted as input only (for example `update_if_exists`).
+    pub stored: bool,
+    /// Stored but not part of the rendered record.
+    pub hidden: bool,
+    /// Stored sealed with the data key, rendered in clear.
+    pub encrypted: bool,
+    pub pattern: Pattern,
+    /// For ids: the resource the id must name, inside the caller's scope.
+    pub refers: Option<&'static Resource>,
+    pub doc: &'static str,
+}
+
+impl Field {
+    const fn base(name: &'static str, kind: Kind) -> Field {
+        Field {
+            name,
+            column: name,
+            kind,
+            post: false,
+            required: false,
+            put: false,
+            put_required: false,
+            filter: false,
+            sort: false,
+            stored: true,
+            hidden: false,
+            encrypted: false,
+            pattern: Pattern::None,
+            refers: None,
+            doc: "",
+        }
+    }
+    pub const fn id(name: &'static str) -> Field {
+        Field::base(name, Kind::Id)
+    }
+    pub const fn text(name: &'static str, min: u32, max: u32) -> Field {
+        Field::base(name, Kind::Text { min, max })
+    }
+    pub const fn int(name: &'static str, min: i64, max: i64) -> Field {
+        Field::base(name, Kind::Int { min, max })
+    }
+    pub const fn flag(name: &'static str) -> Field {
+        Field::base(name, Kind::Flag)
+    }
+    pub const fn date(name: &'static str) -> Field {
+        Field::base(name, Kind::Date)
+    }
+    pub const fn ts(name: &'static str) -> Field {
+        Field::base(name, Kind::Ts).filter().sort()
+    }
+    pub const fn post(mut self) -> Field {
+        self.post = true;
+        self
+    }
+    pub const fn required(mut self) -> Field {
+        self.required = true;
+        self
+    }
+    pub const fn put(mut self) -> Field {
+        self.put = true;
+        self
+    }
+    pub const fn put_required(mut self) -> Field {
+        self.put = true;
+        self.put_required = true;
+        self
+    }
+    /// Allowed on create and update.
+    pub const fn pu(self) -> Field {
+        self.post().put()
+    }
+    pub const fn filter(mut self) -> Field {
+        self.filter = true;
+        self
+    }
+    pub const fn sort(mut self) -> Field {
+        self.sort = true;
+        self
+    }
+    pub const fn transient(mut self) -> Field {
+        self.stored = false;
+        self
+    }
+    pub const fn hidden(mut self) -> Field {
+        self.hidden = true;
+        self
+    }
+    pub const fn encrypted(mut self) -> Field {
+        self.encrypted = true;
+        self
+    }
+    pub const fn pattern(mut self, p: Pattern) -> Field {
+        self.pattern = p;
+        self
+    }
+    pub const fn refers(mut self, r: &'static Resource) -> Field {
+        self.refers = Some(r);
+        self
+    }
+    pub const fn column(mut self, c: &'static str) -> Field {
+        self.column = c;
+        self
+    }
+    pub const fn doc(mut self, d: &'static str) -> Field {
+        self.doc = d;
+        self
+    }
+    pub fn is_system(&self) -> bool {
+        !self.post && !self.put
+    }
+}
+
+/// How a resource's rows are tied to the location tree.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Scope {
+    /// The row's location is in this column.
+    Column(&'static str),
+    /// The row is a location itself (its `path` column).
+    Location,
+}
+
+#[derive(Clone, Copy, Debug)]
+pub enum Expand {
+    /// Embeds the record that `column` names (null when absent or out of scope).
+    BelongsTo {
+        name: &'static str,
+        target: &'static Resource,
+        column: &'static str,
+    },
+    /// Embeds the records of `target` whose `column` holds this record's id.
+    HasMany {
+        name: &'static str,
+        target: &'static Resource,
+        column: &'static str,
+    },
+    /// The change log of the record.
+    Changelogs,
+    /// Resolved by the resource's rules.
+    Custom(&'static str),
+}
+
+impl Expand {
+    pub fn name(&self) -> &'static str {
+        match self {
+            Expand::BelongsTo { name, .. } | Expand::HasMany { name, .. } => name,
+            Expand::Changelogs => "changelogs",
+            Expand::Custom(name) => name,
+        }
+    }
+}
+
+pub struct Resource {
+    /// Envelope key and permission prefix (`contact`).
+    pub name: &'static str,
+    /// List key and path segment (`contacts`).
+    pub plural: &'static str,
+    pub table: &'static str,
+    /// Model name in change logs (`Contact`).
+    pub model: &'static str,
+    pub fields: &'static [Field],
+    /// (field, descending)
+    pub default_sort: (&'static str, bool),
+    pub scope: Scope,
+    /// Column addressed by `/{api_id}?api_id=1&location_id=...`.
+    pub api_id: Option<&'static str>,
+    /// The field a unique index guards, named in the 422 of a lost race.
+    pub unique: Option<&'static str>,
+    pub expands: &'static [Expand],
+    /// Extra list parameters the rules understand.
+    pub list_params: &'static [&'static str],
+    pub rules: &'static dyn Rules,
+    pub doc: &'static str,
+}
+
+impl std::fmt::Debug for Resource {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "Resource({})", self.name)
+    }
+}
+
+impl Resource {
+    pub fn field(&self, name: &str) -> Option<&'static Field> {
+        self.fields.iter().find(|f| f.name == name)
+    }
+    /// Fields that have a column, in declaration order (the row layout).
+    pub fn stored(&self) -> impl Iterator<Item = &'static Field> {
+        self.fields.iter().filter(|f| f.stored)
+    }
+    pub fn stored_index(&self, name: &str) -> Option<usize> {
+        self.stored().position(|f| f.name == name)
+    }
+    pub fn path(&self) -> String {
+        format!("/v2/{}", self.plural)
+    }
+    pub fn expand(&self, name: &str) -> Option<&'static Expand> {
+        self.expands.iter().find(|e| e.name() == name)
+    }
+    pub fn permission(&self, action: &str) -> String {
+        format!("{}.{}", self.plural, action)
+    }
+}

@@ -1,0 +1,66 @@
+//! The hooks through which a resource adds its business rules to the
+//! generic engine. Every hook has a do-nothing default.
+
+use super::record::Record;
+use super::validate::CreateInput;
+use super::Cx;
+use crate::db::{Conn, Sql};
+use crate::error::ApiResult;
+use serde_json::{Map, Value as Json};
+
+pub trait Rules: Sync {
+    /// Checks and completes a new record before it is inserted. Returning
+    /// a record asks the engine to update that one instead (upsert).
+    fn before_create(
+        &self,
+        _cx: &Cx,
+        _conn: &mut dyn Conn,
+        _input: &mut CreateInput,
+    ) -> ApiResult<Option<Record>> {
+        Ok(None)
+    }
+
+    fn after_create(&self, _cx: &Cx, _conn: &mut dyn Conn, _record: &Record) -> ApiResult<()> {
+        Ok(())
+    }
+
+    /// Checks an update; `new` holds the old record with the changes applied.
+    fn before_update(
+        &self,
+        _cx: &Cx,
+        _conn: &mut dyn Conn,
+        _old: &Record,
+        _new: &mut Record,
+    ) -> ApiResult<()> {
+        Ok(())
+    }
+
+    fn after_update(&self, _cx: &Cx, _conn: &mut dyn Conn, _old: &Record, _new: &Record) -> ApiResult<()> {
+        Ok(())
+    }
+
+    /// Refuses a delete (for example while the record still holds others).
+    fn before_delete(&self, _cx: &Cx, _conn: &mut dyn Conn, _record: &Record) -> ApiResult<()> {
+        Ok(())
+    }
+
+    /// Adds or reshapes rendered members.
+    fn render(&self, _cx: &Cx, _record: &Record, _out: &mut Map<String, Json>) {}
+
+    /// Resolves an `Expand::Custom`.
+    fn expand(&self, _cx: &Cx, _conn: &mut dyn Conn, _record: &Record, _name: &str) -> ApiResult<Json> {
+        Ok(Json::Null)
+    }
+
+    /// Adds conditions for the resource's own list parameters.
+    fn list_conditions(&self, _cx: &Cx, _extra: &[(String, String)], _sql: &mut Sql) {}
+
+    /// Checks the resource's own list parameters (422 on bad values).
+    fn check_list_params(&self, _extra: &[(String, String)]) -> ApiResult<()> {
+        Ok(())
+    }
+}
+
+/// Rules of a resource that has none of its own.
+pub struct NoRules;
+impl Rules for NoRules {}

@@ -1,0 +1,328 @@
+//! Input validation from the declarations: types, lengths, patterns and
+//! the P/R/U flags. Collects every problem before answering 422.
+
+use super::record::Record;
+use super::resource::{Field, Kind, Pattern, Resource};
+use crate::db::Value;
+use crate::error::FieldErrors;
+use serde_json::{Map, Value as Json};
+
+/// `last_name` -> `Last Name`, as the reference words its messages.
+pub fn label(field: &str) -> String {
+    field
+        .split('_')
+        .filter(|w| !w.is_empty())
+        .map(|w| {
+            let mut c = w.chars();
+            match c.next() {
+                Some(first) => first.to_uppercase().collect::<String>() + c.as_str(),
+                None => String::new(),
+            }
+        })
+        .collect::<Vec<_>>()
+        .join(" ")
+}
+
+pub fn blank(field: &str) -> String {
+    format!("{} cannot be blank.", label(field))
+}
+
+/// The validated input of a create: stored values plus transient inputs.
+pub struct CreateInput {
+    pub record: Record,
+    /// Fields present in the body (stored or transient).
+    pub present: Vec<&'static str>,
+    pub transient: Map<String, Json>,
+}
+
+/// The validated input of an update: only what the body carried.
+pub struct UpdateInput {
+    pub changes: Vec<(&'static Field, Value)>,
+}
+
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Mode {
+    Create,
+    Update,
+}
+
+/// Checks a create body against the declaration.
+pub fn for_create(res: &'static Resource, body: &Map<String, Json>) -> Result<CreateInput, FieldErrors> {
+    let mut errors = FieldErrors::new();
+    let mut record = Record::empty(res);
+    let mut present = Vec::new();
+    let mut transient = Map::new();
+    check_unknown(res, body, Mode::Create, &mut errors);
+    for field in res.fields.iter().filter(|f| f.post) {
+        let raw = body.get(field.name);
+        let value = match raw {
+            None => Value::Null,
+            Some(raw) => match convert(field, raw) {
+                Ok(v) => v,
+                Err(msg) => {
+                    errors.add(field.name, msg);
+                    continue;
+                }
+            },
+        };
+        if raw.is_some() {
+            present.push(field.name);
+        }
+        if field.required && value.is_null() {
+            errors.add(field.name, blank(field.name));
+            continue;
+        }
+        if field.stored {
+            record.set(field.name, value);
+        } else if let Some(raw) = raw {
+            transient.insert(field.name.to_string(), raw.clone());
+        }
+    }
+    if !errors.is_empty() {
+        return Err(errors);
+    }
+    Ok(CreateInput {
+        record,
+        present,
+        transient,
+    })
+}
+
+/// Checks an update body: only updatable fields, each converted.
+pub fn for_update(res: &'static Resource, body: &Map<String, Json>) -> Result<UpdateInput, FieldErrors> {
+    let mut errors = FieldErrors::new();
+    check_unknown(res, body, Mode::Update, &mut errors);
+    let mut changes = Vec::new();
+    for field in res.fields.iter().filter(|f| f.put) {
+        let Some(raw) = body.get(field.name) else {
+            if field.put_required {
+                errors.add(field.name, blank(field.name));
+            }
+            continue;
+        };
+        match convert(field, raw) {
+            Ok(v) if v.is_null() && field.required => errors.add(field.name, blank(field.name)),
+            Ok(v) => changes.push((field, v)),
+            Err(msg) => errors.add(field.name, msg),
+        }
+    }
+    if !errors.is_empty() {
+        return Err(errors);
+    }
+    Ok(UpdateInput { changes })
+}
+
+fn check_unknown(res: &Resource, body: &Map<String, Json>, mode: Mode, errors: &mut FieldErrors) {
+    for key in body.keys() {
+        match res.field(key) {
+            None => errors.add(key.clone(), format!("Unknown field {key} for {}.", res.name)),
+            Some(f) if mode == Mode::Create && !f.post => {
+                errors.add(key.clone(), format!("{} cannot be set.", label(key)))
+            }
+            Some(f) if mode == Mode::Update && !f.put => {
+                errors.add(key.clone(), format!("{} cannot be changed.", label(key)))
+            }
+            _ => {}
+        }
+    }
+}
+
+/// Converts one JSON input to a column value, or says what is wrong.
+/// Empty strings and null mean "no value".
+pub fn convert(field: &Field, raw: &Json) -> Result<Value, String> {
+    let name = label(field.name);
+    if raw.is_null() {
+        return Ok(Value::Null);
+    }
+    match field.kind {
+        Kind::Id => {
+            let s = scalar_text(raw).ok_or_else(|| format!("{name} must be a string."))?;
+            if s.is_empty() {
+                return Ok(Value::Null);
+            }
+            if !crate::ids::looks_like_id(&s) {
+                return Err(format!("{} provided is not valid", field.name));
+            }
+            Ok(Value::Text(s))
+        }
+        Kind::Text { min, max } => {
+            let s = scalar_text(raw).ok_or_else(|| format!("{name} must be a string."))?;
+            if s.is_empty() {
+                return Ok(Value::Null);
+            }
+            if s.chars().any(|c| c == '\0') {
+                return Err(format!("{name} must not contain NUL characters."));
+            }
+            let len = s.chars().count() as u32;
+            if len < min {
+                return Err(format!("{name} should contain at least {min} characters."));
+            }
+            if len > max {
+                return Err(format!("{name} should contain at most {max} characters."));
+            }
+            check_pattern(field, &s)?;
+            Ok(Value::Text(s))
+        }
+        Kind::Int { min, max } => {
+            let n = match raw {
+                Json::Number(n) => n.as_i64(),
+                Json::String(s) if s.is_empty() => return Ok(Value::Null),
+                Json::String(s) => s.trim().parse::<i64>().ok(),
+                Json::Bool(b) => Some(*b as i64),
+                _ => None,
+            }
+            .ok_or_else(|| format!("{name} must be an integer."))?;
+            if n < min {
+                return Err(format!("{name} must be no less than {min}."));
+            }
+            if n > max {
+                return Err(format!("{name} must be no greater than {max}."));
+            }
+            Ok(Value::Int(n))
+        }
+        Kind::Flag => parse_flag(raw)
+            .map(|b| Value::Int(b as i64))
+            .ok_or_else(|| format!("{name} must be either 1 or 0.")),
+        Kind::Date => {
+            let s = scalar_text(raw).ok_or_else(|| format!("{name} must be a string."))?;
+            if s.is_empty() {
+                return Ok(Value::Null);
+            }
+            if s.len() != 10 || chrono::NaiveDate::parse_from_str(&s, "%Y-%m-%d").is_err() {
+                return Err(format!("The format of {name} is invalid (yyyy-mm-dd)."));
+            }
+            Ok(Value::Text(s))
+        }
+        Kind::Ts => Err(format!("{name} cannot be set.")),
+    }
+}
+
+/// 1/0, true/false, "1"/"0", "true"/"false".
+pub fn parse_flag(raw: &Json) -> Option<bool> {
+    match raw {
+        Json::Bool(b) => Some(*b),
+        Json::Number(n) => match n.as_i64() {
+            Some(0) => Some(false),
+            Some(1) => Some(true),
+            _ => None,
+        },
+        Json::String(s) => match s.as_str() {
+            "1" | "true" => Some(true),
+            "0" | "false" => Some(false),
+            _ => None,
+        },
+        _ => None,
+    }
+}
+
+/// Strings as they are; integers accepted as their digits (zip codes and
+/// phone numbers are often sent as numbers). Floats, objects, arrays and
+/// booleans are not text.
+fn scalar_text(raw: &Json) -> Option<String> {
+    match raw {
+        Json::String(s) => Some(s.clone()),
+        Json::Number(n) if n.is_i64() || n.is_u64() => Some(n.to_string()),
+        _ => None,
+    }
+}
+
+fn check_pattern(field: &Field, s: &str) -> Result<(), String> {
+    let name = label(field.name);
+    let ok = match field.pattern {
+        Pattern::None => true,
+        Pattern::Zip => s
+            .chars()
+            .all(|c| c.is_ascii_alphanumeric() || c == ' ' || c == '-'),
+        Pattern::Digits => s.chars().all(|c| c.is_ascii_digit()),
+        Pattern::State => s.len() == 2 && s.chars().all(|c| c.is_ascii_alphabetic()),
+        Pattern::Alnum => s.chars().all(|c| c.is_ascii_alphanumeric()),
+        Pattern::Email => is_email(s),
+        Pattern::TimeZone => s.parse::<chrono_tz::Tz>().is_ok(),
+        Pattern::Domain => is_domain_or_url(s),
+    };
+    if ok {
+        Ok(())
+    } else {
+        Err(match field.pattern {
+            Pattern::Digits => format!("{name} must contain digits only."),
+            Pattern::Email => format!("{name} is not a valid email address."),
+            Pattern::TimeZone => format!("{name} must be a time zone name such as America/New_York."),
+            _ => format!("{name} is invalid."),
+        })
+    }
+}
+
+fn is_email(s: &str) -> bool {
+    let Some((local, domain)) = s.split_once('@') else {
+        return false;
+    };
+    !local.is_empty()
+        && !domain.contains('@')
+        && domain.contains('.')
+        && !domain.starts_with('.')
+        && !domain.ends_with('.')
+        && !s.chars().any(|c| c.is_whitespace() || c.is_control())
+}
+
+fn is_domain_or_url(s: &str) -> bool {
+    let host = s
+        .strip_prefix("https://")
+        .or_else(|| s.strip_prefix("http://"))
+        .unwrap_or(s);
+    let host = host.split('/').next().unwrap_or("");
+    !host.is_empty()
+        && host
+            .chars()
+            .all(|c| c.is_ascii_alphanumeric() || c == '.' || c == '-' || c == ':')
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    #[test]
+    fn labels_read_like_the_reference() {
+        assert_eq!(label("product_transaction_id"), "Product Transaction Id");
+        assert_eq!(blank("last_name"), "Last Name cannot be blank.");
+    }
+
+    #[test]
+    fn text_bounds_count_characters_not_bytes() {
+        let f = Field::text("city", 1, 3);
+        assert!(convert(&f, &json!("äöü")).is_ok());
+        assert!(convert(&f, &json!("äöüß")).is_err());
+        assert!(convert(&f, &json!(true)).is_err());
+        assert!(convert(&f, &json!("a\u{0}")).is_err());
+        assert_eq!(convert(&f, &json!("")).unwrap(), Value::Null);
+    }
+
+    #[test]
+    fn flags_and_ints() {
+        let f = Field::flag("x");
+        assert_eq!(convert(&f, &json!("1")).unwrap(), Value::Int(1));
+        assert_eq!(convert(&f, &json!(false)).unwrap(), Value::Int(0));
+        assert!(convert(&f, &json!(2)).is_err());
+        let i = Field::int("n", 0, 4);
+        assert_eq!(convert(&i, &json!("3")).unwrap(), Value::Int(3));
+        assert!(convert(&i, &json!(5)).is_err());
+        assert!(convert(&i, &json!(1.5)).is_err());
+        assert!(convert(&i, &json!(1e300)).is_err());
+    }
+
+    #[test]
+    fn dates_and_patterns() {
+        let d = Field::date("d");
+        assert!(convert(&d, &json!("2024-02-29")).is_ok());
+        assert!(convert(&d, &json!("2023-02-29")).is_err());
+        let z = Field::text("zip", 4, 12).pattern(Pattern::Zip);
+        assert!(convert(&z, &json!("12345-6789")).is_ok());
+        assert!(convert(&z, &json!("1234'; --")).is_err());
+        let e = Field::text("email", 5, 64).pattern(Pattern::Email);
+        assert!(convert(&e, &json!("a@b.co")).is_ok());
+        assert!(convert(&e, &json!("a@b")).is_err());
+        let tz = Field::text("tz", 0, 24).pattern(Pattern::TimeZone);
+        assert!(convert(&tz, &json!("America/Chicago")).is_ok());
+        assert!(convert(&tz, &json!("Mars/Olympus")).is_err());
+    }
+}

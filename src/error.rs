@@ -1,0 +1,141 @@
+//! The one error type of the API. Validation errors render the spec's
+//! `{errors:{field:[message]}}`; every other error renders
+//! `{status, name, message}`. Internals are logged, never returned.
+
+use axum::http::StatusCode;
+use axum::response::{IntoResponse, Response};
+use serde_json::{json, Map, Value as Json};
+use std::collections::BTreeMap;
+
+/// Field name -> messages, in a stable order.
+#[derive(Debug, Default, Clone, PartialEq)]
+pub struct FieldErrors(pub BTreeMap<String, Vec<String>>);
+
+impl FieldErrors {
+    pub fn new() -> Self {
+        Self::default()
+    }
+    pub fn add(&mut self, field: impl Into<String>, message: impl Into<String>) {
+        self.0.entry(field.into()).or_default().push(message.into());
+    }
+    pub fn is_empty(&self) -> bool {
+        self.0.is_empty()
+    }
+    pub fn has(&self, field: &str) -> bool {
+        self.0.contains_key(field)
+    }
+    /// `Ok(())` when nothing was collected, else a 422.
+    pub fn into_result(self) -> Result<(), ApiError> {
+        if self.is_empty() {
+            Ok(())
+        } else {
+            Err(ApiError::Validation(self))
+        }
+    }
+    pub fn to_json(&self) -> Json {
+        let mut map = Map::new();
+        for (field, messages) in &self.0 {
+            map.insert(field.clone(), json!(messages));
+        }
+        Json::Object(map)
+    }
+}
+
+#[derive(Debug, thiserror::Error)]
+pub enum ApiError {
+    #[error("validation failed")]
+    Validation(FieldErrors),
+    /// A validation-shaped body with another status (location delete: 409).
+    #[error("conflict")]
+    Conflict(FieldErrors),
+    #[error("bad request: {0}")]
+    BadRequest(String),
+    #[error("unauthorized: {0}")]
+    Unauthorized(String),
+    #[error("forbidden: {0}")]
+    Forbidden(String),
+    #[error("not found")]
+    NotFound(String),
+    #[error("method not allowed")]
+    MethodNotAllowed,
+    #[error("payload too large")]
+    PayloadTooLarge,
+    #[error("service unavailable: {0}")]
+    Unavailable(String),
+    /// Anything that is our fault. The text is logged, never sent.
+    #[error("internal error: {0}")]
+    Internal(String),
+}
+
+impl ApiError {
+    pub fn field(field: impl Into<String>, message: impl Into<String>) -> Self {
+        let mut errors = FieldErrors::new();
+        errors.add(field, message);
+        ApiError::Validation(errors)
+    }
+    pub fn not_found(what: &str) -> Self {
+        ApiError::NotFound(format!("{what} not found"))
+    }
+    pub fn internal(e: impl std::fmt::Display) -> Self {
+        ApiError::Internal(e.to_string())
+    }
+    pub fn status(&self) -> StatusCode {
+        match self {
+            ApiError::Validation(_) => StatusCode::UNPROCESSABLE_ENTITY,
+            ApiError::Conflict(_) => StatusCode::CONFLICT,
+            ApiError::BadRequest(_) => StatusCode::BAD_REQUEST,
+            ApiError::Unauthorized(_) => StatusCode::UNAUTHORIZED,
+            ApiError::Forbidden(_) => StatusCode::FORBIDDEN,
+            ApiError::NotFound(_) => StatusCode::NOT_FOUND,
+            ApiError::MethodNotAllowed => StatusCode::METHOD_NOT_ALLOWED,
+            ApiError::PayloadTooLarge => StatusCode::PAYLOAD_TOO_LARGE,
+            ApiError::Unavailable(_) => StatusCode::SERVICE_UNAVAILABLE,
+            ApiError::Internal(_) => StatusCode::INTERNAL_SERVER_ERROR,
+        }
+    }
+    /// The JSON body, without the request id (the middleware adds it).
+    pub fn body(&self) -> Json {
+        let status = self.status();
+        match self {
+            ApiError::Validation(errors) | ApiError::Conflict(errors) => {
+                json!({ "errors": errors.to_json() })
+            }
+            other => {
+                let message = match other {
+                    ApiError::BadRequest(m)
+                    | ApiError::Unauthorized(m)
+                    | ApiError::Forbidden(m)
+                    | ApiError::NotFound(m)
+                    | ApiError::Unavailable(m) => m.clone(),
+                    ApiError::MethodNotAllowed => "Method not allowed on this endpoint.".into(),
+                    ApiError::PayloadTooLarge => "Request body is too large.".into(),
+                    _ => "An internal error occurred. Quote the request_id when reporting it.".into(),
+                };
+                json!({
+                    "status": status.as_u16(),
+                    "name": status.canonical_reason().unwrap_or("Error"),
+                    "message": message,
+                })
+            }
+        }
+    }
+}
+
+impl IntoResponse for ApiError {
+    fn into_response(self) -> Response {
+        if let ApiError::Internal(detail) = &self {
+            tracing::error!(error = %detail, "internal error");
+        }
+        let status = self.status();
+        let mut response = (status, axum::Json(self.body())).into_response();
+        // Lets the request-id middleware add the id to the body.
+        response.extensions_mut().insert(ErrorBody);
+        response
+    }
+}
+
+/// Marker on responses whose JSON body is an error body.
+#[derive(Clone, Copy)]
+pub struct ErrorBody;
+
+pub type ApiResult<T> = Result<T, ApiError>;

@@ -1,0 +1,269 @@
+//! `/v2/openapi.json`, generated from the same declarations that drive
+//! validation, and a `/docs` page that renders it with no outside assets.
+
+use super::{AppState, MOUNTED};
+use crate::engine::query::{DEFAULT_PAGE_SIZE, MAX_PAGE_SIZE};
+use crate::engine::resource::{Field, Kind, Resource};
+use axum::extract::State;
+use axum::response::{Html, IntoResponse, Response};
+use axum::routing::get;
+use axum::Router;
+use serde_json::{json, Map, Value as Json};
+
+pub fn routes() -> Router<AppState> {
+    Router::new()
+        .route("/v2/openapi.json", get(openapi_json))
+        .route("/docs", get(|| async { Html(DOCS_PAGE) }))
+}
+
+async fn openapi_json(State(app): State<AppState>) -> Response {
+    axum::Json(openapi(&app.public_url)).into_response()
+}
+
+fn field_schema(f: &Field) -> Json {
+    let mut s = match f.kind {
+        Kind::Id => json!({ "type": "string", "minLength": 24, "maxLength": 36 }),
+        Kind::Text { min, max } => json!({ "type": "string", "minLength": min, "maxLength": max }),
+        Kind::Int { min, max } => json!({ "type": "integer", "minimum": min, "maximum": max }),
+        Kind::Flag => json!({ "type": "boolean", "description": "accepts 1/0, true/false" }),
+        Kind::Date => json!({ "type": "string", "format": "date" }),
+        Kind::Ts => json!({ "type": "integer", "description": "epoch seconds" }),
+    };
+    let mut notes = Vec::new();
+    if !f.doc.is_empty() {
+        notes.push(f.doc.to_string());
+    }
+    let flags: Vec<&str> = [(f.post, "P"), (f.required, "R"), (f.put, "U")]
+        .iter()
+        .filter(|(on, _)| *on)
+        .map(|(_, l)| *l)
+        .collect();
+    notes.push(if flags.is_empty() {
+        "system".into()
+    } else {
+        format!("flags {}", flags.join(""))
+    });
+    if f.filter {
+        notes.push("filterable".into());
+    }
+    if f.sort {
+        notes.push("sortable".into());
+    }
+    if let Json::Object(m) = &mut s {
+        let d = m.get("description").and_then(Json::as_str).map(str::to_string);
+        let mut all = notes;
+        if let Some(d) = d {
+            all.insert(0, d);
+        }
+        m.insert("description".into(), json!(all.join("; ")));
+        m.insert("nullable".into(), json!(!f.required));
+        if f.is_system() {
+            m.insert("readOnly".into(), json!(true));
+        }
+    }
+    s
+}
+
+fn schemas(res: &Resource) -> (Json, Json, Json) {
+    let mut record = Map::new();
+    let mut create = Map::new();
+    let mut update = Map::new();
+    let mut required = Vec::new();
+    for f in res.fields {
+        let schema = field_schema(f);
+        if !f.hidden && f.stored {
+            record.insert(f.name.into(), schema.clone());
+        }
+        if f.post {
+            create.insert(f.name.into(), schema.clone());
+            if f.required {
+                required.push(f.name);
+            }
+        }
+        if f.put {
+            update.insert(f.name.into(), schema);
+        }
+    }
+    record.insert("_links".into(), json!({ "type": "object" }));
+    (
+        json!({ "type": "object", "properties": record }),
+        json!({ "type": "object", "properties": create, "required": required, "additionalProperties": false }),
+        json!({ "type": "object", "properties": update, "additionalProperties": false }),
+    )
+}
+
+fn envelope(key: &str, schema: Json) -> Json {
+    json!({ "type": "object", "properties": { key: schema }, "required": [key] })
+}
+
+fn body(schema: Json) -> Json {
+    json!({ "required": true, "content": { "application/json": { "schema": schema } } })
+}
+
+fn reply(description: &str, schema: Json) -> Json {
+    json!({ "description": description, "content": { "application/json": { "schema": schema } } })
+}
+
+/// The OpenAPI 3.0 document of every mounted resource.
+pub fn openapi(public_url: &str) -> Json {
+    let mut paths = Map::new();
+    let mut components = Map::new();
+    let errors = json!({ "$ref": "#/components/schemas/ValidationErrors" });
+    let error = json!({ "$ref": "#/components/schemas/Error" });
+    let std_errors = json!({
+        "400": reply("malformed JSON", error.clone()),
+        "401": reply("missing or wrong credentials", error.clone()),
+        "403": reply("missing permission", error.clone()),
+        "404": reply("not found (or outside the caller's locations)", error.clone()),
+        "422": reply("validation failed", errors.clone()),
+    });
+    for (res, verbs) in MOUNTED {
+        let (record, create, update) = schemas(res);
+        let name = res.name;
+        components.insert(name.into(), record);
+        let rref = json!({ "$ref": format!("#/components/schemas/{name}") });
+        let one = envelope(name, rref.clone());
+        let list = json!({ "type": "object", "properties": {
+            res.plural: { "type": "array", "items": rref },
+            "meta": { "$ref": "#/components/schemas/Meta" } } });
+        let filters: Vec<Json> = res
+            .fields
+            .iter()
+            .filter(|f| f.filter && !f.encrypted)
+            .map(|f| json!({ "name": f.name, "in": "query", "required": false, "schema": { "type": "string" },
+                "description": match f.kind {
+                    Kind::Text { .. } => "substring match; a comma list matches any",
+                    Kind::Ts => "epoch seconds, a|b range, or today, yesterday, this week, last week, last 30 days, last 90 days, this month, last month, custom (with _from/_to)",
+                    Kind::Int { .. } | Kind::Flag | Kind::Date => "exact; a|b inclusive range; a comma list matches any",
+                    Kind::Id => "exact; a comma list matches any",
+                } }))
+            .chain(res.list_params.iter().map(|p| json!({ "name": p, "in": "query", "required": false, "schema": { "type": "string" } })))
+            .chain([
+                json!({ "name": "page", "in": "query", "schema": { "type": "integer", "minimum": 1, "default": 1 } }),
+                json!({ "name": "page_size", "in": "query", "schema": { "type": "integer", "minimum": 1, "maximum": MAX_PAGE_SIZE, "default": DEFAULT_PAGE_SIZE } }),
+                json!({ "name": "sort", "in": "query", "schema": { "type": "string" }, "description": format!("field, or -field for descending; default {}{}", if res.default_sort.1 { "-" } else { "" }, res.default_sort.0) }),
+                json!({ "name": "expand", "in": "query", "schema": { "type": "string" }, "description": format!("comma list of: {}", res.expands.iter().map(|e| e.name()).collect::<Vec<_>>().join(", ")) }),
+            ])
+            .collect();
+        let mut collection = Map::new();
+        collection.insert(
+            "get".into(),
+            json!({ "summary": format!("List {}", res.plural), "tags": [res.plural], "parameters": filters,
+            "responses": merge(json!({ "200": reply("a page", list) }), &std_errors) }),
+        );
+        if verbs.create {
+            collection.insert(
+                "post".into(),
+                json!({ "summary": format!("Create a {name}"), "tags": [res.plural], "description": res.doc,
+                "requestBody": body(envelope(name, create)),
+                "responses": merge(json!({ "201": reply("created", one.clone()) }), &std_errors) }),
+            );
+        }
+        paths.insert(res.path(), Json::Object(collection));
+        let id_param =
+            json!([{ "name": "id", "in": "path", "required": true, "schema": { "type": "string" } }]);
+        let mut item = Map::new();
+        item.insert("parameters".into(), id_param);
+        item.insert(
+            "get".into(),
+            json!({ "summary": format!("Read a {name}"), "tags": [res.plural],
+            "responses": merge(json!({ "200": reply("the record", one.clone()) }), &std_errors) }),
+        );
+        if verbs.update {
+            item.insert(
+                "put".into(),
+                json!({ "summary": format!("Update a {name}"), "tags": [res.plural],
+                "requestBody": body(envelope(name, update)),
+                "responses": merge(json!({ "200": reply("updated", one.clone()) }), &std_errors) }),
+            );
+        }
+        if verbs.delete {
+            item.insert(
+                "delete".into(),
+                json!({ "summary": format!("Delete a {name}"), "tags": [res.plural],
+                "responses": merge(json!({ "204": { "description": "deleted" } }), &std_errors) }),
+            );
+        }
+        paths.insert(format!("{}/{{id}}", res.path()), Json::Object(item));
+    }
+    components.insert("Error".into(), json!({ "type": "object", "properties": {
+        "status": { "type": "integer" }, "name": { "type": "string" }, "message": { "type": "string" }, "request_id": { "type": "string" } } }));
+    components.insert("ValidationErrors".into(), json!({ "type": "object", "properties": {
+        "errors": { "type": "object", "additionalProperties": { "type": "array", "items": { "type": "string" } } },
+        "request_id": { "type": "string" } } }));
+    components.insert("Meta".into(), json!({ "type": "object", "properties": {
+        "pagination": { "type": "object", "properties": {
+            "links": { "type": "object" }, "totalCount": { "type": "integer" }, "pageCount": { "type": "integer" },
+            "currentPage": { "type": "integer", "description": "zero-based" }, "perPage": { "type": "integer" } } },
+        "sort": { "type": "object" } } }));
+    let auth = ["developer-id", "user-id", "user-api-key"];
+    let mut security_schemes = Map::new();
+    for h in auth {
+        security_schemes.insert(h.into(), json!({ "type": "apiKey", "in": "header", "name": h }));
+    }
+    json!({
+        "openapi": "3.0.3",
+        "info": { "title": "Ferrogate API", "version": env!("CARGO_PKG_VERSION"),
+            "description": "Payment gateway REST API v2. Credentials: the developer-id, user-id and user-api-key headers (or query parameters, or HTTP Basic with user id and api key)." },
+        "servers": [{ "url": public_url }],
+        "security": [{ "developer-id": [], "user-id": [], "user-api-key": [] }],
+        "paths": paths,
+        "components": { "schemas": components, "securitySchemes": security_schemes },
+    })
+}
+
+fn merge(mut a: Json, b: &Json) -> Json {
+    if let (Json::Object(a), Json::Object(b)) = (&mut a, b) {
+        for (k, v) in b {
+            a.entry(k.clone()).or_insert(v.clone());
+        }
+    }
+    a
+}
+
+/// A self-contained page: fetches the OpenAPI document and lists every
+/// operation with its fields. No CDN, so it works offline.
+const DOCS_PAGE: &str = r#"<!doctype html>
+<html lang="en"><head><meta charset="utf-8"><title>Ferrogate API</title>
+<meta name="viewport" content="width=device-width, initial-scale=1">
+<style>
+body{font:15px/1.45 system-ui,sans-serif;margin:0;color:#1d2430;background:#f7f8fa}
+header{background:#1d2430;color:#fff;padding:16px 28px}header h1{margin:0;font-size:20px}
+main{max-width:1000px;margin:0 auto;padding:20px 28px}
+section{background:#fff;border:1px solid #dde2ea;border-radius:8px;margin:14px 0;padding:12px 18px}
+h2{font-size:17px;margin:6px 0}.op{margin:8px 0;padding:6px 0;border-top:1px solid #eef0f4}
+.m{display:inline-block;min-width:58px;font-weight:600;font-family:monospace}
+.get{color:#0a7d32}.post{color:#1257b0}.put{color:#a36100}.delete{color:#b3261e}
+code{font-family:ui-monospace,monospace;font-size:13px}table{border-collapse:collapse;width:100%;font-size:13px}
+td,th{border-bottom:1px solid #eef0f4;text-align:left;padding:3px 6px;vertical-align:top}
+details summary{cursor:pointer;color:#445}
+</style></head><body>
+<header><h1>Ferrogate API</h1><div id="desc"></div></header>
+<main id="out">Loading /v2/openapi.json&hellip;</main>
+<script>
+fetch('/v2/openapi.json').then(r=>r.json()).then(doc=>{
+  const esc=s=>String(s??'').replace(/[&<>"]/g,c=>({'&':'&amp;','<':'&lt;','>':'&gt;','"':'&quot;'}[c]));
+  document.getElementById('desc').textContent=doc.info.description;
+  const schemas=doc.components.schemas, groups={};
+  for(const [path,item] of Object.entries(doc.paths)){
+    for(const [m,op] of Object.entries(item)){ if(m==='parameters')continue;
+      const tag=(op.tags||['other'])[0]; (groups[tag]=groups[tag]||[]).push([m,path,op]); }
+  }
+  const fields=name=>{const s=schemas[name]; if(!s)return '';
+    return '<table><tr><th>field</th><th>type</th><th>notes</th></tr>'+Object.entries(s.properties).map(([k,v])=>
+      `<tr><td><code>${esc(k)}</code></td><td>${esc(v.type||'')}${v.maxLength!==undefined?' '+v.minLength+'-'+v.maxLength:''}</td><td>${esc(v.description||'')}</td></tr>`).join('')+'</table>';};
+  let html='';
+  for(const [tag,ops] of Object.entries(groups)){
+    const name=Object.keys(schemas).find(n=>ops.some(o=>JSON.stringify(o[2]).includes('schemas/'+n+'"')));
+    html+=`<section><h2>${esc(tag)}</h2>`;
+    for(const [m,path,op] of ops){
+      html+=`<div class="op"><span class="m ${m}">${m.toUpperCase()}</span> <code>${esc(path)}</code> &mdash; ${esc(op.summary)}`;
+      if(op.parameters&&op.parameters.length) html+=`<details><summary>query parameters</summary><table>${op.parameters.map(p=>`<tr><td><code>${esc(p.name)}</code></td><td>${esc(p.description||'')}</td></tr>`).join('')}</table></details>`;
+      html+='</div>';
+    }
+    if(name) html+=`<details><summary>${esc(name)} fields</summary>${fields(name)}</details>`;
+    html+='</section>';
+  }
+  document.getElementById('out').innerHTML=html;
+}).catch(e=>{document.getElementById('out').textContent='Could not load the API description: '+e});
+</script></body></html>"#;

@@ -1,0 +1,171 @@
+//! The HTTP layer: routes, the request-id/logging/metrics middleware and
+//! operational endpoints. Handlers never see SQL.
+
+pub mod crud;
+pub mod docs;
+pub mod extract;
+pub mod metrics;
+mod users;
+
+use crate::clock::Clock;
+use crate::crypto::Keyring;
+use crate::db::Store;
+use crate::engine::resource::Resource;
+use crate::error::{ApiError, ErrorBody};
+use crate::resources;
+use axum::body::Body;
+use axum::extract::{DefaultBodyLimit, MatchedPath, Request, State};
+use axum::http::{HeaderValue, StatusCode};
+use axum::middleware::{self, Next};
+use axum::response::{IntoResponse, Response};
+use axum::routing::get;
+use axum::Router;
+use std::sync::Arc;
+use std::time::Instant;
+use tracing::Instrument;
+
+/// Largest request body accepted.
+pub const MAX_BODY: usize = 1024 * 1024;
+
+#[derive(Clone)]
+pub struct AppState {
+    pub store: Store,
+    pub keyring: Arc<Keyring>,
+    pub clock: Arc<Clock>,
+    pub public_url: Arc<str>,
+    pub metrics: Arc<metrics::Metrics>,
+}
+
+/// The declared resources served by the generic routes, with their verbs.
+/// Users add `me` and `generateuserapikey` (see `users`).
+pub static MOUNTED: &[(&Resource, crud::Verbs)] = &[
+    (&resources::CONTACT, crud::ALL),
+    (&resources::LOCATION, crud::ALL),
+    (&resources::LOCATION_INFO, crud::READ_ONLY),
+    (&resources::PRODUCT_TRANSACTION, crud::READ_ONLY),
+    (&resources::NOTE, crud::ALL),
+    (&resources::USER, crud::ALL),
+    (
+        &resources::AUTH_ROLE_USER,
+        crud::Verbs {
+            create: true,
+            update: false,
+            delete: true,
+        },
+    ),
+];
+
+pub fn app(state: AppState) -> Router {
+    let mut api = Router::new().merge(users::routes());
+    for (res, verbs) in MOUNTED {
+        if res.name != "user" {
+            api = api.merge(crud::routes(res, *verbs));
+        }
+    }
+    Router::new()
+        .merge(api)
+        .route(
+            "/healthz",
+            get(|| async { axum::Json(serde_json::json!({ "status": "ok" })) }),
+        )
+        .route("/readyz", get(readyz))
+        .route("/metrics", get(metrics_text))
+        .merge(docs::routes())
+        .fallback(|| async { ApiError::NotFound("No such endpoint.".into()) })
+        .method_not_allowed_fallback(|| async { ApiError::MethodNotAllowed })
+        .layer(middleware::from_fn_with_state(state.clone(), observe))
+        .layer(DefaultBodyLimit::max(MAX_BODY))
+        .with_state(state)
+}
+
+async fn readyz(State(app): State<AppState>) -> Response {
+    match app.store.ping().await {
+        Ok(()) => axum::Json(serde_json::json!({ "status": "ready" })).into_response(),
+        Err(e) => {
+            tracing::warn!(error = %e, "readiness check failed");
+            ApiError::Unavailable("The database is not reachable.".into()).into_response()
+        }
+    }
+}
+
+async fn metrics_text(State(app): State<AppState>) -> Response {
+    (
+        [(axum::http::header::CONTENT_TYPE, "text/plain; version=0.0.4")],
+        app.metrics.render(),
+    )
+        .into_response()
+}
+
+fn request_id(req: &Request) -> String {
+    req.headers()
+        .get("x-request-id")
+        .and_then(|v| v.to_str().ok())
+        .filter(|v| {
+            !v.is_empty()
+                && v.len() <= 64
+                && v.bytes()
+                    .all(|b| b.is_ascii_alphanumeric() || b == b'-' || b == b'_')
+        })
+        .map(str::to_string)
+        .unwrap_or_else(crate::ids::new_id)
+}
+
+/// Gives every request an id (echoed in `x-request-id`, every log line of
+/// the request and error bodies), logs it and records its metrics.
+async fn observe(State(app): State<AppState>, req: Request, next: Next) -> Response {
+    let started = Instant::now();
+    let id = request_id(&req);
+    let method = req.method().to_string();
+    let route = req
+        .extensions()
+        .get::<MatchedPath>()
+        .map(|p| p.as_str().to_string())
+        .unwrap_or_else(|| "unmatched".to_string());
+    // The path is logged without its query string: credentials may be there.
+    let span = tracing::info_span!("request", request_id = %id, method = %method, path = %req.uri().path(), user_id = tracing::field::Empty);
+    let mut response = next.run(req).instrument(span.clone()).await;
+    if response.extensions().get::<ErrorBody>().is_some() {
+        response = with_request_id(response, &id).await;
+    }
+    if let Ok(v) = HeaderValue::from_str(&id) {
+        response.headers_mut().insert("x-request-id", v);
+    }
+    let status = response.status().as_u16();
+    let elapsed = started.elapsed();
+    app.metrics
+        .observe(&method, &route, status, elapsed.as_secs_f64());
+    span.in_scope(|| {
+        tracing::info!(
+            status,
+            latency_us = elapsed.as_micros() as u64,
+            "request finished"
+        );
+    });
+    response
+}
+
+/// Adds `request_id` to a JSON error body.
+async fn with_request_id(response: Response, id: &str) -> Response {
+    let (mut parts, body) = response.into_parts();
+    let Ok(bytes) = axum::body::to_bytes(body, 64 * 1024).await else {
+        return Response::from_parts(parts, Body::empty());
+    };
+    let body = match serde_json::from_slice::<serde_json::Value>(&bytes) {
+        Ok(serde_json::Value::Object(mut map)) => {
+            map.insert("request_id".into(), serde_json::Value::String(id.to_string()));
+            serde_json::to_vec(&map).unwrap_or_else(|_| bytes.to_vec())
+        }
+        _ => bytes.to_vec(),
+    };
+    parts.headers.remove(axum::http::header::CONTENT_LENGTH);
+    Response::from_parts(parts, Body::from(body))
+}
+
+/// Turns axum's own rejections of a body (too large, unreadable) into ours.
+pub fn body_rejection(status: StatusCode) -> ApiError {
+    if status == StatusCode::PAYLOAD_TOO_LARGE {
+        ApiError::PayloadTooLarge
+    } else {
+        ApiError::BadRequest("The request body could not be read.".into())
+    }
+}

@@ -1,0 +1,76 @@
+//! Users: the generic resource routes plus `me` and API key generation.
+
+use super::crud::{self, one};
+use super::extract::IdPath;
+use super::AppState;
+use crate::auth::Caller;
+use crate::crypto::{hash_api_key, random_secret};
+use crate::db::Sql;
+use crate::engine::events::{self, Action, Change};
+use crate::engine::{query, render};
+use crate::error::{ApiError, ApiResult};
+use crate::resources::USER;
+use axum::extract::State;
+use axum::http::StatusCode;
+use axum::response::Response;
+use axum::routing::{get, post};
+use axum::Router;
+use serde_json::{json, Value as Json};
+
+pub fn routes() -> Router<AppState> {
+    Router::new()
+        .route("/v2/users/me", get(me))
+        .route("/v2/users/{id}/generateuserapikey", post(generate_api_key))
+        .merge(crud::routes(&USER, crud::ALL))
+}
+
+/// The caller's own user record (needs no permission).
+async fn me(State(app): State<AppState>, caller: Caller) -> ApiResult<Response> {
+    let cx = app.cx(&caller);
+    let cx2 = cx.clone();
+    let record = app
+        .store
+        .read(move |conn| {
+            query::find(conn, &USER, &cx2.scope, &cx2.user_id)?.ok_or_else(|| ApiError::not_found("user"))
+        })
+        .await?;
+    Ok(one(&USER, StatusCode::OK, Json::Object(render(&cx, &record))))
+}
+
+/// Issues a new API key for a user; the old one stops working at once.
+/// The key is shown this once and never again.
+async fn generate_api_key(
+    State(app): State<AppState>,
+    caller: Caller,
+    IdPath(id): IdPath,
+) -> ApiResult<Response> {
+    if id != caller.user_id {
+        caller.perms.require(&USER.permission("update"))?;
+    }
+    let cx = app.cx(&caller);
+    let key = random_secret(40);
+    let digest = hash_api_key(&key);
+    app.store
+        .write(move |conn| {
+            let user =
+                query::find(conn, &USER, &cx.scope, &id)?.ok_or_else(|| ApiError::not_found("user"))?;
+            conn.execute(&Sql::with(
+                "UPDATE users SET api_key_hash = ?, modified_ts = ?, modified_user_id = ? WHERE id = ?",
+                vec![
+                    digest.into(),
+                    cx.now.into(),
+                    cx.user_id.clone().into(),
+                    id.clone().into(),
+                ],
+            ))?;
+            let change = Change {
+                field: "user_api_key",
+                old: Some("********".into()),
+                new: Some("********".into()),
+            };
+            events::record(conn, &cx, Action::Update, &user, &[change])?;
+            Ok(())
+        })
+        .await?;
+    Ok(one(&USER, StatusCode::OK, json!({ "user_api_key": key })))
+}

@@ -1,0 +1,14 @@
+//! Ferrogate: a self-hostable payment gateway serving the REST API v2.
+
+pub mod auth;
+pub mod bootstrap;
+pub mod clock;
+pub mod config;
+pub mod crypto;
+pub mod db;
+pub mod engine;
+pub mod error;
+pub mod http;
+pub mod ids;
+pub mod resources;
+pub mod server;

@@ -1,0 +1,85 @@
+//! The `ferrogate` binary.
+
+use clap::{Parser, Subcommand};
+use ferrogate::config::{DbArgs, ServeArgs};
+use std::io::Write;
+use tracing_subscriber::EnvFilter;
+
+#[derive(Parser)]
+#[command(
+    name = "ferrogate",
+    version,
+    about = "A self-hostable payment gateway (REST API v2, boarding API v1)."
+)]
+struct Cli {
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(Subcommand)]
+enum Command {
+    /// Run the service: the v2 API, the v1 boarding API and background work.
+    Serve(ServeArgs),
+    /// Apply schema migrations and exit (serve also applies them on start).
+    Migrate {
+        #[command(flatten)]
+        db: DbArgs,
+    },
+    /// Create a new merchant location with cc and ach product transactions,
+    /// a developer id and an admin user; print its credentials as JSON.
+    Bootstrap {
+        #[command(flatten)]
+        db: DbArgs,
+        /// Print the credentials as one JSON object (the only format).
+        #[arg(long)]
+        json: bool,
+        /// Name of the new location.
+        #[arg(long)]
+        name: Option<String>,
+    },
+}
+
+fn main() -> std::process::ExitCode {
+    // Logs go to stderr: stdout carries the contract's machine-readable lines.
+    tracing_subscriber::fmt()
+        .with_env_filter(EnvFilter::try_from_default_env().unwrap_or_else(|_| EnvFilter::new("info")))
+        .with_writer(std::io::stderr)
+        .with_ansi(std::io::IsTerminal::is_terminal(&std::io::stderr()))
+        .init();
+    let cli = Cli::parse();
+    match run(cli) {
+        Ok(()) => std::process::ExitCode::SUCCESS,
+        Err(e) => {
+            eprintln!("error: {e:#}");
+            std::process::ExitCode::FAILURE
+        }
+    }
+}
+
+fn run(cli: Cli) -> anyhow::Result<()> {
+    let runtime = tokio::runtime::Builder::new_multi_thread().enable_all().build()?;
+    match cli.command {
+        Command::Serve(args) => runtime.block_on(ferrogate::server::serve(args)),
+        Command::Migrate { db } => runtime.block_on(async {
+            let store = ferrogate::server::open_store(&db.database_url, 1).await?;
+            tokio::task::spawn_blocking(move || store.shutdown()).await?;
+            println!("migrations applied");
+            Ok(())
+        }),
+        Command::Bootstrap { db, json: _, name } => runtime.block_on(async {
+            let keyring = std::sync::Arc::new(db.keyring()?);
+            let store = ferrogate::server::open_store(&db.database_url, 1).await?;
+            let now = chrono::Utc::now().timestamp();
+            let store2 = store.clone();
+            let creds =
+                tokio::task::spawn_blocking(move || ferrogate::bootstrap::run(&store2, keyring, name, now))
+                    .await?
+                    .map_err(|e| anyhow::anyhow!("bootstrap failed: {e}"))?;
+            tokio::task::spawn_blocking(move || store.shutdown()).await?;
+            let mut out = std::io::stdout().lock();
+            writeln!(out, "{}", serde_json::to_string(&creds)?)?;
+            out.flush()?;
+            Ok(())
+        }),
+    }
+}

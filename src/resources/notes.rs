@@ -1,0 +1,93 @@
+//! Notes: free text attached to any record through resource + resource_id.
+
+use crate::db::Conn;
+use crate::engine::record::Record;
+use crate::engine::resource::{Expand, Field, Resource, Scope};
+use crate::engine::rules::Rules;
+use crate::engine::validate::CreateInput;
+use crate::engine::{location_of, query, Cx};
+use crate::error::{ApiError, ApiResult};
+use serde_json::{json, Map, Value as Json};
+
+use super::{CONTACT, LOCATION, USER};
+
+pub static NOTE: Resource = Resource {
+    name: "note",
+    plural: "notes",
+    table: "notes",
+    model: "Note",
+    fields: &[
+        Field::id("id").filter().sort(),
+        Field::id("resource_id").post().required().filter(),
+        Field::text("resource", 1, 32)
+            .post()
+            .required()
+            .filter()
+            .doc("Contact, Location or User"),
+        Field::text("note", 0, 16384).pu().filter(),
+        Field::text("visibility_group_id", 0, 36).pu().filter(),
+        Field::id("location_id").hidden(),
+        Field::id("created_user_id").hidden(),
+        Field::id("modified_user_id").hidden(),
+        Field::ts("created_ts"),
+        Field::ts("modified_ts"),
+    ],
+    default_sort: ("id", true),
+    scope: Scope::Column("location_id"),
+    api_id: None,
+    unique: None,
+    expands: &[
+        Expand::BelongsTo {
+            name: "created_user",
+            target: &USER,
+            column: "created_user_id",
+        },
+        Expand::Custom("visibility_group"),
+        Expand::Changelogs,
+    ],
+    list_params: &[],
+    rules: &NoteRules,
+    doc: "A note on a record.",
+};
+
+/// The records a note can be attached to, by their resource name.
+fn target(resource: &str) -> Option<&'static Resource> {
+    [&CONTACT, &LOCATION, &USER]
+        .into_iter()
+        .find(|r| r.model.eq_ignore_ascii_case(resource) || r.name.eq_ignore_ascii_case(resource))
+}
+
+struct NoteRules;
+
+impl Rules for NoteRules {
+    fn before_create(
+        &self,
+        cx: &Cx,
+        conn: &mut dyn Conn,
+        input: &mut CreateInput,
+    ) -> ApiResult<Option<Record>> {
+        let resource = input.record.text("resource").unwrap_or_default().to_string();
+        let res = target(&resource)
+            .ok_or_else(|| ApiError::field("resource", "Resource must be one of Contact, Location, User."))?;
+        let parent_id = input.record.text("resource_id").unwrap_or_default().to_string();
+        let parent = query::find(conn, res, &cx.scope, &parent_id)?
+            .ok_or_else(|| ApiError::field("resource_id", "resource_id provided is not valid"))?;
+        input.record.set("resource", res.model);
+        input.record.set("location_id", location_of(&parent));
+        Ok(None)
+    }
+
+    fn render(&self, cx: &Cx, record: &Record, out: &mut Map<String, Json>) {
+        if let (Some(res), Some(parent)) = (
+            record.text("resource").and_then(target),
+            record.text("resource_id"),
+        ) {
+            if let Some(Json::Object(links)) = out.get_mut("_links") {
+                links.insert(
+                    "for".into(),
+                    json!({ "href": cx.href(&format!("{}/{parent}", res.path())) }),
+                );
+            }
+        }
+    }
+}

@@ -1,0 +1,129 @@
+//! Product transactions: the deposit accounts a location holds, each with
+//! one payment method. Display and processing settings are kept as one
+//! JSON document; queries only need the columns.
+
+use crate::engine::record::Record;
+use crate::engine::resource::{Expand, Field, Resource, Scope};
+use crate::engine::rules::Rules;
+use crate::engine::Cx;
+use serde_json::{json, Map, Value as Json};
+
+use super::LOCATION;
+
+pub static PRODUCT_TRANSACTION: Resource = Resource {
+    name: "producttransaction",
+    plural: "producttransactions",
+    table: "product_transactions",
+    model: "ProductTransaction",
+    fields: &[
+        Field::id("id").filter().sort(),
+        Field::id("location_id").filter().refers(&LOCATION),
+        Field::text("payment_method", 2, 3).filter().doc("cc or ach"),
+        Field::text("processor", 1, 64).filter(),
+        Field::text("title", 1, 64).filter().sort(),
+        Field::flag("active").filter(),
+        Field::text("settings", 0, 65536).hidden(),
+        Field::ts("created_ts"),
+        Field::ts("modified_ts"),
+    ],
+    default_sort: ("id", true),
+    scope: Scope::Column("location_id"),
+    api_id: None,
+    unique: None,
+    expands: &[Expand::BelongsTo {
+        name: "location",
+        target: &LOCATION,
+        column: "location_id",
+    }],
+    list_params: &[],
+    rules: &ProductTransactionRules,
+    doc: "A deposit account of a location (read only here; created by bootstrap).",
+};
+
+struct ProductTransactionRules;
+
+impl Rules for ProductTransactionRules {
+    fn render(&self, _cx: &Cx, record: &Record, out: &mut Map<String, Json>) {
+        let settings = record
+            .text("settings")
+            .and_then(|s| serde_json::from_str::<Map<String, Json>>(s).ok())
+            .unwrap_or_default();
+        for (k, v) in settings {
+            out.entry(k).or_insert(v);
+        }
+    }
+}
+
+/// The velocity limits of a product transaction; 0 means no limit.
+pub fn default_velocity() -> Json {
+    let names = [
+        "debit_hold_days",
+        "debit_items_per_day",
+        "debit_daily_aggregate",
+        "debit_items_per_month",
+        "debit_monthly_aggregate",
+        "refund_largest_item",
+        "refund_items_per_day",
+        "refund_daily_aggregate",
+        "refund_items_per_month",
+        "refund_monthly_aggregate",
+        "refund_hold_days",
+        "credit_largest_item",
+        "credit_daily_aggregate",
+        "credit_items_per_day",
+        "credit_items_per_month",
+        "credit_monthly_aggregate",
+    ];
+    Json::Object(names.iter().map(|n| (n.to_string(), json!(0))).collect())
+}
+
+/// Settings of a new sandbox product transaction. ACH accounts carry the
+/// terminal profile of the reference's ACH processor: WEB block 2310
+/// (base requirements, debit/refund/void).
+pub fn default_settings(payment_method: &str) -> Json {
+    let mut s = json!({
+        "receipt_header": null,
+        "receipt_footer": null,
+        "receipt_add_account_above_signature": false,
+        "receipt_add_recurring_above_signature": false,
+        "receipt_logo": null,
+        "receipt_show_contact_name": true,
+        "industry_type": "ecommerce",
+        "partner": "ferrogate",
+        "vt_cvv": payment_method == "cc",
+        "vt_street": payment_method == "cc",
+        "vt_zip": payment_method == "cc",
+        "vt_order_num": false,
+        "display_avs": payment_method == "cc",
+        "vt_enable": true,
+        "vt_enable_tip": false,
+        "surcharge": null,
+        "default_transaction_type": if payment_method == "cc" { "sale" } else { "debit" },
+        "vt_require_street": false,
+        "vt_require_zip": false,
+        "vt_enable_sales_tax": false,
+        "vt_override_sales_tax_allowed": false,
+        "current_batch": null,
+        "vt_billing_phone": false,
+        "vt_clerk_number": false,
+        "quick_invoice_allow": true,
+        "hosted_payment_page_max_allowed": 5,
+        "hosted_payment_page_allow": true,
+        "auto_decline_cvv": false,
+        "level3_allow": payment_method == "cc",
+        "level3_default": null,
+        "tax_surcharge_config": 0,
+        "velocity_settings": default_velocity(),
+    });
+    if payment_method == "ach" {
+        s["processor_data"] = json!({
+            "terminals": [{
+                "terminal_id": "2310",
+                "sec_code": "WEB",
+                "actions": ["debit", "refund", "void"],
+                "required": ["account_holder_name", "routing", "account_number", "account_type"],
+            }]
+        });
+    }
+    s
+}

@@ -1,0 +1,163 @@
+//! Users: who calls the API. API keys are stored as digests; hash keys
+//! (used later to sign hosted-form requests) are stored encrypted.
+
+use crate::crypto::hash_api_key;
+use crate::db::{Conn, Sql};
+use crate::engine::record::Record;
+use crate::engine::resource::{Expand, Field, Pattern, Resource, Scope};
+use crate::engine::rules::Rules;
+use crate::engine::validate::CreateInput;
+use crate::engine::Cx;
+use crate::error::{ApiError, ApiResult, FieldErrors};
+use serde_json::{Map, Value as Json};
+
+use super::LOCATION;
+
+pub static USER: Resource = Resource {
+    name: "user",
+    plural: "users",
+    table: "users",
+    model: "User",
+    fields: &[
+        Field::id("id").filter().sort(),
+        Field::id("primary_location_id")
+            .column("location_id")
+            .post()
+            .required()
+            .filter()
+            .refers(&LOCATION),
+        Field::text("username", 1, 64)
+            .post()
+            .required()
+            .put()
+            .filter()
+            .sort(),
+        Field::text("email", 5, 128)
+            .pu()
+            .filter()
+            .sort()
+            .pattern(Pattern::Email),
+        Field::text("first_name", 0, 64).pu().filter().sort(),
+        Field::text("last_name", 0, 64).pu().filter().sort(),
+        Field::int("user_type_id", 0, 999)
+            .pu()
+            .filter()
+            .doc("200 user, 250 client admin, 300 integration user"),
+        Field::int("status", 0, 1)
+            .pu()
+            .filter()
+            .doc("1 active; 0 disabled (cannot authenticate)"),
+        Field::text("tz", 0, 30).pu().pattern(Pattern::TimeZone),
+        Field::text("locale", 0, 8).pu(),
+        Field::text("user_api_key", 24, 64)
+            .post()
+            .transient()
+            .pattern(Pattern::Alnum)
+            .doc("write-only; reads back null"),
+        Field::text("user_hash_key", 24, 64)
+            .post()
+            .transient()
+            .pattern(Pattern::Alnum)
+            .doc("write-only; reads back null"),
+        Field::text("api_key_hash", 0, 64).hidden(),
+        Field::text("hash_key_enc", 0, 512)
+            .column("hash_key_enc")
+            .hidden()
+            .encrypted(),
+        Field::id("created_user_id").hidden(),
+        Field::id("modified_user_id").hidden(),
+        Field::ts("created_ts"),
+        Field::ts("modified_ts"),
+    ],
+    default_sort: ("id", true),
+    scope: Scope::Column("location_id"),
+    api_id: None,
+    unique: Some("username"),
+    expands: &[
+        Expand::BelongsTo {
+            name: "primary_location",
+            target: &LOCATION,
+            column: "location_id",
+        },
+        Expand::BelongsTo {
+            name: "created_user",
+            target: &USER,
+            column: "created_user_id",
+        },
+        Expand::Changelogs,
+    ],
+    list_params: &[],
+    rules: &UserRules,
+    doc: "A user of the API. Has no permission until a role is attached through authroleusers.",
+};
+
+struct UserRules;
+
+pub fn username_taken(conn: &mut dyn Conn, username: &str) -> ApiResult<bool> {
+    Ok(conn
+        .query_one(&Sql::with(
+            "SELECT 1 FROM users WHERE username = ?",
+            vec![username.into()],
+        ))?
+        .is_some())
+}
+
+impl Rules for UserRules {
+    fn before_create(
+        &self,
+        _cx: &Cx,
+        conn: &mut dyn Conn,
+        input: &mut CreateInput,
+    ) -> ApiResult<Option<Record>> {
+        let mut errors = FieldErrors::new();
+        if let Some(name) = input.record.text("username") {
+            if username_taken(conn, name)? {
+                errors.add("username", "Username has already been taken.");
+            }
+        }
+        errors.into_result()?;
+        if input.record.get("status").is_null() {
+            input.record.set("status", 1);
+        }
+        if let Some(Json::String(key)) = input.transient.get("user_api_key") {
+            input.record.set("api_key_hash", hash_api_key(key));
+        }
+        if let Some(Json::String(key)) = input.transient.get("user_hash_key") {
+            input.record.set("hash_key_enc", key.clone());
+        }
+        Ok(None)
+    }
+
+    fn before_update(&self, cx: &Cx, conn: &mut dyn Conn, old: &Record, new: &mut Record) -> ApiResult<()> {
+        if new.get("username") != old.get("username") {
+            if let Some(name) = new.text("username") {
+                if username_taken(conn, name)? {
+                    return Err(ApiError::field("username", "Username has already been taken."));
+                }
+            }
+        }
+        if old.id() == cx.user_id && new.int("status") == Some(0) {
+            return Err(ApiError::field("status", "You cannot disable yourself."));
+        }
+        Ok(())
+    }
+
+    fn before_delete(&self, cx: &Cx, conn: &mut dyn Conn, record: &Record) -> ApiResult<()> {
+        if record.id() == cx.user_id {
+            let mut errors = FieldErrors::new();
+            errors.add("id", "You cannot delete yourself.");
+            return Err(ApiError::Conflict(errors));
+        }
+        conn.execute(&Sql::with(
+            "DELETE FROM auth_role_users WHERE user_id = ?",
+            vec![record.id().into()],
+        ))?;
+        Ok(())
+    }
+
+    fn render(&self, _cx: &Cx, _record: &Record, out: &mut Map<String, Json>) {
+        // Keys are write-only: they read back null, as in the reference.
+        out.insert("user_api_key".into(), Json::Null);
+        out.insert("user_hash_key".into(), Json::Null);
+    }
+}

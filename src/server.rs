@@ -1,0 +1,84 @@
+//! `ferrogate serve`: open the store, migrate, listen, and shut down
+//! gracefully on SIGINT/SIGTERM (in-flight requests finish first).
+
+use crate::clock::Clock;
+use crate::config::ServeArgs;
+use crate::db::Store;
+use crate::http::{app, metrics::Metrics, AppState};
+use anyhow::Context;
+use std::io::Write;
+use std::sync::Arc;
+
+pub async fn serve(args: ServeArgs) -> anyhow::Result<()> {
+    let keyring = Arc::new(args.db.keyring()?);
+    let store = open_store(&args.db.database_url, args.db.db_pool).await?;
+    let listener = tokio::net::TcpListener::bind(&args.listen)
+        .await
+        .with_context(|| format!("binding {}", args.listen))?;
+    let addr = listener.local_addr()?;
+    let public_url = args
+        .public_url
+        .clone()
+        .unwrap_or_else(|| format!("http://{addr}"))
+        .trim_end_matches('/')
+        .to_string();
+    if args.smtp_url.is_some() {
+        tracing::info!("FERROGATE_SMTP_URL is set; mail delivery arrives with the invoices feature");
+    }
+    let state = AppState {
+        store: store.clone(),
+        keyring,
+        clock: Arc::new(Clock::default()),
+        public_url: Arc::from(public_url.as_str()),
+        metrics: Arc::new(Metrics::default()),
+    };
+    // The contract: the first stdout line names the address.
+    {
+        let mut out = std::io::stdout().lock();
+        writeln!(out, "listening on http://{addr}")?;
+        out.flush()?;
+    }
+    tracing::info!(%addr, public_url, engine = ?store.dialect(), "ferrogate serving");
+    axum::serve(listener, app(state))
+        .with_graceful_shutdown(shutdown_signal())
+        .await?;
+    tracing::info!("stopped accepting requests; finishing writes");
+    tokio::task::spawn_blocking(move || store.shutdown()).await?;
+    Ok(())
+}
+
+/// Opens the database and applies pending migrations.
+pub async fn open_store(url: &str, pool: usize) -> anyhow::Result<Store> {
+    let url = url.to_string();
+    tokio::task::spawn_blocking(move || {
+        let store = Store::open(&url, pool).context("opening the database")?;
+        let applied = store.migrate().context("applying migrations")?;
+        if applied > 0 {
+            tracing::info!(applied, "migrations applied");
+        }
+        Ok(store)
+    })
+    .await?
+}
+
+async fn shutdown_signal() {
+    let ctrl_c = async {
+        let _ = tokio::signal::ctrl_c().await;
+    };
+    #[cfg(unix)]
+    let term = async {
+        match tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()) {
+            Ok(mut s) => {
+                s.recv().await;
+            }
+            Err(_) => std::future::pending::<()>().await,
+        }
+    };
+    #[cfg(not(unix))]
+    let term = std::future::pending::<()>();
+    tokio::select! {
+        _ = ctrl_c => {},
+        _ = term => {},
+    }
+    tracing::info!("shutdown signal received");
+}
