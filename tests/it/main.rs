@@ -1,1 +1,7 @@
-fn main() {}
+//! The one integration-test binary (each test binary costs a link).
+//! Every test runs against a real `ferrogate serve` process over HTTP, on
+//! SQLite and, when FERROGATE_TEST_DATABASE_URL is set, on PostgreSQL.
+
+mod support;
+
+mod contacts;

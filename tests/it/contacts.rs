@@ -1,0 +1,211 @@
+//! Contacts end to end: create, read, update, delete, api id addressing,
+//! update_if_exists, expands and change logs.
+
+use crate::engine_tests;
+use crate::support::TestApp;
+use serde_json::json;
+
+engine_tests!(
+    contact_lifecycle,
+    contact_api_id_is_unique_per_location,
+    update_if_exists_updates_instead,
+    api_id_addressing,
+    contact_expands_and_changelogs,
+);
+
+fn contact_lifecycle(app: &TestApp) {
+    let t = app.bootstrap();
+    let created = t
+        .post(
+            "/v2/contacts",
+            json!({ "contact": {
+                "location_id": t.location_id(), "last_name": "Łukasiewicz", "first_name": "Jan",
+                "email": "jan@example.com", "email_trx_receipt": 1, "zip": "12345-6789", "state": "TX",
+                "home_phone": "5125550100", "date_of_birth": "1980-02-29", "header_message_type": 2,
+                "contact_c1": "custom ☃"
+            }}),
+        )
+        .expect(201);
+    let c = &created.body["contact"];
+    let id = c["id"].as_str().unwrap();
+    assert!((24..=36).contains(&id.len()));
+    assert_eq!(c["last_name"], "Łukasiewicz");
+    assert_eq!(c["email_trx_receipt"], true, "1 in, boolean out");
+    assert_eq!(
+        c["company_name"],
+        serde_json::Value::Null,
+        "absent values are null"
+    );
+    assert_eq!(c["contact_c1"], "custom ☃");
+    let ts = c["created_ts"].as_i64().unwrap();
+    assert_eq!(ts.to_string().len(), 10);
+    assert_eq!(
+        c["_links"]["self"]["href"],
+        format!("{}/v2/contacts/{id}", app.base)
+    );
+    assert!(
+        c.get("update_if_exists").is_none(),
+        "transient input is not a field"
+    );
+
+    let read = t.get(&format!("/v2/contacts/{id}")).expect(200);
+    assert_eq!(read.body["contact"], *c);
+
+    let updated = t
+        .put(
+            &format!("/v2/contacts/{id}"),
+            json!({ "contact": { "first_name": "Janek", "email_trx_receipt": false } }),
+        )
+        .expect(200);
+    assert_eq!(updated.body["contact"]["first_name"], "Janek");
+    assert_eq!(updated.body["contact"]["email_trx_receipt"], false);
+    assert_eq!(updated.body["contact"]["last_name"], "Łukasiewicz");
+
+    let del = t.delete(&format!("/v2/contacts/{id}")).expect(204);
+    assert!(del.text.is_empty(), "204 has no body");
+    t.get(&format!("/v2/contacts/{id}")).expect(404);
+    t.delete(&format!("/v2/contacts/{id}")).expect(404);
+    t.put(
+        &format!("/v2/contacts/{id}"),
+        json!({ "contact": { "first_name": "x" } }),
+    )
+    .expect(404);
+}
+
+fn contact_api_id_is_unique_per_location(app: &TestApp) {
+    let t = app.bootstrap();
+    let first = t.contact(json!({ "contact_api_id": "CRM-1" }));
+    let dup = t
+        .post("/v2/contacts", json!({ "contact": { "location_id": t.location_id(), "last_name": "X", "contact_api_id": "CRM-1" } }))
+        .expect(422);
+    assert!(dup.errors("contact_api_id")[0].contains(first["id"].as_str().unwrap()));
+    // Another location may use the same api id.
+    let child = t.location(&t.location_id(), "Branch");
+    t.post(
+        "/v2/contacts",
+        json!({ "contact": { "location_id": child, "last_name": "X", "contact_api_id": "CRM-1" } }),
+    )
+    .expect(201);
+    // Renaming onto a taken api id is refused too.
+    let other = t.contact(json!({ "contact_api_id": "CRM-2" }));
+    let r = t
+        .put(
+            &format!("/v2/contacts/{}", other["id"].as_str().unwrap()),
+            json!({ "contact": { "contact_api_id": "CRM-1" } }),
+        )
+        .expect(422);
+    assert!(!r.errors("contact_api_id").is_empty());
+    let list = t.get("/v2/contacts?contact_api_id=CRM-1").expect(200);
+    assert_eq!(list.body["meta"]["pagination"]["totalCount"], 2);
+}
+
+fn update_if_exists_updates_instead(app: &TestApp) {
+    let t = app.bootstrap();
+    let loc = t.location_id();
+    let r = t
+        .post(
+            "/v2/contacts",
+            json!({ "contact": { "location_id": loc, "last_name": "A", "update_if_exists": 1 } }),
+        )
+        .expect(422);
+    assert!(
+        !r.errors("contact_api_id").is_empty(),
+        "contact_api_id is required with update_if_exists"
+    );
+    let first = t
+        .post("/v2/contacts", json!({ "contact": { "location_id": loc, "last_name": "A", "contact_api_id": "u1", "update_if_exists": 1 } }))
+        .expect(201);
+    let again = t
+        .post("/v2/contacts", json!({ "contact": { "location_id": loc, "last_name": "B", "city": "Austin", "contact_api_id": "u1", "update_if_exists": "1" } }))
+        .expect(200);
+    assert_eq!(again.body["contact"]["id"], first.body["contact"]["id"]);
+    assert_eq!(again.body["contact"]["last_name"], "B");
+    assert_eq!(again.body["contact"]["city"], "Austin");
+    assert_eq!(t.get("/v2/contacts").body["meta"]["pagination"]["totalCount"], 1);
+}
+
+fn api_id_addressing(app: &TestApp) {
+    let t = app.bootstrap();
+    let loc = t.location_id();
+    let c = t.contact(json!({ "contact_api_id": "ext42" }));
+    let by_api = t
+        .get(&format!("/v2/contacts/ext42?api_id=1&location_id={loc}"))
+        .expect(200);
+    assert_eq!(by_api.body["contact"]["id"], c["id"]);
+    // Without location_id the caller's own location is meant.
+    t.get("/v2/contacts/ext42?api_id=1").expect(200);
+    t.get("/v2/contacts/ext43?api_id=1").expect(404);
+    t.get("/v2/contacts/ext42").expect(404);
+    t.put(
+        &format!("/v2/contacts/ext42?api_id=1&location_id={loc}"),
+        json!({ "contact": { "city": "Reno" } }),
+    )
+    .expect(200);
+    assert_eq!(
+        t.get(&format!("/v2/contacts/{}", c["id"].as_str().unwrap())).body["contact"]["city"],
+        "Reno"
+    );
+    t.delete(&format!("/v2/contacts/ext42?api_id=1&location_id={loc}"))
+        .expect(204);
+    t.get(&format!("/v2/contacts/{}", c["id"].as_str().unwrap()))
+        .expect(404);
+}
+
+fn contact_expands_and_changelogs(app: &TestApp) {
+    let t = app.bootstrap();
+    let c = t.contact(json!({ "first_name": "Ann" }));
+    let id = c["id"].as_str().unwrap();
+    t.post(
+        "/v2/notes",
+        json!({ "note": { "resource": "Contact", "resource_id": id, "note": "VIP" } }),
+    )
+    .expect(201);
+    t.put(
+        &format!("/v2/contacts/{id}"),
+        json!({ "contact": { "first_name": "Anne", "city": "Oslo" } }),
+    )
+    .expect(200);
+    let r = t
+        .get(&format!(
+            "/v2/contacts/{id}?expand=created_user,notes,location,user,changelogs"
+        ))
+        .expect(200);
+    let c = &r.body["contact"];
+    assert_eq!(c["created_user"]["id"], t.user_id());
+    assert_eq!(c["location"]["id"], t.location_id());
+    assert_eq!(c["notes"][0]["note"], "VIP");
+    assert_eq!(c["user"], serde_json::Value::Null);
+    let logs = c["changelogs"].as_array().unwrap();
+    assert_eq!(logs.len(), 2);
+    assert_eq!(logs[0]["action"], "CREATE");
+    assert_eq!(logs[1]["action"], "UPDATE");
+    assert_eq!(logs[1]["model"], "Contact");
+    assert_eq!(logs[1]["user_id"], t.user_id());
+    let mut details: Vec<(String, serde_json::Value)> = logs[1]["changelog_details"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|d| (d["field"].as_str().unwrap().to_string(), d["old_value"].clone()))
+        .collect();
+    details.sort_by(|a, b| a.0.cmp(&b.0));
+    assert_eq!(
+        details,
+        vec![
+            ("city".to_string(), serde_json::Value::Null),
+            ("first_name".to_string(), json!("Ann"))
+        ]
+    );
+    // An update that changes nothing records nothing.
+    t.put(
+        &format!("/v2/contacts/{id}"),
+        json!({ "contact": { "city": "Oslo" } }),
+    )
+    .expect(200);
+    let r = t.get(&format!("/v2/contacts/{id}?expand=changelogs")).expect(200);
+    assert_eq!(r.body["contact"]["changelogs"].as_array().unwrap().len(), 2);
+    let bad = t.get(&format!("/v2/contacts/{id}?expand=tags")).expect(422);
+    assert!(
+        bad.errors("expand")[0].contains("created_user"),
+        "lists the allowed expands"
+    );
+}
