@@ -101,8 +101,9 @@ pub fn authenticate(conn: &mut dyn Conn, creds: Credentials) -> ApiResult<Caller
     }
     let user = conn
         .query_one(&Sql::with(
-            "SELECT u.api_key_hash, u.status, u.location_id, l.path, l.tz FROM users u \
-             JOIN locations l ON l.id = u.location_id WHERE u.id = ?",
+            "SELECT u.api_key_hash, u.status, u.location_id, l.path, l.tz, \
+             EXISTS (SELECT 1 FROM locations c WHERE c.parent_id = u.location_id) \
+             FROM users u JOIN locations l ON l.id = u.location_id WHERE u.id = ?",
             vec![user_id.clone().into()],
         ))?
         .ok_or_else(invalid)?;
@@ -129,6 +130,7 @@ pub fn authenticate(conn: &mut dyn Conn, creds: Credentials) -> ApiResult<Caller
             location_id: user[2].as_str().unwrap_or_default().to_string(),
             path: user[3].as_str().unwrap_or_default().to_string(),
             tz,
+            leaf: user[5].as_int() == Some(0),
         },
         perms,
     })

@@ -57,6 +57,7 @@ pub fn run(store: &Store, keyring: Arc<Keyring>, name: Option<String>, now: i64)
                 location_id: location_id.clone(),
                 path: format!("/{ROOT_LOCATION_ID}/{location_id}/"),
                 tz: chrono_tz::UTC,
+                leaf: false,
             },
             now,
             keyring: keyring.clone(),

@@ -4,7 +4,7 @@
 use super::record::Record;
 use super::resource::{Field, Kind, Resource, Scope};
 use super::validate::parse_flag;
-use crate::db::{Conn, DbError, Sql, Value};
+use crate::db::{Conn, DbError, Dialect, Sql, Value};
 use crate::error::{ApiResult, FieldErrors};
 use chrono::{Datelike, Duration, NaiveDate, TimeZone};
 use chrono_tz::Tz;
@@ -18,6 +18,9 @@ pub struct TenantScope {
     pub path: String,
     /// Time zone in which `_ts` keywords are evaluated.
     pub tz: Tz,
+    /// The location has no children: the scope is that one location, and
+    /// queries can use a plain equality (the common case of a merchant).
+    pub leaf: bool,
 }
 
 impl TenantScope {
@@ -43,6 +46,17 @@ pub fn select(res: &Resource, scope: &TenantScope) -> Sql {
 fn from_scoped(res: &Resource, scope: &TenantScope, sql: &mut Sql) {
     let (lower, upper) = scope.bounds();
     sql.push(" FROM ").push(res.table).push(" t");
+    if scope.leaf {
+        let column = match res.scope {
+            Scope::Column(column) => column,
+            Scope::Location => "id",
+        };
+        sql.push(" WHERE t.")
+            .push(column)
+            .push(" = ")
+            .bind(scope.location_id.clone());
+        return;
+    }
     match res.scope {
         Scope::Column(column) => {
             sql.push(" JOIN locations s ON s.id = t.")
@@ -244,7 +258,12 @@ impl ListQuery {
         (self.page - 1).saturating_mul(self.page_size)
     }
 
-    fn push_conditions(&self, sql: &mut Sql) {
+    fn push_conditions(&self, sql: &mut Sql, dialect: Dialect) {
+        // SQLite's LIKE already ignores ASCII case; PostgreSQL needs ILIKE.
+        let like = match dialect {
+            Dialect::Sqlite => " LIKE ",
+            Dialect::Postgres => " ILIKE ",
+        };
         for c in &self.conditions {
             match c {
                 Condition::In(col, values) if values.len() == 1 => {
@@ -266,10 +285,10 @@ impl ListQuery {
                         if i > 0 {
                             sql.push(" OR ");
                         }
-                        sql.push("LOWER(t.")
+                        sql.push("t.")
                             .push(col)
-                            .push(") LIKE ")
-                            .bind(format!("%{}%", escape_like(&n.to_lowercase())))
+                            .push(like)
+                            .bind(format!("%{}%", escape_like(n)))
                             .push(" ESCAPE '\\'");
                     }
                     sql.push(")");
@@ -509,14 +528,14 @@ pub fn list(
 ) -> Result<(Vec<Record>, u64), DbError> {
     let mut count = Sql::new("SELECT COUNT(*)");
     from_scoped(res, scope, &mut count);
-    q.push_conditions(&mut count);
+    q.push_conditions(&mut count, conn.dialect());
     if let Some(extra) = extra {
         extra(&mut count);
     }
     let total = conn.query_int(&count)?.max(0) as u64;
 
     let mut sql = select(res, scope);
-    q.push_conditions(&mut sql);
+    q.push_conditions(&mut sql, conn.dialect());
     if let Some(extra) = extra {
         extra(&mut sql);
     }
@@ -545,6 +564,7 @@ mod tests {
             location_id: "x".into(),
             path: "/a/b/".into(),
             tz: "America/New_York".parse().unwrap(),
+            leaf: false,
         }
     }
 

@@ -2,6 +2,8 @@
 //! Every test runs against a real `ferrogate serve` process over HTTP, on
 //! SQLite and, when FERROGATE_TEST_DATABASE_URL is set, on PostgreSQL.
 
+// Not every test module uses every helper.
+#[allow(dead_code)]
 mod support;
 
 mod contacts;
