@@ -42,7 +42,11 @@ enum Command {
 fn main() -> std::process::ExitCode {
     // Logs go to stderr: stdout carries the contract's machine-readable lines.
     tracing_subscriber::fmt()
-        .with_env_filter(EnvFilter::try_from_default_env().unwrap_or_else(|_| EnvFilter::new("info")))
+        .with_env_filter(
+            EnvFilter::try_from_default_env()
+                // The PostgreSQL client logs server notices at info.
+                .unwrap_or_else(|_| EnvFilter::new("info,postgres=warn,tokio_postgres=warn")),
+        )
         .with_writer(std::io::stderr)
         .with_ansi(std::io::IsTerminal::is_terminal(&std::io::stderr()))
         .init();

@@ -8,6 +8,7 @@ use crate::error::{ApiError, ApiResult};
 use rusqlite::types::{ToSqlOutput, ValueRef};
 use rusqlite::{Connection, OpenFlags};
 use std::panic::AssertUnwindSafe;
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::mpsc;
 use std::sync::{Arc, Mutex};
 use std::thread::JoinHandle;
@@ -23,8 +24,16 @@ struct WriteJob {
     done: oneshot::Sender<ApiResult<()>>,
 }
 
+/// Counters of the writer: how many commits carried how many jobs.
+#[derive(Default)]
+pub struct WriterStats {
+    pub commits: AtomicU64,
+    pub jobs: AtomicU64,
+}
+
 pub struct SqliteStore {
     readers: Pool<Connection>,
+    pub stats: Arc<WriterStats>,
     path: String,
     writer: Mutex<Option<mpsc::Sender<WriteJob>>>,
     writer_thread: Mutex<Option<JoinHandle<()>>>,
@@ -133,11 +142,14 @@ impl SqliteStore {
             pool.push(open_conn(path, false)?);
         }
         let (tx, rx) = mpsc::channel::<WriteJob>();
+        let stats = Arc::new(WriterStats::default());
+        let writer_stats = stats.clone();
         let handle = std::thread::Builder::new()
             .name("sqlite-writer".into())
-            .spawn(move || writer_loop(writer, rx))?;
+            .spawn(move || writer_loop(writer, rx, &writer_stats))?;
         Ok(SqliteStore {
             readers: Pool::new(pool),
+            stats,
             path: path.to_string(),
             writer: Mutex::new(Some(tx)),
             writer_thread: Mutex::new(Some(handle)),
@@ -226,7 +238,7 @@ fn exec(conn: &Connection, sql: &str) -> Result<(), DbError> {
 
 /// Takes every queued job (up to MAX_GROUP), runs each in a savepoint of
 /// one transaction, commits once, then answers them all.
-fn writer_loop(conn: Connection, rx: mpsc::Receiver<WriteJob>) {
+fn writer_loop(conn: Connection, rx: mpsc::Receiver<WriteJob>, stats: &WriterStats) {
     while let Ok(first) = rx.recv() {
         let mut group = vec![first];
         while group.len() < MAX_GROUP {
@@ -235,6 +247,8 @@ fn writer_loop(conn: Connection, rx: mpsc::Receiver<WriteJob>) {
                 Err(_) => break,
             }
         }
+        stats.jobs.fetch_add(group.len() as u64, Ordering::Relaxed);
+        stats.commits.fetch_add(1, Ordering::Relaxed);
         run_group(&conn, group);
     }
 }

@@ -150,6 +150,8 @@ pub struct ListQuery {
 
 pub const DEFAULT_PAGE_SIZE: u64 = 20;
 pub const MAX_PAGE_SIZE: u64 = 100;
+/// Most values one comma-list filter may carry.
+pub const MAX_LIST_VALUES: usize = 100;
 
 /// Parameters that are never filters.
 pub const RESERVED: &[&str] = &[
@@ -230,6 +232,10 @@ impl ListQuery {
                 _ => {
                     if let Some(f) = filterable(res, key) {
                         if value.is_empty() {
+                            continue;
+                        }
+                        if value.split(',').count() > MAX_LIST_VALUES {
+                            errors.add(key, format!("At most {MAX_LIST_VALUES} comma-separated values."));
                             continue;
                         }
                         match condition(f, value, pairs, scope, now) {

@@ -89,9 +89,18 @@ async fn readyz(State(app): State<AppState>) -> Response {
 }
 
 async fn metrics_text(State(app): State<AppState>) -> Response {
+    let mut text = app.metrics.render();
+    if let Some((commits, jobs)) = app.store.writer_stats() {
+        text.push_str("# HELP ferrogate_sqlite_commits_total Commits of the SQLite writer (group commit).\n");
+        text.push_str("# TYPE ferrogate_sqlite_commits_total counter\n");
+        text.push_str(&format!("ferrogate_sqlite_commits_total {commits}\n"));
+        text.push_str("# HELP ferrogate_sqlite_write_jobs_total Write jobs carried by those commits.\n");
+        text.push_str("# TYPE ferrogate_sqlite_write_jobs_total counter\n");
+        text.push_str(&format!("ferrogate_sqlite_write_jobs_total {jobs}\n"));
+    }
     (
         [(axum::http::header::CONTENT_TYPE, "text/plain; version=0.0.4")],
-        app.metrics.render(),
+        text,
     )
         .into_response()
 }
