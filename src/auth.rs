@@ -60,6 +60,20 @@ pub fn load_perms(conn: &mut dyn Conn, user_id: &str) -> ApiResult<Perms> {
     Ok(perms_from_rows(rows))
 }
 
+/// Refuses acting on a user who holds permissions the caller lacks
+/// (changing its key, disabling or deleting it would take over or lock
+/// out someone more privileged).
+pub fn require_covers_user(conn: &mut dyn Conn, caller: &Perms, user_id: &str) -> ApiResult<()> {
+    let target = load_perms(conn, user_id)?;
+    if caller.covers(&target) {
+        Ok(())
+    } else {
+        Err(ApiError::Forbidden(
+            "You cannot act on a user who holds permissions you do not hold.".into(),
+        ))
+    }
+}
+
 /// Reads the permissions a role grants.
 pub fn role_perms(conn: &mut dyn Conn, role_id: &str) -> ApiResult<Option<Perms>> {
     let rows = conn.query(&Sql::with(

@@ -128,6 +128,13 @@ impl IntoResponse for ApiError {
         }
         let status = self.status();
         let mut response = (status, axum::Json(self.body())).into_response();
+        if status == StatusCode::UNAUTHORIZED {
+            // RFC 9110: a 401 names a scheme; HTTP Basic is one we accept.
+            response.headers_mut().insert(
+                axum::http::header::WWW_AUTHENTICATE,
+                axum::http::HeaderValue::from_static("Basic realm=\"ferrogate\""),
+            );
+        }
         // Lets the request-id middleware add the id to the body.
         response.extensions_mut().insert(ErrorBody);
         response

@@ -3,11 +3,30 @@
 
 use super::{Conn, Dialect, Sql, Value};
 
-pub const MIGRATIONS: &[(i64, &str, &str)] = &[(
-    1,
-    "foundation",
-    include_str!("../../migrations/0001_foundation.sql"),
-)];
+/// A migration: version, name, SQL for both engines, and SQL for
+/// PostgreSQL only (what SQLite already does by itself).
+pub type Migration = (i64, &'static str, &'static str, &'static str);
+
+pub const MIGRATIONS: &[Migration] = &[
+    (
+        1,
+        "foundation",
+        include_str!("../../migrations/0001_foundation.sql"),
+        "",
+    ),
+    (
+        2,
+        "product_transaction_reads",
+        include_str!("../../migrations/0002_product_transaction_reads.sql"),
+        "",
+    ),
+    (
+        3,
+        "byte_order_paths",
+        "",
+        include_str!("../../migrations/0003_byte_order_paths.postgres.sql"),
+    ),
+];
 
 /// Applies every migration not yet recorded. Returns how many ran.
 pub fn apply(conn: &mut dyn Conn) -> anyhow::Result<usize> {
@@ -44,11 +63,15 @@ fn apply_locked(conn: &mut dyn Conn) -> anyhow::Result<usize> {
         .filter_map(|r| r.first().and_then(Value::as_int))
         .collect();
     let mut count = 0;
-    for (version, name, text) in MIGRATIONS {
+    for (version, name, common, postgres_only) in MIGRATIONS {
         if applied.contains(version) {
             continue;
         }
-        for statement in statements(text) {
+        let mut all = statements(common);
+        if conn.dialect() == Dialect::Postgres {
+            all.extend(statements(postgres_only));
+        }
+        for statement in all {
             run(conn, &statement).map_err(|e| anyhow::anyhow!("migration {version} ({name}): {e}"))?;
         }
         conn.execute(&Sql::with(

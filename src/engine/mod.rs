@@ -245,6 +245,13 @@ pub fn delete(cx: &Cx, conn: &mut dyn Conn, res: &'static Resource, id: &str) ->
 pub fn delete_record(cx: &Cx, conn: &mut dyn Conn, record: &Record) -> ApiResult<()> {
     let res = record.res;
     res.rules.before_delete(cx, conn, record)?;
+    // Notes live and die with the record they annotate.
+    if res.table != "notes" {
+        conn.execute(&Sql::with(
+            "DELETE FROM notes WHERE resource_id = ?",
+            vec![record.id().into()],
+        ))?;
+    }
     let mut sql = Sql::new("DELETE FROM ");
     sql.push(res.table)
         .push(" WHERE id = ")
@@ -317,7 +324,7 @@ pub fn render_expanded(cx: &Cx, conn: &mut dyn Conn, record: &Record, expand: &[
                         .collect(),
                 )
             }
-            Expand::Changelogs => changelogs(conn, record)?,
+            Expand::Changelogs => changelogs(cx, conn, record)?,
             Expand::Custom(name) => record.res.rules.expand(cx, conn, record, name)?,
         };
         out.insert(name.clone(), value);
@@ -326,7 +333,7 @@ pub fn render_expanded(cx: &Cx, conn: &mut dyn Conn, record: &Record, expand: &[
 }
 
 /// The change log of a record in the spec's shape.
-pub fn changelogs(conn: &mut dyn Conn, record: &Record) -> ApiResult<Json> {
+pub fn changelogs(cx: &Cx, conn: &mut dyn Conn, record: &Record) -> ApiResult<Json> {
     let logs = conn.query(&Sql::with(
         "SELECT id, created_ts, action, model, model_id, user_id FROM changelogs WHERE model_id = ? ORDER BY id ASC LIMIT 500",
         vec![record.id().into()],
@@ -342,14 +349,18 @@ pub fn changelogs(conn: &mut dyn Conn, record: &Record) -> ApiResult<Json> {
             .into_iter()
             .map(|d| json!({ "id": value_json(&d[0]), "changelog_id": value_json(&d[1]), "field": value_json(&d[2]), "old_value": value_json(&d[3]) }))
             .collect();
+        // Only users the caller may see are embedded.
         let user = match log[5].as_str() {
-            Some(uid) => conn
-                .query_one(&Sql::with(
-                    "SELECT id, username, first_name, last_name, email FROM users WHERE id = ?",
-                    vec![uid.into()],
-                ))?
-                .map(|u| json!({ "id": value_json(&u[0]), "username": value_json(&u[1]), "first_name": value_json(&u[2]), "last_name": value_json(&u[3]), "email": value_json(&u[4]) }))
-                .unwrap_or(Json::Null),
+            Some(uid) => match query::find(conn, &crate::resources::USER, &cx.scope, uid)? {
+                Some(u) => json!({
+                    "id": value_json(u.get("id")),
+                    "username": value_json(u.get("username")),
+                    "first_name": value_json(u.get("first_name")),
+                    "last_name": value_json(u.get("last_name")),
+                    "email": value_json(u.get("email")),
+                }),
+                None => Json::Null,
+            },
             None => Json::Null,
         };
         out.push(json!({

@@ -3,7 +3,7 @@
 use super::crud::{self, one};
 use super::extract::IdPath;
 use super::AppState;
-use crate::auth::Caller;
+use crate::auth::{require_covers_user, Caller};
 use crate::crypto::{hash_api_key, random_secret};
 use crate::db::Sql;
 use crate::engine::events::{self, Action, Change};
@@ -54,6 +54,9 @@ async fn generate_api_key(
         .write(move |conn| {
             let user =
                 query::find(conn, &USER, &cx.scope, &id)?.ok_or_else(|| ApiError::not_found("user"))?;
+            if id != cx.user_id {
+                require_covers_user(conn, &cx.perms, &id)?;
+            }
             conn.execute(&Sql::with(
                 "UPDATE users SET api_key_hash = ?, modified_ts = ?, modified_user_id = ? WHERE id = ?",
                 vec![

@@ -85,4 +85,17 @@ impl Rules for AuthRoleUserRules {
         input.record.set("location_id", location_of(&user));
         Ok(None)
     }
+
+    fn before_delete(&self, cx: &Cx, conn: &mut dyn Conn, record: &Record) -> ApiResult<()> {
+        // Revoking a role is as privileged as granting it.
+        let role = record.text("auth_role_id").unwrap_or_default();
+        if let Some(perms) = role_perms(conn, role)? {
+            if !cx.perms.covers(&perms) {
+                return Err(ApiError::Forbidden(
+                    "You cannot revoke a role with permissions you do not hold.".into(),
+                ));
+            }
+        }
+        Ok(())
+    }
 }

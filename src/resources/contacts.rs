@@ -1,6 +1,6 @@
 //! Contacts: the customers of a location.
 
-use crate::db::{Conn, Sql};
+use crate::db::Conn;
 use crate::engine::record::Record;
 use crate::engine::resource::{Expand, Field, Pattern, Resource, Scope};
 use crate::engine::rules::Rules;
@@ -164,15 +164,6 @@ impl Rules for ContactRules {
                 }
             }
         }
-        Ok(())
-    }
-
-    fn before_delete(&self, _cx: &Cx, conn: &mut dyn Conn, record: &Record) -> ApiResult<()> {
-        // Notes live and die with the record they annotate.
-        conn.execute(&Sql::with(
-            "DELETE FROM notes WHERE resource_id = ?",
-            vec![record.id().into()],
-        ))?;
         Ok(())
     }
 }

@@ -1,6 +1,7 @@
 //! Users: who calls the API. API keys are stored as digests; hash keys
 //! (used later to sign hosted-form requests) are stored encrypted.
 
+use crate::auth::require_covers_user;
 use crate::crypto::hash_api_key;
 use crate::db::{Conn, Sql};
 use crate::engine::record::Record;
@@ -136,6 +137,9 @@ impl Rules for UserRules {
                 }
             }
         }
+        if old.id() != cx.user_id {
+            require_covers_user(conn, &cx.perms, old.id())?;
+        }
         if old.id() == cx.user_id && new.int("status") == Some(0) {
             return Err(ApiError::field("status", "You cannot disable yourself."));
         }
@@ -148,6 +152,7 @@ impl Rules for UserRules {
             errors.add("id", "You cannot delete yourself.");
             return Err(ApiError::Conflict(errors));
         }
+        require_covers_user(conn, &cx.perms, record.id())?;
         conn.execute(&Sql::with(
             "DELETE FROM auth_role_users WHERE user_id = ?",
             vec![record.id().into()],

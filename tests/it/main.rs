@@ -6,4 +6,9 @@
 #[allow(dead_code)]
 mod support;
 
+mod auth;
 mod contacts;
+mod isolation;
+mod locations;
+mod notes;
+mod users;

@@ -1,0 +1,1094 @@
+//! Tenant isolation: a user sees its own location and the ones below it,
+//! nothing else. A record outside the caller's scope answers 404 exactly
+//! like a record that never existed, never appears in a list, and cannot
+//! be pointed at (422 naming the field). Tested as a matrix over every
+//! served endpoint and every verb, with two tenants from two bootstraps,
+//! and along the location tree (parent, child, grandchild, sibling).
+
+use crate::engine_tests;
+use crate::support::{Resp, Tenant, TestApp};
+use serde_json::{json, Value};
+use std::collections::{BTreeMap, BTreeSet};
+
+engine_tests!(
+    cross_tenant_matrix,
+    cross_tenant_api_id_and_upsert,
+    hierarchy_child_sees_its_subtree_only,
+);
+
+/// One tenant with a record of every resource.
+struct World {
+    t: Tenant,
+    loc: String,
+    child: String,
+    contact: String,
+    contact_api_id: String,
+    note: String,
+    admin: String,
+    extra_user: String,
+    extra_key: String,
+    /// The extra user's role (created through the API).
+    aru: String,
+    /// The admin's role (created by bootstrap).
+    admin_aru: String,
+    cc: String,
+    ach: String,
+}
+
+fn id_of(resp: &Resp, key: &str) -> String {
+    resp.body[key]["id"]
+        .as_str()
+        .unwrap_or_else(|| panic!("no {key}.id in {}", resp.text))
+        .to_string()
+}
+
+fn world(app: &TestApp, tag: &str) -> World {
+    let t = app.bootstrap();
+    let loc = t.location_id();
+    let child = t.location(&loc, &format!("{tag} branch"));
+    let contact_api_id = format!("{tag}-crm-1");
+    let contact = t.contact(json!({ "contact_api_id": contact_api_id, "first_name": tag }))["id"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    let note = id_of(
+        &t.post(
+            "/v2/notes",
+            json!({ "note": { "resource": "Contact", "resource_id": contact, "note": format!("{tag} note") } }),
+        )
+        .expect(201),
+        "note",
+    );
+    let (extra_user, extra_key) = t.user(&loc, None);
+    let aru = id_of(
+        &t.post(
+            "/v2/authroleusers",
+            json!({ "authroleuser": { "user_id": extra_user, "auth_role_id": "132" } }),
+        )
+        .expect(201),
+        "authroleuser",
+    );
+    let admin = t.user_id();
+    let admin_aru = t
+        .get(&format!("/v2/authroleusers?user_id={admin}"))
+        .expect(200)
+        .body["authroleusers"][0]["id"]
+        .as_str()
+        .expect("bootstrap gives the admin a role")
+        .to_string();
+    World {
+        cc: t.cred("cc_product_transaction_id"),
+        ach: t.cred("ach_product_transaction_id"),
+        t,
+        loc,
+        child,
+        contact,
+        contact_api_id,
+        note,
+        admin,
+        extra_user,
+        extra_key,
+        aru,
+        admin_aru,
+    }
+}
+
+impl World {
+    /// Every id and secret of this tenant: none may show up in another
+    /// tenant's responses.
+    fn secrets(&self) -> Vec<String> {
+        vec![
+            self.loc.clone(),
+            self.child.clone(),
+            self.contact.clone(),
+            self.contact_api_id.clone(),
+            self.note.clone(),
+            self.admin.clone(),
+            self.extra_user.clone(),
+            self.extra_key.clone(),
+            self.aru.clone(),
+            self.admin_aru.clone(),
+            self.cc.clone(),
+            self.ach.clone(),
+            self.t.cred("developer_id"),
+            self.t.cred("user_api_key"),
+            self.t.cred("user_hash_key"),
+        ]
+    }
+
+    /// Every record by its item path.
+    fn items(&self) -> Vec<(&'static str, String)> {
+        vec![
+            ("/v2/contacts/{id}", self.contact.clone()),
+            ("/v2/locations/{id}", self.loc.clone()),
+            ("/v2/locations/{id}", self.child.clone()),
+            ("/v2/locationinfos/{id}", self.loc.clone()),
+            ("/v2/locationinfos/{id}", self.child.clone()),
+            ("/v2/producttransactions/{id}", self.cc.clone()),
+            ("/v2/producttransactions/{id}", self.ach.clone()),
+            ("/v2/notes/{id}", self.note.clone()),
+            ("/v2/users/{id}", self.admin.clone()),
+            ("/v2/users/{id}", self.extra_user.clone()),
+            ("/v2/authroleusers/{id}", self.aru.clone()),
+            ("/v2/authroleusers/{id}", self.admin_aru.clone()),
+        ]
+    }
+
+    /// Everything the tenant's admin can read, in full: each record (with
+    /// its change log where there is one) and each list.
+    fn snapshot(&self) -> BTreeMap<String, Value> {
+        let mut out = BTreeMap::new();
+        for (template, id) in self.items() {
+            let mut path = template.replace("{id}", &id);
+            if ["/v2/contacts/", "/v2/locations/", "/v2/notes/", "/v2/users/"]
+                .iter()
+                .any(|p| path.starts_with(p))
+            {
+                path.push_str("?expand=changelogs");
+            }
+            out.insert(path.clone(), self.t.get(&path).expect(200).body);
+        }
+        for list in [
+            "/v2/contacts",
+            "/v2/locations",
+            "/v2/locationinfos?relationship=all",
+            "/v2/producttransactions",
+            "/v2/notes",
+            "/v2/users",
+            "/v2/authroleusers",
+        ] {
+            let path = format!(
+                "{list}{}page_size=100",
+                if list.contains('?') { "&" } else { "?" }
+            );
+            out.insert(path.clone(), self.t.get(&path).expect(200).body);
+        }
+        out
+    }
+}
+
+/// A fresh id that names no record anywhere.
+fn ghost() -> String {
+    uuid::Uuid::now_v7().simple().to_string()
+}
+
+/// The body with its request id removed, to compare two answers.
+fn comparable(resp: &Resp) -> Value {
+    let mut v = resp.body.clone();
+    if let Some(o) = v.as_object_mut() {
+        o.remove("request_id");
+    }
+    v
+}
+
+/// What a response may be scanned for another tenant's ids: everything
+/// but a list's `meta`, whose links echo the query string.
+fn scannable(resp: &Resp) -> String {
+    match &resp.body {
+        Value::Object(o) if o.contains_key("meta") => {
+            let mut o = o.clone();
+            o.remove("meta");
+            Value::Object(o).to_string()
+        }
+        _ => resp.text.clone(),
+    }
+}
+
+#[derive(Debug, Clone)]
+enum Expect {
+    /// A JSON error with this status (404 outside the scope, 405 for a
+    /// verb the endpoint does not serve).
+    Error(u16),
+    /// 422 whose errors name this field.
+    Invalid(&'static str),
+    /// 404, or a 422 naming this field: an address that is not the
+    /// caller's either way.
+    Hidden(&'static str),
+    /// 200 list; `empty`: nothing at all matches.
+    List { empty: bool },
+    /// 200 with the caller's own record.
+    Own,
+}
+
+struct Case {
+    method: &'static str,
+    template: &'static str,
+    path: String,
+    /// The same request naming a record that never existed: it must be
+    /// answered identically (no existence oracle).
+    ghost_path: Option<String>,
+    body: Option<Value>,
+    ghost_body: Option<Value>,
+    expect: Expect,
+}
+
+fn case(method: &'static str, template: &'static str, path: String, expect: Expect) -> Case {
+    Case {
+        method,
+        template,
+        path,
+        ghost_path: None,
+        body: None,
+        ghost_body: None,
+        expect,
+    }
+}
+
+/// Builds the matrix: tenant B acting on tenant A's records.
+fn matrix(a: &World, b: &World) -> Vec<Case> {
+    let mut cases = Vec::new();
+    let not_found = Expect::Error(404);
+    let not_served = Expect::Error(405);
+    let put_body = |template: &str| -> Value {
+        match template {
+            "/v2/contacts/{id}" => json!({ "contact": { "first_name": "Mallory" } }),
+            "/v2/locations/{id}" => json!({ "location": { "name": "Mallory", "parent_id": b.loc } }),
+            "/v2/notes/{id}" => json!({ "note": { "note": "Mallory was here" } }),
+            "/v2/users/{id}" => json!({ "user": { "first_name": "Mallory", "status": 0 } }),
+            "/v2/locationinfos/{id}" => json!({ "locationinfo": { "name": "Mallory" } }),
+            "/v2/producttransactions/{id}" => json!({ "producttransaction": { "title": "Mallory" } }),
+            "/v2/authroleusers/{id}" => json!({ "authroleuser": { "auth_role_id": "1" } }),
+            other => panic!("no PUT body for {other}"),
+        }
+    };
+    let served_put = [
+        "/v2/contacts/{id}",
+        "/v2/locations/{id}",
+        "/v2/notes/{id}",
+        "/v2/users/{id}",
+    ];
+    let served_delete = [
+        "/v2/contacts/{id}",
+        "/v2/locations/{id}",
+        "/v2/notes/{id}",
+        "/v2/users/{id}",
+        "/v2/authroleusers/{id}",
+    ];
+
+    // Each of A's records by id, with every verb.
+    for (template, id) in a.items() {
+        let path = template.replace("{id}", &id);
+        let ghost_path = Some(template.replace("{id}", &ghost()));
+        let mut c = case("GET", template, path.clone(), not_found.clone());
+        c.ghost_path = ghost_path.clone();
+        cases.push(c);
+        let mut c = case(
+            "PUT",
+            template,
+            path.clone(),
+            if served_put.contains(&template) {
+                not_found.clone()
+            } else {
+                not_served.clone()
+            },
+        );
+        c.ghost_path = ghost_path.clone();
+        c.body = Some(put_body(template));
+        cases.push(c);
+        let mut c = case(
+            "DELETE",
+            template,
+            path.clone(),
+            if served_delete.contains(&template) {
+                not_found.clone()
+            } else {
+                not_served.clone()
+            },
+        );
+        c.ghost_path = ghost_path.clone();
+        cases.push(c);
+        let mut c = case("POST", template, path, not_served.clone());
+        c.body = Some(json!({}));
+        c.ghost_path = ghost_path;
+        cases.push(c);
+    }
+
+    // B's own records, changed to point into A.
+    let own = |template: &'static str, id: &str, body: Value, ghost_body: Value, field: &'static str| Case {
+        method: "PUT",
+        template,
+        path: template.replace("{id}", id),
+        ghost_path: None,
+        body: Some(body),
+        ghost_body: Some(ghost_body),
+        expect: Expect::Invalid(field),
+    };
+    let g = ghost();
+    cases.push(own(
+        "/v2/locations/{id}",
+        &b.child,
+        json!({ "location": { "name": "moved", "parent_id": a.loc } }),
+        json!({ "location": { "name": "moved", "parent_id": g } }),
+        "parent_id",
+    ));
+    cases.push(own(
+        "/v2/locations/{id}",
+        &b.child,
+        json!({ "location": { "name": "moved", "parent_id": a.child } }),
+        json!({ "location": { "name": "moved", "parent_id": g } }),
+        "parent_id",
+    ));
+    cases.push(own(
+        "/v2/locations/{id}",
+        &b.child,
+        json!({ "location": { "name": "x", "parent_id": b.loc, "default_cc": a.cc } }),
+        json!({ "location": { "name": "x", "parent_id": b.loc, "default_cc": g } }),
+        "default_cc",
+    ));
+    cases.push(own(
+        "/v2/contacts/{id}",
+        &b.contact,
+        json!({ "contact": { "location_id": a.loc } }),
+        json!({ "contact": { "location_id": g } }),
+        "location_id",
+    ));
+    cases.push(own(
+        "/v2/notes/{id}",
+        &b.note,
+        json!({ "note": { "resource_id": a.contact } }),
+        json!({ "note": { "resource_id": g } }),
+        "resource_id",
+    ));
+    cases.push(own(
+        "/v2/users/{id}",
+        &b.extra_user,
+        json!({ "user": { "primary_location_id": a.loc } }),
+        json!({ "user": { "primary_location_id": g } }),
+        "primary_location_id",
+    ));
+
+    // Lists: never A's records, however they are filtered.
+    let lists: &[(&'static str, &[(&str, &str)])] = &[
+        (
+            "/v2/contacts",
+            &[
+                ("id", &a.contact),
+                ("location_id", &a.loc),
+                ("location_id", &a.child),
+                ("contact_api_id", &a.contact_api_id),
+                ("first_name", "A"),
+            ],
+        ),
+        (
+            "/v2/locations",
+            &[("id", &a.loc), ("id", &a.child), ("parent_id", &a.loc)],
+        ),
+        (
+            "/v2/locationinfos",
+            &[("id", &a.loc), ("id", &a.child), ("parent_id", &a.loc)],
+        ),
+        (
+            "/v2/producttransactions",
+            &[("id", &a.cc), ("id", &a.ach), ("location_id", &a.loc)],
+        ),
+        (
+            "/v2/notes",
+            &[("id", &a.note), ("resource_id", &a.contact), ("note", "A note")],
+        ),
+        (
+            "/v2/users",
+            &[
+                ("id", &a.admin),
+                ("id", &a.extra_user),
+                ("primary_location_id", &a.loc),
+            ],
+        ),
+        (
+            "/v2/authroleusers",
+            &[
+                ("id", &a.aru),
+                ("id", &a.admin_aru),
+                ("user_id", &a.admin),
+                ("user_id", &a.extra_user),
+            ],
+        ),
+    ];
+    let plain: &[(&'static str, &str)] = &[
+        (
+            "/v2/contacts",
+            "?expand=notes,location,created_user&page_size=100",
+        ),
+        (
+            "/v2/locations",
+            "?expand=parent,product_transactions&page_size=100",
+        ),
+        ("/v2/locationinfos", "?relationship=all&page_size=100"),
+        ("/v2/locationinfos", "?relationship=child&page_size=100"),
+        ("/v2/producttransactions", "?expand=location&page_size=100"),
+        ("/v2/notes", "?expand=created_user&page_size=100"),
+        ("/v2/users", "?expand=primary_location&page_size=100"),
+        ("/v2/authroleusers", "?expand=user,created_user&page_size=100"),
+    ];
+    for (template, query) in plain {
+        cases.push(case(
+            "GET",
+            template,
+            format!("{template}{query}"),
+            Expect::List { empty: false },
+        ));
+    }
+    for (template, filters) in lists {
+        for (k, v) in filters.iter() {
+            let extra = if *template == "/v2/locationinfos" {
+                "&relationship=all"
+            } else {
+                ""
+            };
+            cases.push(case(
+                "GET",
+                template,
+                format!("{template}?{k}={}{extra}", v.replace(' ', "%20")),
+                Expect::List { empty: true },
+            ));
+        }
+        // Collections serve no PUT or DELETE.
+        for method in ["PUT", "DELETE"] {
+            let mut c = case(method, template, template.to_string(), not_served.clone());
+            if method == "PUT" {
+                c.body = Some(json!({}));
+            }
+            cases.push(c);
+        }
+    }
+
+    // Creates that point into A: 422 naming the field, like a ghost id.
+    let create = |template: &'static str, body: Value, ghost_body: Value, expect: Expect| Case {
+        method: "POST",
+        template,
+        path: template.to_string(),
+        ghost_path: None,
+        body: Some(body),
+        ghost_body: Some(ghost_body),
+        expect,
+    };
+    for target in [&a.loc, &a.child] {
+        cases.push(create(
+            "/v2/contacts",
+            json!({ "contact": { "location_id": target, "last_name": "Mallory" } }),
+            json!({ "contact": { "location_id": g, "last_name": "Mallory" } }),
+            Expect::Invalid("location_id"),
+        ));
+        cases.push(create(
+            "/v2/contacts",
+            json!({ "contact": { "location_id": target, "last_name": "Mallory",
+                "contact_api_id": a.contact_api_id, "update_if_exists": 1 } }),
+            json!({ "contact": { "location_id": g, "last_name": "Mallory",
+                "contact_api_id": a.contact_api_id, "update_if_exists": 1 } }),
+            Expect::Invalid("location_id"),
+        ));
+        cases.push(create(
+            "/v2/locations",
+            json!({ "location": { "parent_id": target, "name": "Mallory", "branding_domain_url": "evil.example.com" } }),
+            json!({ "location": { "parent_id": g, "name": "Mallory", "branding_domain_url": "evil.example.com" } }),
+            Expect::Invalid("parent_id"),
+        ));
+        cases.push(create(
+            "/v2/users",
+            json!({ "user": { "primary_location_id": target, "username": format!("m{}", ghost()),
+                "email": "m@example.com", "user_api_key": format!("K{}", ghost()) } }),
+            json!({ "user": { "primary_location_id": g, "username": format!("m{}", ghost()),
+                "email": "m@example.com", "user_api_key": format!("K{}", ghost()) } }),
+            Expect::Invalid("primary_location_id"),
+        ));
+    }
+    for (resource, id) in [
+        ("Contact", &a.contact),
+        ("Location", &a.loc),
+        ("Location", &a.child),
+        ("User", &a.admin),
+        ("User", &a.extra_user),
+    ] {
+        cases.push(create(
+            "/v2/notes",
+            json!({ "note": { "resource": resource, "resource_id": id, "note": "Mallory" } }),
+            json!({ "note": { "resource": resource, "resource_id": g, "note": "Mallory" } }),
+            Expect::Invalid("resource_id"),
+        ));
+    }
+    // "1" is a role A's admin already holds: the answer must not say so.
+    for (user, role) in [(&a.extra_user, "2"), (&a.extra_user, "132"), (&a.admin, "1")] {
+        cases.push(create(
+            "/v2/authroleusers",
+            json!({ "authroleuser": { "user_id": user, "auth_role_id": role } }),
+            json!({ "authroleuser": { "user_id": g, "auth_role_id": role } }),
+            Expect::Invalid("user_id"),
+        ));
+    }
+    for template in ["/v2/locationinfos", "/v2/producttransactions"] {
+        let name = template.trim_start_matches("/v2/").trim_end_matches('s');
+        let mut c = create(
+            template,
+            json!({ name: { "location_id": a.loc } }),
+            json!({ name: { "location_id": g } }),
+            not_served.clone(),
+        );
+        c.ghost_body = None;
+        cases.push(c);
+    }
+
+    // The users extras.
+    cases.push(case("GET", "/v2/users/me", "/v2/users/me".into(), Expect::Own));
+    for method in ["POST", "PUT", "DELETE"] {
+        let mut c = case(method, "/v2/users/me", "/v2/users/me".into(), not_served.clone());
+        if method != "DELETE" {
+            c.body = Some(json!({ "user": { "first_name": "x" } }));
+        }
+        cases.push(c);
+    }
+    for user in [&a.admin, &a.extra_user] {
+        let template = "/v2/users/{id}/generateuserapikey";
+        let ghost_path = Some(template.replace("{id}", &ghost()));
+        let path = template.replace("{id}", user);
+        let mut c = case("POST", template, path.clone(), not_found.clone());
+        c.ghost_path = ghost_path.clone();
+        cases.push(c);
+        for method in ["GET", "PUT", "DELETE"] {
+            let mut c = case(method, template, path.clone(), not_served.clone());
+            c.ghost_path = ghost_path.clone();
+            cases.push(c);
+        }
+    }
+    cases
+}
+
+fn send(t: &Tenant, method: &str, path: &str, body: &Option<Value>) -> Resp {
+    let text = body.as_ref().map(Value::to_string);
+    t.send(method, path, text.as_deref())
+}
+
+fn run_case(b: &World, a_secrets: &[String], c: &Case) {
+    let what = format!("{} {} (as tenant B)", c.method, c.path);
+    let r = send(&b.t, c.method, &c.path, &c.body);
+    let scan = scannable(&r);
+    for s in a_secrets {
+        assert!(
+            !scan.contains(s.as_str()),
+            "{what}: the answer shows A's {s}: {}",
+            r.text
+        );
+    }
+    match &c.expect {
+        Expect::Error(status) => {
+            assert_eq!(r.status, *status, "{what}: body {}", r.text);
+            assert!(
+                r.body["message"].is_string(),
+                "{what}: a JSON error body is expected, got {:?}",
+                r.text
+            );
+        }
+        Expect::Invalid(field) => {
+            assert_eq!(r.status, 422, "{what}: body {}", r.text);
+            assert!(
+                !r.errors(field).is_empty(),
+                "{what}: the errors must name {field}: {}",
+                r.text
+            );
+        }
+        Expect::Hidden(field) => {
+            assert!(
+                r.status == 404 || (r.status == 422 && !r.errors(field).is_empty()),
+                "{what}: expected 404 or 422 naming {field}, got {} {}",
+                r.status,
+                r.text
+            );
+        }
+        Expect::List { empty } => {
+            assert_eq!(r.status, 200, "{what}: body {}", r.text);
+            let key = c.template.trim_start_matches("/v2/");
+            let items = r.body[key]
+                .as_array()
+                .unwrap_or_else(|| panic!("{what}: no {key} array: {}", r.text));
+            let total = r.body["meta"]["pagination"]["totalCount"].as_u64().unwrap();
+            if *empty {
+                assert!(items.is_empty(), "{what}: {}", r.text);
+                assert_eq!(total, 0, "{what}: totalCount counts A's records");
+            } else {
+                assert!(
+                    total >= 1 && !items.is_empty(),
+                    "{what}: B's own records: {}",
+                    r.text
+                );
+            }
+        }
+        Expect::Own => {
+            assert_eq!(r.status, 200, "{what}: body {}", r.text);
+            assert_eq!(r.body["user"]["id"], b.admin, "{what}");
+        }
+    }
+    if c.ghost_path.is_some() || c.ghost_body.is_some() {
+        let path = c.ghost_path.clone().unwrap_or_else(|| c.path.clone());
+        let body = if c.ghost_body.is_some() {
+            &c.ghost_body
+        } else {
+            &c.body
+        };
+        let ghostly = send(&b.t, c.method, &path, body);
+        assert_eq!(
+            (ghostly.status, comparable(&ghostly)),
+            (r.status, comparable(&r)),
+            "{what}: A's record must be answered exactly like one that never existed"
+        );
+    }
+}
+
+/// The served (endpoint, verb) cells: every path of the server's OpenAPI
+/// document plus the two user routes it does not describe, each with
+/// every verb.
+fn cells(t: &Tenant) -> BTreeSet<(String, String)> {
+    let doc = t.get("/v2/openapi.json").expect(200).body;
+    let paths = doc["paths"].as_object().expect("openapi paths");
+    let mut templates: Vec<String> = paths.keys().cloned().collect();
+    templates.push("/v2/users/me".into());
+    templates.push("/v2/users/{id}/generateuserapikey".into());
+    let mut out = BTreeSet::new();
+    for t in templates {
+        for m in ["GET", "POST", "PUT", "DELETE"] {
+            out.insert((m.to_string(), t.clone()));
+        }
+    }
+    out
+}
+
+fn cross_tenant_matrix(app: &TestApp) {
+    let a = world(app, "A");
+    let b = world(app, "B");
+    let a_before = a.snapshot();
+    let b_before = b.snapshot();
+    let cases = matrix(&a, &b);
+
+    // The matrix is exhaustive: every served endpoint with every verb.
+    let covered: BTreeSet<(String, String)> = cases
+        .iter()
+        .map(|c| (c.method.to_string(), c.template.to_string()))
+        .collect();
+    let expected = cells(&b.t);
+    assert_eq!(
+        covered, expected,
+        "the matrix must cover exactly the served endpoints x verbs"
+    );
+    assert_eq!(
+        expected.len(),
+        (7 * 2 + 2) * 4,
+        "7 resources (collection and item) plus users/me and generateuserapikey, 4 verbs each"
+    );
+    // The verbs the matrix expects to be served agree with the OpenAPI document.
+    let doc = b.t.get("/v2/openapi.json").body;
+    for c in &cases {
+        if let Some(ops) = doc["paths"][c.template].as_object() {
+            let documented = ops.contains_key(&c.method.to_lowercase());
+            let expects_405 = matches!(c.expect, Expect::Error(405));
+            assert_eq!(
+                documented, !expects_405,
+                "{} {}: documented {documented}, matrix expects 405: {expects_405}",
+                c.method, c.template
+            );
+        }
+    }
+    assert!(cases.len() > 120, "{} cases", cases.len());
+
+    let secrets = a.secrets();
+    for c in &cases {
+        run_case(&b, &secrets, c);
+    }
+
+    // Nothing of A changed, nothing was created on either side.
+    assert_eq!(
+        a.snapshot(),
+        a_before,
+        "tenant A's records and lists are unchanged"
+    );
+    assert_eq!(
+        b.snapshot(),
+        b_before,
+        "tenant B's records and lists are unchanged"
+    );
+    // A's keys still work (B tried to rotate them and to disable A's users).
+    let a_extra = a.t.as_user(&a.extra_user, &a.extra_key);
+    assert_eq!(
+        a_extra.get("/v2/users/me").expect(200).body["user"]["id"],
+        a.extra_user
+    );
+    a.t.get("/v2/contacts").expect(200);
+}
+
+/// Api id addressing and update_if_exists with an api id A also uses.
+fn cross_tenant_api_id_and_upsert(app: &TestApp) {
+    let a = world(app, "A");
+    let b = world(app, "B");
+    let a_before = a.snapshot();
+    let secrets = a.secrets();
+    let api = &a.contact_api_id;
+    let mut cases = Vec::new();
+    for method in ["GET", "PUT", "DELETE"] {
+        let body = (method == "PUT").then(|| json!({ "contact": { "first_name": "Mallory" } }));
+        // A's location named explicitly: not B's to address.
+        cases.push(Case {
+            method,
+            template: "/v2/contacts/{id}",
+            path: format!("/v2/contacts/{api}?api_id=1&location_id={}", a.loc),
+            ghost_path: Some(format!("/v2/contacts/{api}?api_id=1&location_id={}", ghost())),
+            body: body.clone(),
+            ghost_body: None,
+            expect: Expect::Hidden("location_id"),
+        });
+        // B's own location (the default) holds no such api id.
+        cases.push(Case {
+            method,
+            template: "/v2/contacts/{id}",
+            path: format!("/v2/contacts/{api}?api_id=1"),
+            ghost_path: Some(format!("/v2/contacts/{}?api_id=1", ghost())),
+            body,
+            ghost_body: None,
+            expect: Expect::Error(404),
+        });
+    }
+    for c in &cases {
+        run_case(&b, &secrets, c);
+    }
+    assert_eq!(a.snapshot(), a_before);
+
+    // The same api id at B's own location is a new contact of B's, and an
+    // upsert with it never reaches A's contact.
+    let mine = b
+        .t
+        .post(
+            "/v2/contacts",
+            json!({ "contact": { "location_id": b.loc, "last_name": "B", "contact_api_id": api, "update_if_exists": 1 } }),
+        )
+        .expect(201);
+    let mine_id = id_of(&mine, "contact");
+    assert_ne!(mine_id, a.contact);
+    let again = b
+        .t
+        .post(
+            "/v2/contacts",
+            json!({ "contact": { "location_id": b.loc, "last_name": "B2", "contact_api_id": api, "update_if_exists": 1 } }),
+        )
+        .expect(200);
+    assert_eq!(id_of(&again, "contact"), mine_id);
+    let by_api = b.t.get(&format!("/v2/contacts/{api}?api_id=1")).expect(200);
+    assert_eq!(id_of(&by_api, "contact"), mine_id);
+    assert_eq!(a.snapshot(), a_before, "tenant A is untouched by B's upserts");
+    let theirs = a.t.get(&format!("/v2/contacts/{api}?api_id=1")).expect(200);
+    assert_eq!(id_of(&theirs, "contact"), a.contact);
+}
+
+fn ids(resp: &Resp, key: &str) -> BTreeSet<String> {
+    resp.body[key]
+        .as_array()
+        .unwrap_or_else(|| panic!("no {key} array: {}", resp.text))
+        .iter()
+        .map(|r| r["id"].as_str().unwrap().to_string())
+        .collect()
+}
+
+fn set(items: &[&String]) -> BTreeSet<String> {
+    items.iter().map(|s| s.to_string()).collect()
+}
+
+/// Parent P with children C1 (holding grandchild G) and C2. A user at C1
+/// sees C1 and G, never P or C2; P's admin sees everything below it.
+fn hierarchy_child_sees_its_subtree_only(app: &TestApp) {
+    let t = app.bootstrap();
+    let p = t.location_id();
+    let c1 = t.location(&p, "C1");
+    let g = t.location(&c1, "G");
+    let c2 = t.location(&p, "C2");
+    let mut contact = BTreeMap::new();
+    let mut note = BTreeMap::new();
+    for (name, loc) in [("P", &p), ("C1", &c1), ("G", &g), ("C2", &c2)] {
+        let c = t.contact(json!({ "location_id": loc, "last_name": name }))["id"]
+            .as_str()
+            .unwrap()
+            .to_string();
+        let n = id_of(
+            &t.post(
+                "/v2/notes",
+                json!({ "note": { "resource": "Contact", "resource_id": c, "note": name } }),
+            )
+            .expect(201),
+            "note",
+        );
+        contact.insert(name, c);
+        note.insert(name, n);
+    }
+    let (u1, k1) = t.user(&c1, Some("132"));
+    let (u2, k2) = t.user(&c2, Some("132"));
+    let child = t.as_user(&u1, &k1);
+    let sibling = t.as_user(&u2, &k2);
+    let admin = t.user_id();
+
+    // By id: the subtree answers, everything else is 404 like a ghost.
+    for (template, id, visible) in [
+        ("/v2/locations/{id}", &c1, true),
+        ("/v2/locations/{id}", &g, true),
+        ("/v2/locations/{id}", &p, false),
+        ("/v2/locations/{id}", &c2, false),
+        ("/v2/locationinfos/{id}", &c1, true),
+        ("/v2/locationinfos/{id}", &g, true),
+        ("/v2/locationinfos/{id}", &p, false),
+        ("/v2/locationinfos/{id}", &c2, false),
+        ("/v2/contacts/{id}", &contact["C1"], true),
+        ("/v2/contacts/{id}", &contact["G"], true),
+        ("/v2/contacts/{id}", &contact["P"], false),
+        ("/v2/contacts/{id}", &contact["C2"], false),
+        ("/v2/notes/{id}", &note["G"], true),
+        ("/v2/notes/{id}", &note["P"], false),
+        ("/v2/notes/{id}", &note["C2"], false),
+        ("/v2/users/{id}", &u1, true),
+        ("/v2/users/{id}", &admin, false),
+        ("/v2/users/{id}", &u2, false),
+    ] {
+        let path = template.replace("{id}", id);
+        let r = child.get(&path);
+        if visible {
+            let r = r.expect(200);
+            assert_eq!(
+                r.body.as_object().unwrap().values().next().unwrap()["id"],
+                json!(id)
+            );
+        } else {
+            let ghostly = child.get(&template.replace("{id}", &ghost()));
+            assert_eq!(r.status, 404, "GET {path} as the C1 user: {}", r.text);
+            assert_eq!(comparable(&r), comparable(&ghostly), "GET {path}: like a ghost");
+        }
+    }
+    // Nor can it change or delete what lies outside.
+    for (path, body) in [
+        (
+            format!("/v2/contacts/{}", contact["P"]),
+            json!({ "contact": { "first_name": "x" } }),
+        ),
+        (
+            format!("/v2/contacts/{}", contact["C2"]),
+            json!({ "contact": { "first_name": "x" } }),
+        ),
+        (
+            format!("/v2/locations/{p}"),
+            json!({ "location": { "name": "x", "parent_id": c1 } }),
+        ),
+        (
+            format!("/v2/locations/{c2}"),
+            json!({ "location": { "name": "x", "parent_id": c1 } }),
+        ),
+        (
+            format!("/v2/notes/{}", note["P"]),
+            json!({ "note": { "note": "x" } }),
+        ),
+        (format!("/v2/users/{admin}"), json!({ "user": { "status": 0 } })),
+    ] {
+        child.put(&path, body).expect(404);
+        child.delete(&path).expect(404);
+    }
+    child
+        .post(&format!("/v2/users/{admin}/generateuserapikey"), json!({}))
+        .expect(404);
+
+    // Lists hold exactly the subtree.
+    let page = "page_size=100";
+    assert_eq!(
+        ids(
+            &child.get(&format!("/v2/contacts?{page}")).expect(200),
+            "contacts"
+        ),
+        set(&[&contact["C1"], &contact["G"]])
+    );
+    assert_eq!(
+        ids(
+            &child.get(&format!("/v2/locations?{page}")).expect(200),
+            "locations"
+        ),
+        set(&[&c1, &g])
+    );
+    assert_eq!(
+        ids(&child.get(&format!("/v2/notes?{page}")).expect(200), "notes"),
+        set(&[&note["C1"], &note["G"]])
+    );
+    assert_eq!(
+        ids(&child.get(&format!("/v2/users?{page}")).expect(200), "users"),
+        set(&[&u1])
+    );
+    let arus = child.get(&format!("/v2/authroleusers?{page}")).expect(200);
+    assert!(arus.body["authroleusers"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .all(|r| r["user_id"] == json!(u1)));
+    for (rel, want) in [
+        ("all", set(&[&c1, &g])),
+        ("direct", set(&[&c1])),
+        ("child", set(&[&g])),
+    ] {
+        let r = child
+            .get(&format!("/v2/locationinfos?relationship={rel}&{page}"))
+            .expect(200);
+        assert_eq!(ids(&r, "locationinfos"), want, "relationship={rel}");
+    }
+    for path in [
+        format!("/v2/contacts?location_id={p}"),
+        format!("/v2/contacts?location_id={c2}"),
+        format!("/v2/locations?id={p}"),
+        format!("/v2/locations?parent_id={c2}"),
+        format!("/v2/notes?resource_id={}", contact["P"]),
+        format!("/v2/users?id={admin}"),
+        format!("/v2/users?primary_location_id={c2}"),
+        format!("/v2/authroleusers?user_id={admin}"),
+        format!("/v2/locationinfos?relationship=all&id={p}"),
+    ] {
+        let r = child.get(&path).expect(200);
+        assert_eq!(
+            r.body["meta"]["pagination"]["totalCount"], 0,
+            "GET {path}: {}",
+            r.text
+        );
+    }
+
+    // Pointing outside the subtree is refused; inside it works.
+    for (path, body, field) in [
+        (
+            "/v2/contacts",
+            json!({ "contact": { "location_id": p, "last_name": "x" } }),
+            "location_id",
+        ),
+        (
+            "/v2/contacts",
+            json!({ "contact": { "location_id": c2, "last_name": "x" } }),
+            "location_id",
+        ),
+        (
+            "/v2/locations",
+            json!({ "location": { "parent_id": p, "name": "x", "branding_domain_url": "x.example.com" } }),
+            "parent_id",
+        ),
+        (
+            "/v2/users",
+            json!({ "user": { "primary_location_id": p, "username": format!("u{}", ghost()) } }),
+            "primary_location_id",
+        ),
+        (
+            "/v2/notes",
+            json!({ "note": { "resource": "Contact", "resource_id": contact["P"], "note": "x" } }),
+            "resource_id",
+        ),
+        (
+            "/v2/authroleusers",
+            json!({ "authroleuser": { "user_id": u2, "auth_role_id": "2" } }),
+            "user_id",
+        ),
+    ] {
+        let r = child.post(path, body).expect(422);
+        assert!(!r.errors(field).is_empty(), "POST {path}: {}", r.text);
+    }
+    // Moving a location of the subtree outside it, or its own location.
+    let r = child
+        .put(
+            &format!("/v2/locations/{g}"),
+            json!({ "location": { "name": "G", "parent_id": c2 } }),
+        )
+        .expect(422);
+    assert!(!r.errors("parent_id").is_empty());
+    let r = child
+        .put(
+            &format!("/v2/locations/{c1}"),
+            json!({ "location": { "name": "C1", "parent_id": c2 } }),
+        )
+        .expect(422);
+    assert!(!r.errors("parent_id").is_empty());
+    let at_g = id_of(
+        &child
+            .post(
+                "/v2/contacts",
+                json!({ "contact": { "location_id": g, "last_name": "made by C1" } }),
+            )
+            .expect(201),
+        "contact",
+    );
+    let below_g = child.location(&g, "below G");
+
+    // The parent's admin sees the child's records and can change them.
+    t.get(&format!("/v2/contacts/{at_g}")).expect(200);
+    t.get(&format!("/v2/locations/{below_g}")).expect(200);
+    t.get(&format!("/v2/users/{u1}")).expect(200);
+    t.put(
+        &format!("/v2/contacts/{}", contact["G"]),
+        json!({ "contact": { "first_name": "edited by P" } }),
+    )
+    .expect(200);
+    let all_contacts = ids(&t.get(&format!("/v2/contacts?{page}")).expect(200), "contacts");
+    for c in contact.values().chain([&at_g]) {
+        assert!(all_contacts.contains(c), "P's admin lists {c}");
+    }
+    let all_locations = ids(&t.get(&format!("/v2/locations?{page}")).expect(200), "locations");
+    assert_eq!(all_locations, set(&[&p, &c1, &g, &c2, &below_g]));
+    let all_users = ids(&t.get(&format!("/v2/users?{page}")).expect(200), "users");
+    assert_eq!(all_users, set(&[&admin, &u1, &u2]));
+    let infos = t
+        .get(&format!("/v2/locationinfos?relationship=all&{page}"))
+        .expect(200);
+    assert_eq!(ids(&infos, "locationinfos"), set(&[&p, &c1, &g, &c2, &below_g]));
+
+    // The sibling sees neither C1 nor what lies below it.
+    for path in [
+        format!("/v2/locations/{c1}"),
+        format!("/v2/locations/{g}"),
+        format!("/v2/locations/{below_g}"),
+        format!("/v2/contacts/{at_g}"),
+        format!("/v2/contacts/{}", contact["C1"]),
+        format!("/v2/users/{u1}"),
+    ] {
+        sibling.get(&path).expect(404);
+    }
+    assert_eq!(
+        ids(
+            &sibling.get(&format!("/v2/contacts?{page}")).expect(200),
+            "contacts"
+        ),
+        set(&[&contact["C2"]])
+    );
+    assert_eq!(
+        ids(
+            &sibling.get(&format!("/v2/locations?{page}")).expect(200),
+            "locations"
+        ),
+        set(&[&c2])
+    );
+
+    // Nor do embeds reach outside: the parent location and the parent's
+    // admin (who created the C1 records) stay hidden.
+    let admin_name = t.get("/v2/users/me").expect(200).body["user"]["username"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    let r = child
+        .get(&format!(
+            "/v2/locations/{c1}?expand=parent,created_user,changelogs"
+        ))
+        .expect(200);
+    assert_eq!(r.body["location"]["parent"], Value::Null, "{}", r.text);
+    assert_eq!(r.body["location"]["created_user"], Value::Null, "{}", r.text);
+    let r = child
+        .get(&format!(
+            "/v2/contacts/{}?expand=created_user,changelogs,notes,location",
+            contact["C1"]
+        ))
+        .expect(200);
+    assert_eq!(r.body["contact"]["created_user"], Value::Null, "{}", r.text);
+    let mut leaks = Vec::new();
+    for path in [
+        format!("/v2/locations/{c1}?expand=changelogs"),
+        format!("/v2/contacts/{}?expand=changelogs", contact["C1"]),
+        format!("/v2/notes/{}?expand=changelogs,created_user", note["C1"]),
+        format!("/v2/users/{u1}?expand=changelogs,created_user"),
+        "/v2/authroleusers?expand=user,created_user".to_string(),
+    ] {
+        let r = child.get(&path).expect(200);
+        if r.text.contains(&admin_name) {
+            leaks.push(format!("GET {path}: {}", r.text));
+        }
+    }
+    assert!(
+        leaks.is_empty(),
+        "the C1 user is shown the parent's admin {admin_name}:\n{}",
+        leaks.join("\n")
+    );
+}

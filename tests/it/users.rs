@@ -1,0 +1,605 @@
+//! Users end to end: create rules (system-wide unique usernames, e-mail
+//! and key formats), write-only keys that are never stored in clear,
+//! read/list/update/delete, `me`, API key generation and the rule that a
+//! user has no permission until a role is attached.
+
+use crate::engine_tests;
+use crate::locations::db;
+use crate::support::{Resp, Tenant, TestApp};
+use serde_json::{json, Value};
+use std::collections::BTreeSet;
+
+engine_tests!(
+    user_create_validation,
+    username_is_unique_system_wide,
+    user_keys_are_write_only_and_sealed,
+    user_read_list_update_delete,
+    user_cannot_delete_itself,
+    users_me,
+    generate_user_api_key,
+    key_renewal_cannot_take_over_a_stronger_user,
+    new_user_has_no_permission_until_a_role_is_attached,
+    users_are_scoped,
+);
+
+fn str_of(v: &Value) -> String {
+    v.as_str()
+        .unwrap_or_else(|| panic!("expected a string, got {v}"))
+        .to_string()
+}
+
+fn error_fields(r: &Resp) -> BTreeSet<String> {
+    r.body["errors"]
+        .as_object()
+        .unwrap_or_else(|| panic!("no errors object: {}", r.text))
+        .keys()
+        .cloned()
+        .collect()
+}
+
+fn fields(names: &[&str]) -> BTreeSet<String> {
+    names.iter().map(|s| s.to_string()).collect()
+}
+
+fn unique_name(prefix: &str) -> String {
+    format!("{prefix}{}", uuid::Uuid::new_v4().simple())
+}
+
+fn user_body(location: &str, extra: Value) -> Value {
+    let mut b = json!({
+        "primary_location_id": location,
+        "username": unique_name("user"),
+        "email": "someone@example.com",
+    });
+    for (k, v) in extra.as_object().unwrap() {
+        b[k.as_str()] = v.clone();
+    }
+    b
+}
+
+fn create(t: &Tenant, body: Value) -> Resp {
+    t.post("/v2/users", json!({ "user": body }))
+}
+
+fn user_create_validation(app: &TestApp) {
+    let t = app.bootstrap();
+    let other = app.bootstrap();
+    let loc = t.location_id();
+    let r = create(&t, json!({})).expect(422);
+    let named = error_fields(&r);
+    assert!(named.contains("primary_location_id"), "{}", r.text);
+    assert!(named.contains("username"), "{}", r.text);
+    for missing in ["primary_location_id", "username"] {
+        let mut b = user_body(&loc, json!({}));
+        b.as_object_mut().unwrap().remove(missing);
+        let r = create(&t, b).expect(422);
+        assert_eq!(error_fields(&r), fields(&[missing]), "{}", r.text);
+    }
+    for bad in [
+        "not-an-email",
+        "a@b",
+        "@example.com",
+        "two@@example.com",
+        "spa ce@example.com",
+    ] {
+        let r = create(&t, user_body(&loc, json!({ "email": bad }))).expect(422);
+        assert_eq!(error_fields(&r), fields(&["email"]), "email {bad}: {}", r.text);
+    }
+    let long_email = format!("{}@example.com", "e".repeat(117));
+    let r = create(&t, user_body(&loc, json!({ "email": long_email }))).expect(422);
+    assert_eq!(error_fields(&r), fields(&["email"]), "{}", r.text);
+    let r = create(&t, user_body(&loc, json!({ "username": "u".repeat(65) }))).expect(422);
+    assert_eq!(error_fields(&r), fields(&["username"]), "{}", r.text);
+    for bad in [
+        "nope".to_string(),
+        uuid::Uuid::new_v4().simple().to_string(),
+        other.location_id(),
+    ] {
+        let r = create(&t, user_body(&loc, json!({ "primary_location_id": bad }))).expect(422);
+        assert_eq!(error_fields(&r), fields(&["primary_location_id"]), "{}", r.text);
+    }
+    for key in ["user_api_key", "user_hash_key"] {
+        for bad in [
+            "A".repeat(23),
+            "A".repeat(65),
+            format!("{}-", "A".repeat(30)),
+            format!("{} ", "A".repeat(30)),
+            format!("{}é", "A".repeat(30)),
+        ] {
+            let r = create(&t, user_body(&loc, json!({ key: bad }))).expect(422);
+            assert_eq!(error_fields(&r), fields(&[key]), "{key}={bad:?}: {}", r.text);
+        }
+        for good in ["A".repeat(24), "z9".repeat(32)] {
+            let r = create(&t, user_body(&loc, json!({ key: good }))).expect(201);
+            assert_eq!(r.body["user"][key], Value::Null, "{key} reads back null");
+        }
+    }
+    for system in [
+        "id",
+        "created_ts",
+        "api_key_hash",
+        "hash_key_enc",
+        "password_hash",
+    ] {
+        let r = create(&t, user_body(&loc, json!({ system: "0123456789abcdef01234567" }))).expect(422);
+        assert!(!r.errors(system).is_empty(), "{system}: {}", r.text);
+    }
+    // A good one, with every ordinary field.
+    let name = unique_name("Ann.");
+    let r = create(
+        &t,
+        user_body(
+            &loc,
+            json!({ "username": name, "first_name": "Ann", "last_name": "Lee", "email": "ann@example.com",
+                    "tz": "Europe/Oslo", "locale": "en-US", "user_type_id": 300 }),
+        ),
+    )
+    .expect(201);
+    let u = &r.body["user"];
+    let id = str_of(&u["id"]);
+    assert!((24..=36).contains(&id.len()));
+    assert_eq!(u["username"], name);
+    assert_eq!(u["primary_location_id"], loc);
+    assert_eq!(u["first_name"], "Ann");
+    assert_eq!(u["email"], "ann@example.com");
+    assert_eq!(u["tz"], "Europe/Oslo");
+    assert_eq!(u["locale"], "en-US");
+    assert_eq!(u["user_type_id"], 300);
+    assert_eq!(u["status"], 1, "new users are active");
+    assert_eq!(u["created_ts"].as_i64().unwrap().to_string().len(), 10);
+    assert_eq!(u["_links"]["self"]["href"], format!("{}/v2/users/{id}", app.base));
+}
+
+fn username_is_unique_system_wide(app: &TestApp) {
+    let a = app.bootstrap();
+    let b = app.bootstrap();
+    let name = unique_name("alice");
+    create(&a, user_body(&a.location_id(), json!({ "username": name }))).expect(201);
+    // The same tenant, a child location, another tenant: all refused.
+    let child = a.location(&a.location_id(), "Branch");
+    for (who, loc) in [(&a, a.location_id()), (&a, child.clone()), (&b, b.location_id())] {
+        let r = create(who, user_body(&loc, json!({ "username": name }))).expect(422);
+        assert_eq!(error_fields(&r), fields(&["username"]), "{}", r.text);
+    }
+    // The bootstrap admin's name is taken too.
+    let admin_name = str_of(&a.get("/v2/users/me").expect(200).body["user"]["username"]);
+    let r = create(&b, user_body(&b.location_id(), json!({ "username": admin_name }))).expect(422);
+    assert_eq!(error_fields(&r), fields(&["username"]), "{}", r.text);
+    // Renaming onto a taken name is refused; keeping one's own name is not.
+    let (bob, _) = b.user(&b.location_id(), None);
+    let r = b
+        .put(
+            &format!("/v2/users/{bob}"),
+            json!({ "user": { "username": name } }),
+        )
+        .expect(422);
+    assert_eq!(error_fields(&r), fields(&["username"]), "{}", r.text);
+    let bob_name = str_of(&b.get(&format!("/v2/users/{bob}")).expect(200).body["user"]["username"]);
+    b.put(
+        &format!("/v2/users/{bob}"),
+        json!({ "user": { "username": bob_name } }),
+    )
+    .expect(200);
+    let fresh = unique_name("bob");
+    let r = b
+        .put(
+            &format!("/v2/users/{bob}"),
+            json!({ "user": { "username": fresh } }),
+        )
+        .expect(200);
+    assert_eq!(r.body["user"]["username"], fresh);
+    // The old name is free again.
+    create(&a, user_body(&a.location_id(), json!({ "username": bob_name }))).expect(201);
+    // A deleted user's name can be reused.
+    let gone = unique_name("gone");
+    let id = str_of(
+        &create(&a, user_body(&a.location_id(), json!({ "username": gone })))
+            .expect(201)
+            .body["user"]["id"],
+    );
+    a.delete(&format!("/v2/users/{id}")).expect(204);
+    create(&b, user_body(&b.location_id(), json!({ "username": gone }))).expect(201);
+}
+
+fn user_keys_are_write_only_and_sealed(app: &TestApp) {
+    let t = app.bootstrap();
+    let api_key = format!("Api{}", uuid::Uuid::new_v4().simple());
+    let hash_key = format!("Hash{}", uuid::Uuid::new_v4().simple());
+    let r = create(
+        &t,
+        user_body(
+            &t.location_id(),
+            json!({ "user_api_key": api_key, "user_hash_key": hash_key }),
+        ),
+    )
+    .expect(201);
+    let id = str_of(&r.body["user"]["id"]);
+    let check = |u: &Value, how: &str| {
+        assert!(u.get("user_api_key").is_some(), "{how}: user_api_key is a member");
+        assert_eq!(
+            u["user_api_key"],
+            Value::Null,
+            "{how}: user_api_key reads back null"
+        );
+        assert_eq!(
+            u["user_hash_key"],
+            Value::Null,
+            "{how}: user_hash_key reads back null"
+        );
+        assert!(!u.to_string().contains(&api_key), "{how}");
+        assert!(!u.to_string().contains(&hash_key), "{how}");
+    };
+    check(&r.body["user"], "POST");
+    check(&t.get(&format!("/v2/users/{id}")).expect(200).body["user"], "GET");
+    let list = t.get("/v2/users").expect(200);
+    for u in list.body["users"].as_array().unwrap() {
+        check(u, "list");
+    }
+    let me = t.get("/v2/users/me").expect(200);
+    check(&me.body["user"], "me");
+    assert!(!me.text.contains(&t.cred("user_api_key")));
+    let r = t
+        .get(&format!("/v2/users/{id}?expand=changelogs,created_user"))
+        .expect(200);
+    check(&r.body["user"], "expanded");
+    // The key works (once a role is attached).
+    t.post(
+        "/v2/authroleusers",
+        json!({ "authroleuser": { "user_id": id, "auth_role_id": "2" } }),
+    )
+    .expect(201);
+    t.as_user(&id, &api_key).get("/v2/users/me").expect(200);
+    // The keys are not writable through PUT, and are not filters.
+    let r = t
+        .put(
+            &format!("/v2/users/{id}"),
+            json!({ "user": { "user_api_key": "B".repeat(30) } }),
+        )
+        .expect(422);
+    assert!(!r.errors("user_api_key").is_empty());
+    t.as_user(&id, &api_key).get("/v2/users/me").expect(200);
+    t.get(&format!("/v2/users?user_api_key={api_key}")).expect(422);
+    // Neither key is stored (or logged) in clear.
+    let mut conn = db(app);
+    for secret in [
+        &api_key,
+        &hash_key,
+        &t.cred("user_api_key"),
+        &t.cred("user_hash_key"),
+    ] {
+        let found = conn.columns_containing(secret);
+        assert!(found.is_empty(), "a key is stored in clear in {found:?}");
+        assert!(!app.log().contains(secret.as_str()), "a key is in the server log");
+    }
+    assert!(conn.columns_containing(&id).contains(&"users.id".to_string()));
+}
+
+fn user_read_list_update_delete(app: &TestApp) {
+    let t = app.bootstrap();
+    let loc = t.location_id();
+    let name = unique_name("carol");
+    let created = create(
+        &t,
+        user_body(&loc, json!({ "username": name, "first_name": "Carol" })),
+    )
+    .expect(201);
+    let u = created.body["user"].clone();
+    let id = str_of(&u["id"]);
+    let read = t.get(&format!("/v2/users/{id}")).expect(200);
+    assert_eq!(read.body["user"], u);
+
+    let list = t.get("/v2/users").expect(200);
+    assert_eq!(
+        list.body["meta"]["pagination"]["totalCount"], 2,
+        "admin and Carol"
+    );
+    let r = t.get(&format!("/v2/users?username={name}")).expect(200);
+    let found = r.body["users"].as_array().unwrap();
+    assert_eq!(found.len(), 1);
+    assert_eq!(found[0]["id"], id);
+    let r = t.get("/v2/users?first_name=caro").expect(200);
+    assert_eq!(r.body["users"][0]["id"], id);
+    let r = t.get(&format!("/v2/users?primary_location_id={loc}")).expect(200);
+    assert_eq!(r.body["meta"]["pagination"]["totalCount"], 2);
+
+    let path = format!("/v2/users/{id}");
+    let r = t
+        .put(
+            &path,
+            json!({ "user": { "first_name": "Caroline", "last_name": "King", "email": "ck@example.org", "tz": "America/Denver" } }),
+        )
+        .expect(200);
+    let v = &r.body["user"];
+    assert_eq!(v["first_name"], "Caroline");
+    assert_eq!(v["last_name"], "King");
+    assert_eq!(v["email"], "ck@example.org");
+    assert_eq!(v["tz"], "America/Denver");
+    assert_eq!(v["username"], name);
+    assert_eq!(v["created_ts"], u["created_ts"]);
+    assert_eq!(t.get(&path).expect(200).body["user"], *v);
+    for (field, bad) in [
+        ("email", json!("nope")),
+        ("tz", json!("Mars/Olympus")),
+        ("username", json!("")),
+        ("status", json!(7)),
+    ] {
+        let r = t.put(&path, json!({ "user": { field: bad } })).expect(422);
+        assert_eq!(error_fields(&r), fields(&[field]), "{field}: {}", r.text);
+    }
+    assert_eq!(
+        t.get(&path).expect(200).body["user"],
+        *v,
+        "refused updates change nothing"
+    );
+
+    // A disabled user cannot authenticate; enabling it again restores it.
+    let (dis, dis_key) = t.user(&loc, Some("2"));
+    let as_dis = t.as_user(&dis, &dis_key);
+    as_dis.get("/v2/users/me").expect(200);
+    t.put(&format!("/v2/users/{dis}"), json!({ "user": { "status": 0 } }))
+        .expect(200);
+    assert_eq!(as_dis.get("/v2/users/me").status, 401);
+    t.put(&format!("/v2/users/{dis}"), json!({ "user": { "status": 1 } }))
+        .expect(200);
+    as_dis.get("/v2/users/me").expect(200);
+    t.delete(&format!("/v2/users/{dis}")).expect(204);
+    // Nobody can disable itself.
+    let r = t
+        .put(
+            &format!("/v2/users/{}", t.user_id()),
+            json!({ "user": { "status": 0 } }),
+        )
+        .expect(422);
+    assert!(!r.errors("status").is_empty());
+    t.get("/v2/users/me").expect(200);
+
+    // Delete: 204, then gone; its key stops working; its roles go too.
+    let (gone, key) = t.user(&loc, Some("2"));
+    let as_gone = t.as_user(&gone, &key);
+    as_gone.get("/v2/users/me").expect(200);
+    let r = t.delete(&format!("/v2/users/{gone}")).expect(204);
+    assert!(r.text.is_empty());
+    t.get(&format!("/v2/users/{gone}")).expect(404);
+    t.delete(&format!("/v2/users/{gone}")).expect(404);
+    t.put(
+        &format!("/v2/users/{gone}"),
+        json!({ "user": { "first_name": "x" } }),
+    )
+    .expect(404);
+    assert_eq!(as_gone.get("/v2/users/me").status, 401);
+    assert_eq!(as_gone.get("/v2/contacts").status, 401);
+    let roles = t.get(&format!("/v2/authroleusers?user_id={gone}")).expect(200);
+    assert_eq!(roles.body["meta"]["pagination"]["totalCount"], 0);
+    t.delete(&path).expect(204);
+    assert_eq!(
+        t.get("/v2/users").expect(200).body["meta"]["pagination"]["totalCount"],
+        1
+    );
+}
+
+fn user_cannot_delete_itself(app: &TestApp) {
+    let t = app.bootstrap();
+    let me = t.user_id();
+    let r = t.delete(&format!("/v2/users/{me}")).expect(409);
+    let errors = r.body["errors"]
+        .as_object()
+        .unwrap_or_else(|| panic!("409 has a validation body: {}", r.text));
+    assert!(!errors.is_empty());
+    t.get("/v2/users/me").expect(200);
+    t.get(&format!("/v2/users/{me}")).expect(200);
+    // An integration user cannot either, but can delete another user.
+    let (uid, key) = t.user(&t.location_id(), Some("132"));
+    let u = t.as_user(&uid, &key);
+    u.delete(&format!("/v2/users/{uid}")).expect(409);
+    u.get("/v2/users/me").expect(200);
+    let (victim, _) = t.user(&t.location_id(), None);
+    u.delete(&format!("/v2/users/{victim}")).expect(204);
+}
+
+fn users_me(app: &TestApp) {
+    let t = app.bootstrap();
+    let other = app.bootstrap();
+    let r = t.get("/v2/users/me").expect(200);
+    let me = &r.body["user"];
+    assert_eq!(me["id"], t.user_id());
+    assert_eq!(me["primary_location_id"], t.location_id());
+    assert_eq!(
+        me["_links"]["self"]["href"],
+        format!("{}/v2/users/{}", app.base, t.user_id())
+    );
+    assert_eq!(t.get(&format!("/v2/users/{}", t.user_id())).body["user"], *me);
+    let child = t.location(&t.location_id(), "Branch");
+    let (uid, key) = t.user(&child, Some("2"));
+    let r = t.as_user(&uid, &key).get("/v2/users/me").expect(200);
+    assert_eq!(r.body["user"]["id"], uid);
+    assert_eq!(r.body["user"]["primary_location_id"], child);
+    assert_eq!(
+        other.get("/v2/users/me").expect(200).body["user"]["id"],
+        other.user_id()
+    );
+    assert_eq!(app.client().send("GET", "/v2/users/me", &[], None).status, 401);
+}
+
+fn generate_user_api_key(app: &TestApp) {
+    let t = app.bootstrap();
+    let other = app.bootstrap();
+    let (uid, old) = t.user(&t.location_id(), Some("132"));
+    t.as_user(&uid, &old).get("/v2/users/me").expect(200);
+    let r = t.send("POST", &format!("/v2/users/{uid}/generateuserapikey"), None);
+    assert!(r.status == 200 || r.status == 201, "{}: {}", r.status, r.text);
+    let user = r.body["user"].as_object().expect("{user:{...}}");
+    let new = str_of(&user["user_api_key"]);
+    assert!((24..=64).contains(&new.len()), "{new}");
+    assert!(new.chars().all(|c| c.is_ascii_alphanumeric()), "{new}");
+    assert_ne!(new, old);
+    // The new key authenticates, with the tenant's developer-id.
+    let me = t.as_user(&uid, &new).get("/v2/users/me").expect(200);
+    assert_eq!(me.body["user"]["id"], uid);
+    assert_eq!(me.body["user"]["user_api_key"], Value::Null, "shown once only");
+    t.as_user(&uid, &new).get("/v2/contacts").expect(200);
+    let headers = [
+        ("developer-id", t.cred("developer_id")),
+        ("user-id", uid.clone()),
+        ("user-api-key", new.clone()),
+    ];
+    let h: Vec<(&str, &str)> = headers.iter().map(|(k, v)| (*k, v.as_str())).collect();
+    app.client().send("GET", "/v2/users/me", &h, None).expect(200);
+    let bad_dev = [("developer-id", "nosuchdeveloper"), h[1], h[2]];
+    assert_eq!(
+        app.client().send("GET", "/v2/users/me", &bad_dev, None).status,
+        401
+    );
+    // The old key no longer does.
+    assert_eq!(t.as_user(&uid, &old).get("/v2/users/me").status, 401);
+    assert_eq!(t.as_user(&uid, &old).get("/v2/contacts").status, 401);
+    // Nor is the new one stored in clear.
+    assert!(db(app).columns_containing(&new).is_empty());
+    // A user may renew its own key.
+    let u = t.as_user(&uid, &new);
+    let r = u.send("POST", &format!("/v2/users/{uid}/generateuserapikey"), None);
+    assert!(r.status == 200 || r.status == 201, "{}", r.text);
+    let newer = str_of(&r.body["user"]["user_api_key"]);
+    assert_eq!(u.get("/v2/users/me").status, 401);
+    t.as_user(&uid, &newer).get("/v2/users/me").expect(200);
+    // Another tenant's user, or nobody: not found.
+    let r = t.send(
+        "POST",
+        &format!("/v2/users/{}/generateuserapikey", other.user_id()),
+        None,
+    );
+    assert_eq!(r.status, 404, "{}", r.text);
+    other.get("/v2/users/me").expect(200);
+    let r = t.send(
+        "POST",
+        &format!("/v2/users/{}/generateuserapikey", uuid::Uuid::new_v4().simple()),
+        None,
+    );
+    assert_eq!(r.status, 404, "{}", r.text);
+    // Without the right, one cannot renew another user's key.
+    let (ro, ro_key) = t.user(&t.location_id(), Some("2"));
+    let r = t
+        .as_user(&ro, &ro_key)
+        .send("POST", &format!("/v2/users/{uid}/generateuserapikey"), None);
+    assert_eq!(r.status, 403, "{}", r.text);
+    t.as_user(&uid, &newer).get("/v2/users/me").expect(200);
+}
+
+fn new_user_has_no_permission_until_a_role_is_attached(app: &TestApp) {
+    let t = app.bootstrap();
+    let (uid, key) = t.user(&t.location_id(), None);
+    let u = t.as_user(&uid, &key);
+    let contact = json!({ "contact": { "location_id": t.location_id(), "last_name": "X" } });
+    for path in [
+        "/v2/contacts",
+        "/v2/locations",
+        "/v2/users",
+        "/v2/notes",
+        "/v2/locationinfos",
+    ] {
+        let r = u.get(path);
+        assert_eq!(r.status, 403, "GET {path} without a role: {}", r.text);
+    }
+    assert_eq!(u.post("/v2/contacts", contact.clone()).status, 403);
+    assert_eq!(u.get(&format!("/v2/locations/{}", t.location_id())).status, 403);
+    // Read only: reads work, writes do not.
+    t.post(
+        "/v2/authroleusers",
+        json!({ "authroleuser": { "user_id": uid, "auth_role_id": "2" } }),
+    )
+    .expect(201);
+    for path in [
+        "/v2/contacts",
+        "/v2/locations",
+        "/v2/users",
+        "/v2/notes",
+        "/v2/locationinfos",
+    ] {
+        u.get(path).expect(200);
+    }
+    assert_eq!(u.post("/v2/contacts", contact.clone()).status, 403);
+    // Integration: writes too.
+    t.post(
+        "/v2/authroleusers",
+        json!({ "authroleuser": { "user_id": uid, "auth_role_id": "132" } }),
+    )
+    .expect(201);
+    u.post("/v2/contacts", contact.clone()).expect(201);
+    // Taking the roles away takes the permissions away.
+    let roles = t.get(&format!("/v2/authroleusers?user_id={uid}")).expect(200);
+    for role in roles.body["authroleusers"].as_array().unwrap() {
+        t.delete(&format!("/v2/authroleusers/{}", str_of(&role["id"])))
+            .expect(204);
+    }
+    assert_eq!(u.get("/v2/contacts").status, 403);
+}
+
+fn users_are_scoped(app: &TestApp) {
+    let t = app.bootstrap();
+    let other = app.bootstrap();
+    let own = t.location_id();
+    let a = t.location(&own, "A");
+    let b = t.location(&own, "B");
+    let (ua_id, ua_key) = t.user(&a, Some("132"));
+    let (ub_id, _) = t.user(&b, None);
+    let ua = t.as_user(&ua_id, &ua_key);
+    let seen: BTreeSet<String> = ua.get("/v2/users").expect(200).body["users"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|u| str_of(&u["id"]))
+        .collect();
+    assert_eq!(seen, [ua_id.clone()].into_iter().collect());
+    for id in [t.user_id(), ub_id.clone(), other.user_id()] {
+        ua.get(&format!("/v2/users/{id}")).expect(404);
+        ua.put(
+            &format!("/v2/users/{id}"),
+            json!({ "user": { "first_name": "x" } }),
+        )
+        .expect(404);
+        ua.delete(&format!("/v2/users/{id}")).expect(404);
+    }
+    // Users can only be created inside one's scope.
+    for loc in [&own, &b] {
+        let r = create(&ua, user_body(loc, json!({}))).expect(422);
+        assert_eq!(error_fields(&r), fields(&["primary_location_id"]), "{}", r.text);
+    }
+    let below = t.location(&a, "A1");
+    create(&ua, user_body(&below, json!({}))).expect(201);
+    create(&ua, user_body(&a, json!({}))).expect(201);
+    // The admin above sees them all; the other tenant none of them.
+    assert_eq!(
+        t.get("/v2/users").expect(200).body["meta"]["pagination"]["totalCount"],
+        5
+    );
+    other.get(&format!("/v2/users/{ua_id}")).expect(404);
+    assert_eq!(
+        other.get("/v2/users").expect(200).body["meta"]["pagination"]["totalCount"],
+        1
+    );
+}
+
+/// Renewing a key hands the new key to the caller: doing it for a user
+/// with more rights than one's own would be a takeover (roles, likewise,
+/// are only handed out within one's own rights).
+fn key_renewal_cannot_take_over_a_stronger_user(app: &TestApp) {
+    let t = app.bootstrap();
+    let admin = t.user_id();
+    let (uid, key) = t.user(&t.location_id(), Some("132"));
+    let integration = t.as_user(&uid, &key);
+    // The integration role may not hand out the administrator role...
+    let (plain, _) = t.user(&t.location_id(), None);
+    let r = integration.post(
+        "/v2/authroleusers",
+        json!({ "authroleuser": { "user_id": plain, "auth_role_id": "1" } }),
+    );
+    assert_eq!(r.status, 403, "{}", r.text);
+    // ... nor obtain an administrator's key.
+    let r = integration.send("POST", &format!("/v2/users/{admin}/generateuserapikey"), None);
+    assert_eq!(r.status, 403, "privilege escalation: {}", r.text);
+    t.get("/v2/users/me").expect(200);
+    // Renewing the key of a user with no more rights than one's own is fine.
+    let (peer, peer_key) = t.user(&t.location_id(), Some("132"));
+    let r = integration.send("POST", &format!("/v2/users/{peer}/generateuserapikey"), None);
+    assert!(r.status == 200 || r.status == 201, "{}", r.text);
+    assert_eq!(t.as_user(&peer, &peer_key).get("/v2/users/me").status, 401);
+}
