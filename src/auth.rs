@@ -110,7 +110,11 @@ pub fn authenticate(conn: &mut dyn Conn, creds: Credentials) -> ApiResult<Caller
         ));
     };
     let invalid = || ApiError::Unauthorized("Invalid developer-id, user-id or user-api-key.".into());
-    if !crate::ids::looks_like_id(&user_id) || developer_id.len() > 64 || api_key.len() > 128 {
+    if !crate::ids::looks_like_id(&user_id)
+        || !crate::ids::looks_like_id(&developer_id)
+        || api_key.len() > 128
+        || api_key.contains('\0')
+    {
         return Err(invalid());
     }
     let user = conn

@@ -121,13 +121,22 @@ impl ApiError {
     }
 }
 
+tokio::task_local! {
+    /// The id of the request being served, set by the HTTP middleware.
+    pub static REQUEST_ID: String;
+}
+
 impl IntoResponse for ApiError {
     fn into_response(self) -> Response {
         if let ApiError::Internal(detail) = &self {
             tracing::error!(error = %detail, "internal error");
         }
         let status = self.status();
-        let mut response = (status, axum::Json(self.body())).into_response();
+        let mut body = self.body();
+        if let (Json::Object(map), Ok(id)) = (&mut body, REQUEST_ID.try_with(|id| id.clone())) {
+            map.insert("request_id".into(), Json::String(id));
+        }
+        let mut response = (status, axum::Json(body)).into_response();
         if status == StatusCode::UNAUTHORIZED {
             // RFC 9110: a 401 names a scheme; HTTP Basic is one we accept.
             response.headers_mut().insert(
@@ -135,14 +144,8 @@ impl IntoResponse for ApiError {
                 axum::http::HeaderValue::from_static("Basic realm=\"ferrogate\""),
             );
         }
-        // Lets the request-id middleware add the id to the body.
-        response.extensions_mut().insert(ErrorBody);
         response
     }
 }
-
-/// Marker on responses whose JSON body is an error body.
-#[derive(Clone, Copy)]
-pub struct ErrorBody;
 
 pub type ApiResult<T> = Result<T, ApiError>;

@@ -122,6 +122,19 @@ fn open_conn(path: &str, writer: bool) -> anyhow::Result<Connection> {
         conn.pragma_update(None, "query_only", "ON")?;
     }
     conn.set_prepared_statement_cache_capacity(256);
+    // Unicode lower case for case-insensitive filters on non-ASCII text.
+    conn.create_scalar_function(
+        "ulower",
+        1,
+        rusqlite::functions::FunctionFlags::SQLITE_UTF8
+            | rusqlite::functions::FunctionFlags::SQLITE_DETERMINISTIC,
+        |ctx| {
+            Ok(match ctx.get_raw(0) {
+                ValueRef::Text(t) => Some(String::from_utf8_lossy(t).to_lowercase()),
+                _ => None,
+            })
+        },
+    )?;
     Ok(conn)
 }
 

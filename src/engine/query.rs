@@ -101,6 +101,10 @@ pub fn find_by_api_id(
     let (Some(column), Scope::Column(loc_column)) = (res.api_id, res.scope) else {
         return Ok(None);
     };
+    // Nothing stored can match: api ids are short and never hold NUL.
+    if api_id.len() > 64 || api_id.contains('\0') || !crate::ids::looks_like_id(location_id) {
+        return Ok(None);
+    }
     let mut sql = select(res, scope);
     sql.push(" AND t.")
         .push(loc_column)
@@ -150,6 +154,8 @@ pub struct ListQuery {
 
 pub const DEFAULT_PAGE_SIZE: u64 = 20;
 pub const MAX_PAGE_SIZE: u64 = 100;
+/// Longest accepted list parameter value.
+pub const MAX_PARAM_BYTES: usize = 1024;
 /// Most values one comma-list filter may carry.
 pub const MAX_LIST_VALUES: usize = 100;
 
@@ -185,6 +191,20 @@ impl ListQuery {
         };
         for (key, value) in pairs {
             let key = key.as_str();
+            if key.contains('\0') || value.contains('\0') {
+                errors.add(
+                    crate::engine::validate::echo_name(key),
+                    "Parameters must not contain NUL characters.",
+                );
+                continue;
+            }
+            if value.len() > MAX_PARAM_BYTES {
+                errors.add(
+                    crate::engine::validate::echo_name(key),
+                    format!("Parameter values are limited to {MAX_PARAM_BYTES} bytes."),
+                );
+                continue;
+            }
             match key {
                 "page" => match value.parse::<u64>() {
                     Ok(n) if n >= 1 => q.page = n,
@@ -246,12 +266,12 @@ impl ListQuery {
                     } else if let Some(base) = key.strip_suffix("_from").or_else(|| key.strip_suffix("_to")) {
                         // Read together with `<field>=custom`.
                         if !matches!(filterable(res, base), Some(f) if f.kind == Kind::Ts) {
-                            errors.add(key, unknown_filter(res, key));
+                            errors.add(crate::engine::validate::echo_name(key), unknown_filter(res, key));
                         } else if value.parse::<i64>().is_err() {
                             errors.add(key, "Must be epoch seconds.");
                         }
                     } else {
-                        errors.add(key, unknown_filter(res, key));
+                        errors.add(crate::engine::validate::echo_name(key), unknown_filter(res, key));
                     }
                 }
             }
@@ -291,11 +311,20 @@ impl ListQuery {
                         if i > 0 {
                             sql.push(" OR ");
                         }
-                        sql.push("t.")
-                            .push(col)
-                            .push(like)
-                            .bind(format!("%{}%", escape_like(n)))
-                            .push(" ESCAPE '\\'");
+                        if dialect == Dialect::Sqlite && !n.is_ascii() {
+                            // SQLite folds only ASCII case; fold both sides
+                            // with Unicode rules (see db::sqlite `ulower`).
+                            sql.push("ulower(t.")
+                                .push(col)
+                                .push(") LIKE ")
+                                .bind(format!("%{}%", escape_like(&n.to_lowercase())));
+                        } else {
+                            sql.push("t.")
+                                .push(col)
+                                .push(like)
+                                .bind(format!("%{}%", escape_like(n)));
+                        }
+                        sql.push(" ESCAPE '\\'");
                     }
                     sql.push(")");
                 }
@@ -337,6 +366,7 @@ pub fn unknown_expand(res: &Resource, name: &str) -> String {
 }
 
 fn unknown_filter(res: &Resource, key: &str) -> String {
+    let key = crate::engine::validate::echo_name(key);
     let mut names: Vec<&str> = res
         .fields
         .iter()

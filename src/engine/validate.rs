@@ -112,10 +112,35 @@ pub fn for_update(res: &'static Resource, body: &Map<String, Json>) -> Result<Up
     Ok(UpdateInput { changes })
 }
 
+/// How many unknown fields one error lists, and how much of each name.
+const MAX_UNKNOWN_LISTED: usize = 20;
+const MAX_NAME_ECHO: usize = 64;
+
+/// A field name as echoed in an error: bounded, whatever was sent.
+pub fn echo_name(key: &str) -> String {
+    if key.chars().count() <= MAX_NAME_ECHO {
+        key.to_string()
+    } else {
+        key.chars().take(MAX_NAME_ECHO).collect::<String>() + "…"
+    }
+}
+
 fn check_unknown(res: &Resource, body: &Map<String, Json>, mode: Mode, errors: &mut FieldErrors) {
+    let mut unknown = 0;
     for key in body.keys() {
         match res.field(key) {
-            None => errors.add(key.clone(), format!("Unknown field {key} for {}.", res.name)),
+            None => {
+                unknown += 1;
+                if unknown <= MAX_UNKNOWN_LISTED {
+                    let name = echo_name(key);
+                    errors.add(name.clone(), format!("Unknown field {name} for {}.", res.name));
+                } else if unknown == MAX_UNKNOWN_LISTED + 1 {
+                    errors.add(
+                        "_",
+                        "More unknown fields were sent; only the first 20 are listed.",
+                    );
+                }
+            }
             Some(f) if mode == Mode::Create && !f.post => {
                 errors.add(key.clone(), format!("{} cannot be set.", label(key)))
             }

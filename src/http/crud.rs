@@ -134,7 +134,10 @@ fn item_params(
             }
             "api_id" | "location_id" if res.api_id.is_some() => {}
             "developer-id" | "user-id" | "user-api-key" => {}
-            _ => errors.add(k.clone(), format!("Unknown parameter '{k}'.")),
+            _ => {
+                let k = validate::echo_name(k);
+                errors.add(k.clone(), format!("Unknown parameter '{k}'."))
+            }
         }
     }
     errors.into_result()?;

@@ -110,6 +110,7 @@ pub fn envelope(body: &[u8], key: &str) -> ApiResult<Map<String, Json>> {
         None => return Err(ApiError::field(key, format!("{label} cannot be blank."))),
     };
     if let Some(other) = outer.keys().next() {
+        let other = crate::engine::validate::echo_name(other);
         return Err(ApiError::field(
             other.clone(),
             format!("Unknown member {other}: the body holds only {key}."),

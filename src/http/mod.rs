@@ -11,9 +11,8 @@ use crate::clock::Clock;
 use crate::crypto::Keyring;
 use crate::db::Store;
 use crate::engine::resource::Resource;
-use crate::error::{ApiError, ErrorBody};
+use crate::error::{ApiError, REQUEST_ID};
 use crate::resources;
-use axum::body::Body;
 use axum::extract::{DefaultBodyLimit, MatchedPath, Request, State};
 use axum::http::{HeaderValue, StatusCode};
 use axum::middleware::{self, Next};
@@ -132,10 +131,9 @@ async fn observe(State(app): State<AppState>, req: Request, next: Next) -> Respo
         .unwrap_or_else(|| "unmatched".to_string());
     // The path is logged without its query string: credentials may be there.
     let span = tracing::info_span!("request", request_id = %id, method = %method, path = %req.uri().path(), user_id = tracing::field::Empty);
-    let mut response = next.run(req).instrument(span.clone()).await;
-    if response.extensions().get::<ErrorBody>().is_some() {
-        response = with_request_id(response, &id).await;
-    }
+    let mut response = REQUEST_ID
+        .scope(id.clone(), next.run(req).instrument(span.clone()))
+        .await;
     if let Ok(v) = HeaderValue::from_str(&id) {
         response.headers_mut().insert("x-request-id", v);
     }
@@ -151,23 +149,6 @@ async fn observe(State(app): State<AppState>, req: Request, next: Next) -> Respo
         );
     });
     response
-}
-
-/// Adds `request_id` to a JSON error body.
-async fn with_request_id(response: Response, id: &str) -> Response {
-    let (mut parts, body) = response.into_parts();
-    let Ok(bytes) = axum::body::to_bytes(body, 64 * 1024).await else {
-        return Response::from_parts(parts, Body::empty());
-    };
-    let body = match serde_json::from_slice::<serde_json::Value>(&bytes) {
-        Ok(serde_json::Value::Object(mut map)) => {
-            map.insert("request_id".into(), serde_json::Value::String(id.to_string()));
-            serde_json::to_vec(&map).unwrap_or_else(|_| bytes.to_vec())
-        }
-        _ => bytes.to_vec(),
-    };
-    parts.headers.remove(axum::http::header::CONTENT_LENGTH);
-    Response::from_parts(parts, Body::from(body))
 }
 
 /// Turns axum's own rejections of a body (too large, unreadable) into ours.

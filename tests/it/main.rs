@@ -7,7 +7,9 @@
 mod support;
 
 mod auth;
+mod bad_input;
 mod contacts;
+mod conventions;
 mod isolation;
 mod locations;
 mod notes;
