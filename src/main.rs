@@ -40,16 +40,7 @@ enum Command {
 }
 
 fn main() -> std::process::ExitCode {
-    // Logs go to stderr: stdout carries the contract's machine-readable lines.
-    tracing_subscriber::fmt()
-        .with_env_filter(
-            EnvFilter::try_from_default_env()
-                // The PostgreSQL client logs server notices at info.
-                .unwrap_or_else(|_| EnvFilter::new("info,postgres=warn,tokio_postgres=warn")),
-        )
-        .with_writer(std::io::stderr)
-        .with_ansi(std::io::IsTerminal::is_terminal(&std::io::stderr()))
-        .init();
+    init_logging();
     let cli = Cli::parse();
     match run(cli) {
         Ok(()) => std::process::ExitCode::SUCCESS,
@@ -57,6 +48,29 @@ fn main() -> std::process::ExitCode {
             eprintln!("error: {e:#}");
             std::process::ExitCode::FAILURE
         }
+    }
+}
+
+/// Logs go to stderr (stdout carries the contract's machine-readable
+/// lines): human-readable by default, one JSON object per line with
+/// FERROGATE_LOG_FORMAT=json. Request lines carry the request id.
+fn init_logging() {
+    let filter = EnvFilter::try_from_default_env()
+        // The PostgreSQL client logs server notices at info.
+        .unwrap_or_else(|_| EnvFilter::new("info,postgres=warn,tokio_postgres=warn"));
+    let builder = tracing_subscriber::fmt()
+        .with_env_filter(filter)
+        .with_writer(std::io::stderr);
+    if std::env::var("FERROGATE_LOG_FORMAT").is_ok_and(|f| f.eq_ignore_ascii_case("json")) {
+        builder
+            .json()
+            .with_current_span(true)
+            .with_span_list(false)
+            .init();
+    } else {
+        builder
+            .with_ansi(std::io::IsTerminal::is_terminal(&std::io::stderr()))
+            .init();
     }
 }
 

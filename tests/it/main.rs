@@ -13,4 +13,5 @@ mod conventions;
 mod isolation;
 mod locations;
 mod notes;
+mod ops;
 mod users;
