@@ -95,8 +95,8 @@ pub struct ServeArgs {
     #[arg(long, env = "FERROGATE_PUBLIC_URL")]
     pub public_url: Option<String>,
 
-    /// smtp://host:port for real mail delivery; unset keeps mail in the
-    /// database outbox, shown at /dev/mail.
+    /// smtp://host:port for mail delivery (used by the invoice and
+    /// notification features; accepted now so deployments can set it).
     #[arg(long, env = "FERROGATE_SMTP_URL")]
     pub smtp_url: Option<String>,
 }

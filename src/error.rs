@@ -60,6 +60,8 @@ pub enum ApiError {
     MethodNotAllowed,
     #[error("payload too large")]
     PayloadTooLarge,
+    #[error("unsupported media type")]
+    UnsupportedMediaType,
     #[error("service unavailable: {0}")]
     Unavailable(String),
     /// Anything that is our fault. The text is logged, never sent.
@@ -89,6 +91,7 @@ impl ApiError {
             ApiError::NotFound(_) => StatusCode::NOT_FOUND,
             ApiError::MethodNotAllowed => StatusCode::METHOD_NOT_ALLOWED,
             ApiError::PayloadTooLarge => StatusCode::PAYLOAD_TOO_LARGE,
+            ApiError::UnsupportedMediaType => StatusCode::UNSUPPORTED_MEDIA_TYPE,
             ApiError::Unavailable(_) => StatusCode::SERVICE_UNAVAILABLE,
             ApiError::Internal(_) => StatusCode::INTERNAL_SERVER_ERROR,
         }
@@ -109,6 +112,9 @@ impl ApiError {
                     | ApiError::Unavailable(m) => m.clone(),
                     ApiError::MethodNotAllowed => "Method not allowed on this endpoint.".into(),
                     ApiError::PayloadTooLarge => "Request body is too large.".into(),
+                    ApiError::UnsupportedMediaType => {
+                        "Send the body as JSON (Content-Type: application/json).".into()
+                    }
                     _ => "An internal error occurred. Quote the request_id when reporting it.".into(),
                 };
                 json!({

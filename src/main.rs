@@ -18,7 +18,7 @@ struct Cli {
 
 #[derive(Subcommand)]
 enum Command {
-    /// Run the service: the v2 API, the v1 boarding API and background work.
+    /// Run the service: the v2 API over HTTP until SIGINT or SIGTERM.
     Serve(ServeArgs),
     /// Apply schema migrations and exit (serve also applies them on start).
     Migrate {

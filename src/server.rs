@@ -6,6 +6,7 @@ use crate::config::ServeArgs;
 use crate::db::Store;
 use crate::http::{app, metrics::Metrics, AppState};
 use anyhow::Context;
+use axum::extract::Request;
 use std::io::Write;
 use std::sync::Arc;
 
@@ -39,12 +40,34 @@ pub async fn serve(args: ServeArgs) -> anyhow::Result<()> {
         out.flush()?;
     }
     tracing::info!(%addr, public_url, engine = ?store.dialect(), "ferrogate serving");
-    axum::serve(listener, app(state))
+    let service = tower::Layer::layer(
+        &tower::util::MapRequestLayer::new(trim_trailing_slash),
+        app(state),
+    );
+    axum::serve(listener, axum::ServiceExt::<Request>::into_make_service(service))
         .with_graceful_shutdown(shutdown_signal())
         .await?;
     tracing::info!("stopped accepting requests; finishing writes");
     tokio::task::spawn_blocking(move || store.shutdown()).await?;
     Ok(())
+}
+
+/// `/v2/contacts/` is `/v2/contacts` (the spec writes some paths with a
+/// trailing slash). Runs before routing, so every route gets it.
+fn trim_trailing_slash(mut req: Request) -> Request {
+    let path = req.uri().path();
+    if path.len() > 1 && path.ends_with('/') {
+        let trimmed = path.trim_end_matches('/');
+        let trimmed = if trimmed.is_empty() { "/" } else { trimmed };
+        let new = match req.uri().query() {
+            Some(q) => format!("{trimmed}?{q}"),
+            None => trimmed.to_string(),
+        };
+        if let Ok(uri) = new.parse() {
+            *req.uri_mut() = uri;
+        }
+    }
+    req
 }
 
 /// Opens the database and applies pending migrations.

@@ -222,6 +222,8 @@ impl ListQuery {
                         Some(n) => (n, true),
                         None => (value.as_str(), false),
                     };
+                    // The spec names the default sort of contacts "created".
+                    let name = if name == "created" { "created_ts" } else { name };
                     match res.field(name).filter(|f| f.sort && !f.hidden) {
                         Some(f) => {
                             q.sort = f;
@@ -264,11 +266,24 @@ impl ListQuery {
                             Err(msg) => errors.add(key, msg),
                         }
                     } else if let Some(base) = key.strip_suffix("_from").or_else(|| key.strip_suffix("_to")) {
-                        // Read together with `<field>=custom`.
-                        if !matches!(filterable(res, base), Some(f) if f.kind == Kind::Ts) {
-                            errors.add(crate::engine::validate::echo_name(key), unknown_filter(res, key));
-                        } else if value.parse::<i64>().is_err() {
-                            errors.add(key, "Must be epoch seconds.");
+                        match filterable(res, base) {
+                            Some(f) if f.kind == Kind::Ts => match value.parse::<i64>() {
+                                Err(_) => errors.add(key, "Must be epoch seconds."),
+                                // Alone (without `<field>=custom`) it is a
+                                // range of its own; with it, `custom` reads it.
+                                Ok(ts) if !pairs.iter().any(|(k, _)| k == base) => {
+                                    let (low, high) = if key.ends_with("_from") {
+                                        (Some(Value::Int(ts)), None)
+                                    } else {
+                                        (None, Some(Value::Int(ts)))
+                                    };
+                                    q.conditions.push(Condition::Range(f.column, low, high));
+                                }
+                                Ok(_) => {}
+                            },
+                            _ => {
+                                errors.add(crate::engine::validate::echo_name(key), unknown_filter(res, key))
+                            }
                         }
                     } else {
                         errors.add(crate::engine::validate::echo_name(key), unknown_filter(res, key));
@@ -420,6 +435,13 @@ fn condition(
                 .map(|v| Value::Text(v.trim().to_string()))
                 .collect(),
         ))),
+        Kind::Text { .. } if f.exact => Ok(Some(Condition::In(
+            col,
+            value
+                .split(',')
+                .map(|v| Value::Text(v.trim().to_string()))
+                .collect(),
+        ))),
         Kind::Text { .. } => {
             let needles: Vec<String> = value
                 .split(',')
@@ -429,16 +451,23 @@ fn condition(
             Ok((!needles.is_empty()).then_some(Condition::Like(col, needles)))
         }
         Kind::Date => {
+            let date = |s: &str| -> Result<Option<Value>, String> {
+                let s = s.trim();
+                if s.is_empty() {
+                    return Ok(None);
+                }
+                NaiveDate::parse_from_str(s, "%Y-%m-%d")
+                    .map(|_| Some(Value::Text(s.to_string())))
+                    .map_err(|_| "Dates are yyyy-mm-dd.".to_string())
+            };
             if let Some((a, b)) = value.split_once('|') {
-                return Ok(Some(Condition::Range(col, opt_text(a), opt_text(b))));
+                return Ok(Some(Condition::Range(col, date(a)?, date(b)?)));
             }
-            Ok(Some(Condition::In(
-                col,
-                value
-                    .split(',')
-                    .map(|v| Value::Text(v.trim().to_string()))
-                    .collect(),
-            )))
+            let values = value
+                .split(',')
+                .map(|v| date(v)?.ok_or_else(|| "Dates are yyyy-mm-dd.".to_string()))
+                .collect::<Result<Vec<_>, _>>()?;
+            Ok(Some(Condition::In(col, values)))
         }
         Kind::Ts => {
             if let Some((from, to)) = ts_keyword(value, f.name, pairs, scope.tz, now)? {
@@ -448,15 +477,14 @@ fn condition(
                     to.map(Value::Int),
                 )));
             }
-            int_condition(f, value).map(Some)
+            int_condition(f, value).map(Some).map_err(|_| {
+                "Must be epoch seconds, a|b range, or one of today, yesterday, this week, last week, \
+                 last 30 days, last 90 days, this month, last month, custom."
+                    .to_string()
+            })
         }
         Kind::Int { .. } | Kind::Flag => int_condition(f, value).map(Some),
     }
-}
-
-fn opt_text(s: &str) -> Option<Value> {
-    let s = s.trim();
-    (!s.is_empty()).then(|| Value::Text(s.to_string()))
 }
 
 fn int_condition(f: &'static Field, value: &str) -> Result<Condition, String> {

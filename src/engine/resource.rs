@@ -32,6 +32,8 @@ pub enum Pattern {
     Email,
     /// Letters and digits only.
     Alnum,
+    /// Letters, digits, '-' and '_' (keys and tokens).
+    Token,
     /// An IANA time zone name.
     TimeZone,
     /// An absolute http(s) URL or a bare host name.
@@ -49,6 +51,8 @@ pub struct Field {
     /// Must be present in every update body too.
     pub put_required: bool,
     pub filter: bool,
+    /// Filters match the whole value (identifiers), not a substring.
+    pub exact: bool,
     pub sort: bool,
     /// false: accepted as input only (for example `update_if_exists`).
     pub stored: bool,
@@ -73,6 +77,7 @@ impl Field {
             put: false,
             put_required: false,
             filter: false,
+            exact: false,
             sort: false,
             stored: true,
             hidden: false,
@@ -123,6 +128,12 @@ impl Field {
     }
     pub const fn filter(mut self) -> Field {
         self.filter = true;
+        self
+    }
+    /// Filterable by whole value (an integrator's id, a code).
+    pub const fn exact(mut self) -> Field {
+        self.filter = true;
+        self.exact = true;
         self
     }
     pub const fn sort(mut self) -> Field {

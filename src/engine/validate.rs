@@ -172,7 +172,7 @@ pub fn convert(field: &Field, raw: &Json) -> Result<Value, String> {
         }
         Kind::Text { min, max } => {
             let s = scalar_text(raw).ok_or_else(|| format!("{name} must be a string."))?;
-            if s.is_empty() {
+            if s.trim().is_empty() {
                 return Ok(Value::Null);
             }
             if s.chars().any(|c| c == '\0') {
@@ -261,6 +261,9 @@ fn check_pattern(field: &Field, s: &str) -> Result<(), String> {
         Pattern::Digits => s.chars().all(|c| c.is_ascii_digit()),
         Pattern::State => s.len() == 2 && s.chars().all(|c| c.is_ascii_alphabetic()),
         Pattern::Alnum => s.chars().all(|c| c.is_ascii_alphanumeric()),
+        Pattern::Token => s
+            .chars()
+            .all(|c| c.is_ascii_alphanumeric() || c == '-' || c == '_'),
         Pattern::Email => is_email(s),
         Pattern::TimeZone => s.parse::<chrono_tz::Tz>().is_ok(),
         Pattern::Domain => is_domain_or_url(s),
@@ -270,6 +273,8 @@ fn check_pattern(field: &Field, s: &str) -> Result<(), String> {
     } else {
         Err(match field.pattern {
             Pattern::Digits => format!("{name} must contain digits only."),
+            Pattern::Alnum => format!("{name} may contain only letters and digits."),
+            Pattern::Token => format!("{name} may contain only letters, digits, '-' and '_'."),
             Pattern::Email => format!("{name} is not a valid email address."),
             Pattern::TimeZone => format!("{name} must be a time zone name such as America/New_York."),
             _ => format!("{name} is invalid."),

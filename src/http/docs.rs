@@ -30,32 +30,48 @@ fn field_schema(f: &Field) -> Json {
         Kind::Ts => json!({ "type": "integer", "description": "epoch seconds" }),
     };
     let mut notes = Vec::new();
+    if let Some(d) = s.get("description").and_then(Json::as_str) {
+        notes.push(d.to_string());
+    }
     if !f.doc.is_empty() {
         notes.push(f.doc.to_string());
     }
-    let flags: Vec<&str> = [(f.post, "P"), (f.required, "R"), (f.put, "U")]
-        .iter()
-        .filter(|(on, _)| *on)
-        .map(|(_, l)| *l)
-        .collect();
+    let mut flags = Vec::new();
+    if f.post {
+        flags.push(if f.required {
+            "required on create"
+        } else {
+            "allowed on create"
+        });
+    }
+    if f.put {
+        flags.push(if f.put_required {
+            "required on update"
+        } else {
+            "updatable"
+        });
+    }
+    if !f.stored {
+        flags.push("input only");
+    }
     notes.push(if flags.is_empty() {
-        "system".into()
+        "read only".into()
     } else {
-        format!("flags {}", flags.join(""))
+        flags.join(", ")
     });
     if f.filter {
-        notes.push("filterable".into());
+        let exact = f.exact || f.kind == Kind::Id;
+        notes.push(if exact {
+            "filter: exact".into()
+        } else {
+            "filter".into()
+        });
     }
     if f.sort {
         notes.push("sortable".into());
     }
     if let Json::Object(m) = &mut s {
-        let d = m.get("description").and_then(Json::as_str).map(str::to_string);
-        let mut all = notes;
-        if let Some(d) = d {
-            all.insert(0, d);
-        }
-        m.insert("description".into(), json!(all.join("; ")));
+        m.insert("description".into(), json!(notes.join("; ")));
         m.insert("nullable".into(), json!(!f.required));
         if f.is_system() {
             m.insert("readOnly".into(), json!(true));
@@ -69,6 +85,7 @@ fn schemas(res: &Resource) -> (Json, Json, Json) {
     let mut create = Map::new();
     let mut update = Map::new();
     let mut required = Vec::new();
+    let mut update_required = Vec::new();
     for f in res.fields {
         let schema = field_schema(f);
         if !f.hidden && f.stored {
@@ -82,13 +99,20 @@ fn schemas(res: &Resource) -> (Json, Json, Json) {
         }
         if f.put {
             update.insert(f.name.into(), schema);
+            if f.put_required {
+                update_required.push(f.name);
+            }
         }
     }
     record.insert("_links".into(), json!({ "type": "object" }));
+    let mut update = json!({ "type": "object", "properties": update, "additionalProperties": false });
+    if !update_required.is_empty() {
+        update["required"] = json!(update_required);
+    }
     (
         json!({ "type": "object", "properties": record }),
         json!({ "type": "object", "properties": create, "required": required, "additionalProperties": false }),
-        json!({ "type": "object", "properties": update, "additionalProperties": false }),
+        update,
     )
 }
 
@@ -104,19 +128,62 @@ fn reply(description: &str, schema: Json) -> Json {
     json!({ "description": description, "content": { "application/json": { "schema": schema } } })
 }
 
+fn article(name: &str) -> String {
+    match name.chars().next() {
+        Some('a' | 'e' | 'i' | 'o' | 'u') => format!("an {name}"),
+        _ => format!("a {name}"),
+    }
+}
+
+fn expand_list(res: &Resource) -> String {
+    let names: Vec<&str> = res.expands.iter().map(|e| e.name()).collect();
+    format!("comma list of: {}", names.join(", "))
+}
+
+fn filter_doc(f: &Field) -> &'static str {
+    match f.kind {
+        Kind::Text { .. } if f.exact => "exact; a comma list matches any",
+        Kind::Text { .. } => "case-insensitive substring; a comma list matches any",
+        Kind::Flag => "1 or 0",
+        Kind::Ts => {
+            "epoch seconds, a|b range, or today, yesterday, this week, last week, last 30 days, \
+             last 90 days, this month, last month, custom (with <field>_from / <field>_to)"
+        }
+        Kind::Int { .. } | Kind::Date => "exact; a|b inclusive range; a comma list matches any",
+        Kind::Id => "exact; a comma list matches any",
+    }
+}
+
+fn list_param_doc(name: &str) -> &'static str {
+    match name {
+        "relationship" => {
+            "direct (default): the caller's own location; child: the locations below it; all: both"
+        }
+        "product_transaction_active" => "1 or 0: only product transactions with that active flag",
+        _ => "",
+    }
+}
+
 /// The OpenAPI 3.0 document of every mounted resource.
 pub fn openapi(public_url: &str) -> Json {
     let mut paths = Map::new();
     let mut components = Map::new();
     let errors = json!({ "$ref": "#/components/schemas/ValidationErrors" });
     let error = json!({ "$ref": "#/components/schemas/Error" });
-    let std_errors = json!({
-        "400": reply("malformed JSON", error.clone()),
+    let read_errors = json!({
         "401": reply("missing or wrong credentials", error.clone()),
         "403": reply("missing permission", error.clone()),
         "404": reply("not found (or outside the caller's locations)", error.clone()),
-        "422": reply("validation failed", errors.clone()),
+        "422": reply("validation failed (unknown parameters, bad values)", errors.clone()),
     });
+    let write_errors = merge(
+        json!({
+            "400": reply("malformed JSON, or a body that is not an object", error.clone()),
+            "413": reply("body larger than 1 MiB", error.clone()),
+            "415": reply("a form-encoded body (send JSON)", error.clone()),
+        }),
+        &read_errors,
+    );
     for (res, verbs) in MOUNTED {
         let (record, create, update) = schemas(res);
         let name = res.name;
@@ -126,85 +193,135 @@ pub fn openapi(public_url: &str) -> Json {
         let list = json!({ "type": "object", "properties": {
             res.plural: { "type": "array", "items": rref },
             "meta": { "$ref": "#/components/schemas/Meta" } } });
+        let default_sort = format!(
+            "{}{}",
+            if res.default_sort.1 { "-" } else { "" },
+            res.default_sort.0
+        );
         let filters: Vec<Json> = res
             .fields
             .iter()
             .filter(|f| f.filter && !f.encrypted)
-            .map(|f| json!({ "name": f.name, "in": "query", "required": false, "schema": { "type": "string" },
-                "description": match f.kind {
-                    Kind::Text { .. } => "substring match; a comma list matches any",
-                    Kind::Ts => "epoch seconds, a|b range, or today, yesterday, this week, last week, last 30 days, last 90 days, this month, last month, custom (with _from/_to)",
-                    Kind::Int { .. } | Kind::Flag | Kind::Date => "exact; a|b inclusive range; a comma list matches any",
-                    Kind::Id => "exact; a comma list matches any",
-                } }))
-            .chain(res.list_params.iter().map(|p| json!({ "name": p, "in": "query", "required": false, "schema": { "type": "string" } })))
+            .map(|f| json!({ "name": f.name, "in": "query", "schema": { "type": "string" }, "description": filter_doc(f) }))
+            .chain(res.list_params.iter().map(|p| {
+                json!({ "name": p, "in": "query", "schema": { "type": "string" }, "description": list_param_doc(p) })
+            }))
             .chain([
                 json!({ "name": "page", "in": "query", "schema": { "type": "integer", "minimum": 1, "default": 1 } }),
-                json!({ "name": "page_size", "in": "query", "schema": { "type": "integer", "minimum": 1, "maximum": MAX_PAGE_SIZE, "default": DEFAULT_PAGE_SIZE } }),
-                json!({ "name": "sort", "in": "query", "schema": { "type": "string" }, "description": format!("field, or -field for descending; default {}{}", if res.default_sort.1 { "-" } else { "" }, res.default_sort.0) }),
-                json!({ "name": "expand", "in": "query", "schema": { "type": "string" }, "description": format!("comma list of: {}", res.expands.iter().map(|e| e.name()).collect::<Vec<_>>().join(", ")) }),
+                json!({ "name": "page_size", "in": "query",
+                    "schema": { "type": "integer", "minimum": 1, "maximum": MAX_PAGE_SIZE, "default": DEFAULT_PAGE_SIZE } }),
+                json!({ "name": "sort", "in": "query", "schema": { "type": "string" },
+                    "description": format!("field, or -field for descending; default {default_sort}") }),
+                json!({ "name": "expand", "in": "query", "schema": { "type": "string" }, "description": expand_list(res) }),
             ])
             .collect();
         let mut collection = Map::new();
         collection.insert(
             "get".into(),
             json!({ "summary": format!("List {}", res.plural), "tags": [res.plural], "parameters": filters,
-            "responses": merge(json!({ "200": reply("a page", list) }), &std_errors) }),
+                "responses": merge(json!({ "200": reply("a page", list) }), &read_errors) }),
         );
         if verbs.create {
+            let mut created = json!({ "201": reply("created", one.clone()) });
+            if res.name == "contact" {
+                created["200"] = reply(
+                    "updated instead (update_if_exists=1 and the contact_api_id exists)",
+                    one.clone(),
+                );
+            }
             collection.insert(
                 "post".into(),
-                json!({ "summary": format!("Create a {name}"), "tags": [res.plural], "description": res.doc,
-                "requestBody": body(envelope(name, create)),
-                "responses": merge(json!({ "201": reply("created", one.clone()) }), &std_errors) }),
+                json!({ "summary": format!("Create {}", article(name)), "tags": [res.plural], "description": res.doc,
+                    "requestBody": body(envelope(name, create)),
+                    "responses": merge(created, &write_errors) }),
             );
         }
         paths.insert(res.path(), Json::Object(collection));
-        let id_param =
-            json!([{ "name": "id", "in": "path", "required": true, "schema": { "type": "string" } }]);
+
+        let mut id_params = vec![
+            json!({ "name": "id", "in": "path", "required": true, "schema": { "type": "string" },
+            "description": if res.api_id.is_some() { "the record id, or with api_id=1 the integrator's own id" }
+                else { "the record id" } }),
+        ];
+        if let Some(col) = res.api_id {
+            id_params.push(
+                json!({ "name": "api_id", "in": "query", "schema": { "type": "integer", "enum": [1] },
+                "description": format!("1: the path holds the {col}") }),
+            );
+            id_params.push(
+                json!({ "name": "location_id", "in": "query", "schema": { "type": "string" },
+                "description": "with api_id=1: the record's location (default: the caller's own)" }),
+            );
+        }
         let mut item = Map::new();
-        item.insert("parameters".into(), id_param);
+        item.insert("parameters".into(), Json::Array(id_params));
         item.insert(
             "get".into(),
-            json!({ "summary": format!("Read a {name}"), "tags": [res.plural],
-            "responses": merge(json!({ "200": reply("the record", one.clone()) }), &std_errors) }),
+            json!({ "summary": format!("Read {}", article(name)), "tags": [res.plural],
+                "parameters": [{ "name": "expand", "in": "query", "schema": { "type": "string" }, "description": expand_list(res) }],
+                "responses": merge(json!({ "200": reply("the record", one.clone()) }), &read_errors) }),
         );
         if verbs.update {
             item.insert(
                 "put".into(),
-                json!({ "summary": format!("Update a {name}"), "tags": [res.plural],
-                "requestBody": body(envelope(name, update)),
-                "responses": merge(json!({ "200": reply("updated", one.clone()) }), &std_errors) }),
+                json!({ "summary": format!("Update {}", article(name)), "tags": [res.plural],
+                    "requestBody": body(envelope(name, update)),
+                    "responses": merge(json!({ "200": reply("updated", one.clone()) }), &write_errors) }),
             );
         }
         if verbs.delete {
+            let mut deleted = json!({ "204": { "description": "deleted" } });
+            if matches!(name, "location" | "user") {
+                deleted["409"] = reply(
+                    "refused: the record still holds others, or is your own",
+                    errors.clone(),
+                );
+            }
             item.insert(
                 "delete".into(),
-                json!({ "summary": format!("Delete a {name}"), "tags": [res.plural],
-                "responses": merge(json!({ "204": { "description": "deleted" } }), &std_errors) }),
+                json!({ "summary": format!("Delete {}", article(name)), "tags": [res.plural],
+                    "responses": merge(deleted, &read_errors) }),
             );
         }
         paths.insert(format!("{}/{{id}}", res.path()), Json::Object(item));
     }
-    components.insert("Error".into(), json!({ "type": "object", "properties": {
-        "status": { "type": "integer" }, "name": { "type": "string" }, "message": { "type": "string" }, "request_id": { "type": "string" } } }));
+    paths.insert(
+        "/v2/users/me".into(),
+        json!({ "get": { "summary": "The caller's own user", "tags": ["users"],
+            "responses": merge(json!({ "200": reply("the record", envelope("user", json!({ "$ref": "#/components/schemas/user" }))) }), &read_errors) } }),
+    );
+    paths.insert(
+        "/v2/users/{id}/generateuserapikey".into(),
+        json!({ "post": { "summary": "Issue a new API key (the old one stops working; shown once)", "tags": ["users"],
+            "parameters": [{ "name": "id", "in": "path", "required": true, "schema": { "type": "string" } }],
+            "responses": merge(json!({ "200": reply("the new key", json!({ "type": "object", "properties": {
+                "user": { "type": "object", "properties": { "user_api_key": { "type": "string" } } } } })) }), &read_errors) } }),
+    );
+    components.insert(
+        "Error".into(),
+        json!({ "type": "object", "properties": {
+        "status": { "type": "integer" }, "name": { "type": "string" }, "message": { "type": "string" },
+        "request_id": { "type": "string" } } }),
+    );
     components.insert("ValidationErrors".into(), json!({ "type": "object", "properties": {
         "errors": { "type": "object", "additionalProperties": { "type": "array", "items": { "type": "string" } } },
         "request_id": { "type": "string" } } }));
     components.insert("Meta".into(), json!({ "type": "object", "properties": {
         "pagination": { "type": "object", "properties": {
-            "links": { "type": "object" }, "totalCount": { "type": "integer" }, "pageCount": { "type": "integer" },
+            "links": { "type": "object", "description": "self; next and last when there are more pages" },
+            "totalCount": { "type": "integer" }, "pageCount": { "type": "integer" },
             "currentPage": { "type": "integer", "description": "zero-based" }, "perPage": { "type": "integer" } } },
         "sort": { "type": "object" } } }));
-    let auth = ["developer-id", "user-id", "user-api-key"];
     let mut security_schemes = Map::new();
-    for h in auth {
+    for h in ["developer-id", "user-id", "user-api-key"] {
         security_schemes.insert(h.into(), json!({ "type": "apiKey", "in": "header", "name": h }));
     }
     json!({
         "openapi": "3.0.3",
         "info": { "title": "Ferrogate API", "version": env!("CARGO_PKG_VERSION"),
-            "description": "Payment gateway REST API v2. Credentials: the developer-id, user-id and user-api-key headers (or query parameters, or HTTP Basic with user id and api key)." },
+            "description": "Payment gateway REST API v2. Credentials: the developer-id, user-id and user-api-key \
+                headers (or query parameters, or HTTP Basic with user id and api key). Bodies are JSON wrapped in \
+                the singular resource name; lists answer the plural name plus meta." },
         "servers": [{ "url": public_url }],
         "security": [{ "developer-id": [], "user-id": [], "user-api-key": [] }],
         "paths": paths,
@@ -262,6 +379,9 @@ fetch('/v2/openapi.json').then(r=>r.json()).then(doc=>{
       html+='</div>';
     }
     if(name) html+=`<details><summary>${esc(name)} fields</summary>${fields(name)}</details>`;
+    const post=ops.find(o=>o[0]==='post'&&o[2].requestBody);
+    if(post){const env=post[2].requestBody.content['application/json'].schema.properties;const inner=env&&Object.values(env)[0];
+      if(inner&&inner.properties) html+=`<details><summary>create body</summary><table><tr><th>field</th><th>type</th><th>notes</th></tr>${Object.entries(inner.properties).map(([k,v])=>`<tr><td><code>${esc(k)}</code></td><td>${esc(v.type||'')}</td><td>${esc(v.description||'')}</td></tr>`).join('')}</table></details>`;}
     html+='</section>';
   }
   document.getElementById('out').innerHTML=html;

@@ -107,7 +107,12 @@ pub fn envelope(body: &[u8], key: &str) -> ApiResult<Map<String, Json>> {
     let inner = match outer.remove(key) {
         Some(Json::Object(inner)) => inner,
         Some(_) => return Err(ApiError::field(key, format!("{label} must be an object."))),
-        None => return Err(ApiError::field(key, format!("{label} cannot be blank."))),
+        None => {
+            return Err(ApiError::field(
+                key,
+                format!("{label} cannot be blank: send the record inside it, as {{\"{key}\": {{...}}}}."),
+            ))
+        }
     };
     if let Some(other) = outer.keys().next() {
         let other = crate::engine::validate::echo_name(other);
@@ -126,6 +131,19 @@ impl<S: Send + Sync> axum::extract::FromRequest<S> for RawBody {
     type Rejection = ApiError;
 
     async fn from_request(req: axum::extract::Request, state: &S) -> Result<Self, Self::Rejection> {
+        // Bodies are JSON whatever the content type says, but a form is
+        // surely a mistake worth naming.
+        let content_type = req
+            .headers()
+            .get(axum::http::header::CONTENT_TYPE)
+            .and_then(|v| v.to_str().ok())
+            .unwrap_or("")
+            .to_ascii_lowercase();
+        if content_type.starts_with("application/x-www-form-urlencoded")
+            || content_type.starts_with("multipart/form-data")
+        {
+            return Err(ApiError::UnsupportedMediaType);
+        }
         axum::body::Bytes::from_request(req, state)
             .await
             .map(RawBody)

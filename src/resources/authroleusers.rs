@@ -23,7 +23,7 @@ pub static AUTH_ROLE_USER: Resource = Resource {
         Field::text("auth_role_id", 1, 11)
             .post()
             .required()
-            .filter()
+            .exact()
             .pattern(Pattern::Alnum)
             .doc("1 Administrator, 2 Read only, 132 Integration"),
         Field::id("location_id").hidden(),

@@ -36,7 +36,7 @@ pub static CONTACT: Resource = Resource {
             .doc("bookkeeping number"),
         Field::text("contact_api_id", 0, 36)
             .pu()
-            .filter()
+            .exact()
             .sort()
             .doc("integrator's own id, unique per location"),
         Field::text("contact_balance", 0, 12).pu(),

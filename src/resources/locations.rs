@@ -8,7 +8,7 @@ use crate::engine::rules::Rules;
 use crate::engine::validate::CreateInput;
 use crate::engine::{query, render, Cx};
 use crate::error::{ApiError, ApiResult, FieldErrors};
-use serde_json::Value as Json;
+use serde_json::{Map, Value as Json};
 
 use super::{PRODUCT_TRANSACTION, USER};
 
@@ -61,7 +61,7 @@ pub static LOCATION: Resource = Resource {
             .doc("IANA time zone; _ts filter keywords use it (UTC when unset)"),
         Field::text("receipt_logo", 0, 256).pu(),
         Field::text("email_reply_to", 0, 60).pu().pattern(Pattern::Email),
-        Field::text("location_api_id", 24, 36).pu().filter(),
+        Field::text("location_api_id", 24, 36).pu().exact(),
         Field::text("location_api_key", 36, 36)
             .encrypted()
             .doc("system generated"),
@@ -210,11 +210,11 @@ impl Rules for LocationRules {
         }
         let mut held = Vec::new();
         for (table, column, what) in [
-            ("locations", "parent_id", "child locations"),
-            ("users", "location_id", "users"),
-            ("contacts", "location_id", "contacts"),
-            ("product_transactions", "location_id", "product transactions"),
-            ("notes", "location_id", "notes"),
+            ("locations", "parent_id", "child location"),
+            ("users", "location_id", "user"),
+            ("contacts", "location_id", "contact"),
+            ("product_transactions", "location_id", "product transaction"),
+            ("notes", "location_id", "note"),
         ] {
             let mut sql = Sql::new("SELECT COUNT(*) FROM ");
             sql.push(table)
@@ -224,7 +224,7 @@ impl Rules for LocationRules {
                 .bind(record.id().to_string());
             let n = conn.query_int(&sql)?;
             if n > 0 {
-                held.push(format!("{n} {what}"));
+                held.push(format!("{n} {what}{}", if n == 1 { "" } else { "s" }));
             }
         }
         if !held.is_empty() {
@@ -238,6 +238,15 @@ impl Rules for LocationRules {
             return Err(ApiError::Conflict(errors));
         }
         Ok(())
+    }
+
+    fn render(&self, cx: &Cx, _record: &Record, out: &mut Map<String, Json>) {
+        // The keys sign hosted forms: only users who may change the
+        // location see them.
+        if !cx.perms.allows("locations.update") {
+            out.insert("location_api_key".into(), Json::Null);
+            out.insert("ticket_hash_key".into(), Json::Null);
+        }
     }
 
     fn expand(&self, cx: &Cx, conn: &mut dyn Conn, record: &Record, name: &str) -> ApiResult<Json> {

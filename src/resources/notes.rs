@@ -25,7 +25,7 @@ pub static NOTE: Resource = Resource {
             .filter()
             .doc("Contact, Location or User"),
         Field::text("note", 0, 16384).pu().filter(),
-        Field::text("visibility_group_id", 0, 36).pu().filter(),
+        Field::text("visibility_group_id", 0, 36).pu().exact(),
         Field::id("location_id").hidden(),
         Field::id("created_user_id").hidden(),
         Field::id("modified_user_id").hidden(),

@@ -53,12 +53,12 @@ pub static USER: Resource = Resource {
         Field::text("user_api_key", 24, 64)
             .post()
             .transient()
-            .pattern(Pattern::Alnum)
+            .pattern(Pattern::Token)
             .doc("write-only; reads back null"),
         Field::text("user_hash_key", 24, 64)
             .post()
             .transient()
-            .pattern(Pattern::Alnum)
+            .pattern(Pattern::Token)
             .doc("write-only; reads back null"),
         Field::text("api_key_hash", 0, 64).hidden(),
         Field::text("hash_key_enc", 0, 512)

@@ -10,6 +10,7 @@ mod auth;
 mod bad_input;
 mod contacts;
 mod conventions;
+mod integrator;
 mod isolation;
 mod locations;
 mod notes;

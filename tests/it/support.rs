@@ -237,7 +237,11 @@ impl Client {
         for (k, v) in headers {
             req = req.set(k, v);
         }
+        let has_type = headers
+            .iter()
+            .any(|(k, _)| k.eq_ignore_ascii_case("content-type"));
         let result = match body {
+            Some(b) if has_type => req.send_string(b),
             Some(b) => req.set("content-type", "application/json").send_string(b),
             None => req.call(),
         };
