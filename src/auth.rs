@@ -117,26 +117,30 @@ pub fn authenticate(conn: &mut dyn Conn, creds: Credentials) -> ApiResult<Caller
     {
         return Err(invalid());
     }
-    let user = conn
-        .query_one(&Sql::with(
-            "SELECT u.api_key_hash, u.status, u.location_id, l.path, l.tz, \
-             EXISTS (SELECT 1 FROM locations c WHERE c.parent_id = u.location_id) \
-             FROM users u JOIN locations l ON l.id = u.location_id WHERE u.id = ?",
-            vec![user_id.clone().into()],
-        ))?
-        .ok_or_else(invalid)?;
-    let stored = user[0].as_str().unwrap_or_default();
-    if stored.is_empty() || !verify_api_key(&api_key, stored) || user[1].as_int() != Some(1) {
-        return Err(invalid());
-    }
-    let developer = conn.query_one(&Sql::with(
-        "SELECT 1 FROM developers WHERE id = ?",
-        vec![developer_id.clone().into()],
+    // One round trip: the user, its location, whether the developer
+    // exists, and one row per permission of its roles.
+    let rows = conn.query(&Sql::with(
+        "SELECT u.api_key_hash, u.status, u.location_id, l.path, l.tz, \
+         EXISTS (SELECT 1 FROM locations c WHERE c.parent_id = u.location_id), \
+         EXISTS (SELECT 1 FROM developers d WHERE d.id = ?), r.is_admin, rp.permission \
+         FROM users u JOIN locations l ON l.id = u.location_id \
+         LEFT JOIN auth_role_users a ON a.user_id = u.id \
+         LEFT JOIN roles r ON r.id = a.auth_role_id \
+         LEFT JOIN role_permissions rp ON rp.role_id = r.id \
+         WHERE u.id = ?",
+        vec![developer_id.clone().into(), user_id.clone().into()],
     ))?;
-    if developer.is_none() {
+    let user = rows.first().ok_or_else(invalid)?;
+    let stored = user[0].as_str().unwrap_or_default();
+    let developer_known = user[6].as_int() == Some(1);
+    if stored.is_empty()
+        || !verify_api_key(&api_key, stored)
+        || user[1].as_int() != Some(1)
+        || !developer_known
+    {
         return Err(invalid());
     }
-    let perms = load_perms(conn, &user_id)?;
+    let perms = perms_from_rows(rows.iter().map(|r| vec![r[7].clone(), r[8].clone()]).collect());
     let tz = user[4]
         .as_str()
         .and_then(|t| t.parse().ok())

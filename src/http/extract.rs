@@ -132,22 +132,23 @@ impl<S: Send + Sync> axum::extract::FromRequest<S> for RawBody {
 
     async fn from_request(req: axum::extract::Request, state: &S) -> Result<Self, Self::Rejection> {
         // Bodies are JSON whatever the content type says, but a form is
-        // surely a mistake worth naming.
+        // surely a mistake worth naming. The body is read first either
+        // way, so the client is never cut off mid-upload.
         let content_type = req
             .headers()
             .get(axum::http::header::CONTENT_TYPE)
             .and_then(|v| v.to_str().ok())
             .unwrap_or("")
             .to_ascii_lowercase();
+        let body = axum::body::Bytes::from_request(req, state)
+            .await
+            .map_err(|e| super::body_rejection(e.status()))?;
         if content_type.starts_with("application/x-www-form-urlencoded")
             || content_type.starts_with("multipart/form-data")
         {
             return Err(ApiError::UnsupportedMediaType);
         }
-        axum::body::Bytes::from_request(req, state)
-            .await
-            .map(RawBody)
-            .map_err(|e| super::body_rejection(e.status()))
+        Ok(RawBody(body))
     }
 }
 

@@ -1686,7 +1686,12 @@ fn error_bodies_carry_the_request_id(app: &TestApp) {
             assert_json_error(&r, &what);
             assert_ne!(r.header("x-request-id"), Some(bad), "{what}");
         }
-        // Without credentials: 401, also with the id.
+        // Without credentials: 401, also with the id. (Not for the 1 MiB
+        // body: the 401 is answered before the body is read, and a client
+        // still uploading may find the connection closed under it.)
+        if *status == 413 {
+            continue;
+        }
         let r = app.client().send(m, path, &[], body.as_deref());
         assert_json_error(&r, &format!("{what} without credentials"));
     }

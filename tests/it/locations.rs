@@ -4,7 +4,7 @@
 //! rules; location infos and product transactions.
 
 use crate::engine_tests;
-use crate::support::{Engine, Resp, Tenant, TestApp};
+use crate::support::{str_of, Engine, Resp, Tenant, TestApp};
 use serde_json::{json, Value};
 use std::collections::BTreeSet;
 
@@ -167,12 +167,6 @@ pub fn insert_product_transaction(app: &TestApp, location_id: &str, method: &str
 
 fn text(len: usize, c: char) -> String {
     std::iter::repeat_n(c, len).collect()
-}
-
-fn str_of(v: &Value) -> String {
-    v.as_str()
-        .unwrap_or_else(|| panic!("expected a string, got {v}"))
-        .to_string()
 }
 
 /// The field names of a validation error body.

@@ -3,7 +3,7 @@
 //! record it annotates), scope, expands and change logs.
 
 use crate::engine_tests;
-use crate::support::{Resp, Tenant, TestApp};
+use crate::support::{error_fields, fields, str_of, Resp, Tenant, TestApp};
 use serde_json::{json, Value};
 use std::collections::BTreeSet;
 
@@ -18,25 +18,6 @@ engine_tests!(
     notes_are_scoped,
     note_expands_and_changelogs,
 );
-
-fn str_of(v: &Value) -> String {
-    v.as_str()
-        .unwrap_or_else(|| panic!("expected a string, got {v}"))
-        .to_string()
-}
-
-fn error_fields(r: &Resp) -> BTreeSet<String> {
-    r.body["errors"]
-        .as_object()
-        .unwrap_or_else(|| panic!("no errors object: {}", r.text))
-        .keys()
-        .cloned()
-        .collect()
-}
-
-fn fields(names: &[&str]) -> BTreeSet<String> {
-    names.iter().map(|s| s.to_string()).collect()
-}
 
 fn ids(r: &Resp) -> BTreeSet<String> {
     r.body["notes"]

@@ -132,6 +132,13 @@ impl TestApp {
         child.wait().expect("wait")
     }
 
+    /// Kills the server with SIGKILL: no shutdown code runs.
+    pub fn kill(&mut self) {
+        let mut child = self.child.take().expect("server running");
+        let _ = child.kill();
+        let _ = child.wait();
+    }
+
     pub fn log(&self) -> String {
         std::fs::read_to_string(self.dir.join("server.log")).unwrap_or_default()
     }
@@ -371,4 +378,26 @@ impl Tenant {
             .unwrap()
             .to_string()
     }
+}
+
+/// A JSON string value, or a panic naming what was there instead.
+pub fn str_of(v: &Value) -> String {
+    v.as_str()
+        .unwrap_or_else(|| panic!("expected a string, got {v}"))
+        .to_string()
+}
+
+/// The field names of a validation error body.
+pub fn error_fields(r: &Resp) -> std::collections::BTreeSet<String> {
+    r.body["errors"]
+        .as_object()
+        .unwrap_or_else(|| panic!("no errors object: {}", r.text))
+        .keys()
+        .cloned()
+        .collect()
+}
+
+/// A set of field names, to compare with `error_fields`.
+pub fn fields(names: &[&str]) -> std::collections::BTreeSet<String> {
+    names.iter().map(|s| s.to_string()).collect()
 }

@@ -5,7 +5,7 @@
 
 use crate::engine_tests;
 use crate::locations::db;
-use crate::support::{Resp, Tenant, TestApp};
+use crate::support::{error_fields, fields, str_of, Resp, Tenant, TestApp};
 use serde_json::{json, Value};
 use std::collections::BTreeSet;
 
@@ -21,25 +21,6 @@ engine_tests!(
     new_user_has_no_permission_until_a_role_is_attached,
     users_are_scoped,
 );
-
-fn str_of(v: &Value) -> String {
-    v.as_str()
-        .unwrap_or_else(|| panic!("expected a string, got {v}"))
-        .to_string()
-}
-
-fn error_fields(r: &Resp) -> BTreeSet<String> {
-    r.body["errors"]
-        .as_object()
-        .unwrap_or_else(|| panic!("no errors object: {}", r.text))
-        .keys()
-        .cloned()
-        .collect()
-}
-
-fn fields(names: &[&str]) -> BTreeSet<String> {
-    names.iter().map(|s| s.to_string()).collect()
-}
 
 fn unique_name(prefix: &str) -> String {
     format!("{prefix}{}", uuid::Uuid::new_v4().simple())
