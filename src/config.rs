@@ -8,7 +8,12 @@ use std::path::PathBuf;
 #[derive(clap::Args, Clone, Debug)]
 pub struct DbArgs {
     /// Database: sqlite://PATH (embedded, the default) or postgres://...
-    #[arg(long, env = "FERROGATE_DATABASE_URL", default_value = "sqlite://ferrogate.db")]
+    #[arg(
+        long,
+        env = "FERROGATE_DATABASE_URL",
+        default_value = "sqlite://ferrogate.db",
+        hide_env_values = true
+    )]
     pub database_url: String,
 
     /// Base64 of 32 random bytes; encrypts card and bank numbers and other

@@ -62,6 +62,11 @@ impl Keyring {
         &self.current
     }
 
+    /// Whether a value sealed under `key_id` can be opened.
+    pub fn knows(&self, key_id: &str) -> bool {
+        self.ciphers.contains_key(key_id)
+    }
+
     /// `<key id>:<base64(nonce || ciphertext)>`
     pub fn encrypt(&self, plain: &str) -> String {
         let cipher = &self.ciphers[&self.current];

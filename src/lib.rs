@@ -10,5 +10,6 @@ pub mod engine;
 pub mod error;
 pub mod http;
 pub mod ids;
+pub mod keys;
 pub mod resources;
 pub mod server;

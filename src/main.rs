@@ -12,8 +12,22 @@ use tracing_subscriber::EnvFilter;
     about = "A self-hostable payment gateway (REST API v2, boarding API v1)."
 )]
 struct Cli {
+    /// Log filter (tracing env-filter syntax), e.g. `info` or `warn,ferrogate=debug`.
+    #[arg(long, env = "RUST_LOG", global = true)]
+    log: Option<String>,
+
+    /// `text` (default) or `json`: one JSON object per log line.
+    #[arg(long, env = "FERROGATE_LOG_FORMAT", global = true, default_value = "text")]
+    log_format: LogFormat,
+
     #[command(subcommand)]
     command: Command,
+}
+
+#[derive(Clone, Copy, clap::ValueEnum)]
+enum LogFormat {
+    Text,
+    Json,
 }
 
 #[derive(Subcommand)]
@@ -40,8 +54,8 @@ enum Command {
 }
 
 fn main() -> std::process::ExitCode {
-    init_logging();
     let cli = Cli::parse();
+    init_logging(cli.log.as_deref(), cli.log_format);
     match run(cli) {
         Ok(()) => std::process::ExitCode::SUCCESS,
         Err(e) => {
@@ -54,14 +68,15 @@ fn main() -> std::process::ExitCode {
 /// Logs go to stderr (stdout carries the contract's machine-readable
 /// lines): human-readable by default, one JSON object per line with
 /// FERROGATE_LOG_FORMAT=json. Request lines carry the request id.
-fn init_logging() {
-    let filter = EnvFilter::try_from_default_env()
+fn init_logging(filter: Option<&str>, format: LogFormat) {
+    let filter = filter
+        .and_then(|f| EnvFilter::try_new(f).ok())
         // The PostgreSQL client logs server notices at info.
-        .unwrap_or_else(|_| EnvFilter::new("info,postgres=warn,tokio_postgres=warn"));
+        .unwrap_or_else(|| EnvFilter::new("info,postgres=warn,tokio_postgres=warn"));
     let builder = tracing_subscriber::fmt()
         .with_env_filter(filter)
         .with_writer(std::io::stderr);
-    if std::env::var("FERROGATE_LOG_FORMAT").is_ok_and(|f| f.eq_ignore_ascii_case("json")) {
+    if matches!(format, LogFormat::Json) {
         builder
             .json()
             .with_current_span(true)
@@ -85,8 +100,13 @@ fn run(cli: Cli) -> anyhow::Result<()> {
             Ok(())
         }),
         Command::Bootstrap { db, json: _, name } => runtime.block_on(async {
+            if let Some(n) = &name {
+                let len = n.trim().chars().count();
+                anyhow::ensure!((1..=64).contains(&len), "--name must be 1 to 64 characters");
+            }
             let keyring = std::sync::Arc::new(db.keyring()?);
             let store = ferrogate::server::open_store(&db.database_url, 1).await?;
+            ferrogate::server::check_data_keys(&store, keyring.clone()).await?;
             let now = chrono::Utc::now().timestamp();
             let store2 = store.clone();
             let creds =

@@ -13,6 +13,7 @@ use std::sync::Arc;
 pub async fn serve(args: ServeArgs) -> anyhow::Result<()> {
     let keyring = Arc::new(args.db.keyring()?);
     let store = open_store(&args.db.database_url, args.db.db_pool).await?;
+    check_data_keys(&store, keyring.clone()).await?;
     let listener = tokio::net::TcpListener::bind(&args.listen)
         .await
         .with_context(|| format!("binding {}", args.listen))?;
@@ -68,6 +69,21 @@ fn trim_trailing_slash(mut req: Request) -> Request {
         }
     }
     req
+}
+
+/// Checks that this process's data keys can open what the database holds,
+/// then records the current key as in use.
+pub async fn check_data_keys(
+    store: &Store,
+    keyring: std::sync::Arc<crate::crypto::Keyring>,
+) -> anyhow::Result<()> {
+    let store = store.clone();
+    tokio::task::spawn_blocking(move || {
+        store
+            .write_blocking(move |conn| crate::keys::register(conn, &keyring, chrono::Utc::now().timestamp()))
+            .map_err(|e| anyhow::anyhow!("{e}"))
+    })
+    .await?
 }
 
 /// Opens the database and applies pending migrations.

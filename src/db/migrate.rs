@@ -26,6 +26,12 @@ pub const MIGRATIONS: &[Migration] = &[
         "",
         include_str!("../../migrations/0003_byte_order_paths.postgres.sql"),
     ),
+    (
+        6,
+        "data_keys",
+        include_str!("../../migrations/0006_data_keys.sql"),
+        "",
+    ),
 ];
 
 /// Applies every migration not yet recorded. Returns how many ran.

@@ -130,13 +130,28 @@ pub enum DbError {
     Unique(String),
     #[error("foreign key constraint violated: {0}")]
     ForeignKey(String),
+    /// The connection was lost or the server is shutting down: retryable.
+    #[error("database unavailable: {0}")]
+    Unavailable(String),
     #[error("database error: {0}")]
     Other(String),
 }
 
+impl From<pool::PoolError> for ApiError {
+    fn from(e: pool::PoolError) -> Self {
+        ApiError::Unavailable(format!("The database is not available: {e}."))
+    }
+}
+
 impl From<DbError> for ApiError {
     fn from(e: DbError) -> Self {
-        ApiError::Internal(e.to_string())
+        match e {
+            DbError::Unavailable(detail) => {
+                tracing::warn!(error = %detail, "database unavailable");
+                ApiError::Unavailable("The database is not available; retry shortly.".into())
+            }
+            other => ApiError::Internal(other.to_string()),
+        }
     }
 }
 

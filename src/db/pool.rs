@@ -1,55 +1,136 @@
-//! A tiny blocking connection pool: connections are made up front and
-//! handed out to blocking threads; a caller waits while all are busy.
+//! A small blocking connection pool. Every slot survives: a broken
+//! connection leaves an empty slot that the next user reconnects, so an
+//! outage of the database never shrinks the pool for good; a caller waits
+//! at most `WAIT` for a slot.
 
 use std::panic::AssertUnwindSafe;
 use std::sync::{Condvar, Mutex};
+use std::time::{Duration, Instant};
+
+/// How long a caller waits for a free slot before giving up.
+const WAIT: Duration = Duration::from_secs(10);
+
+pub type Connector<C> = Box<dyn Fn() -> Result<C, String> + Send + Sync>;
 
 pub struct Pool<C> {
-    idle: Mutex<Vec<C>>,
+    idle: Mutex<Vec<Option<C>>>,
     available: Condvar,
+    connect: Connector<C>,
+}
+
+#[derive(Debug, thiserror::Error)]
+pub enum PoolError {
+    #[error("no database connection became free in time")]
+    Timeout,
+    #[error("cannot connect to the database: {0}")]
+    Connect(String),
 }
 
 impl<C> Pool<C> {
-    pub fn new(connections: Vec<C>) -> Self {
+    /// `size` slots; connections are made up front where possible, else on
+    /// first use.
+    pub fn new(size: usize, connect: Connector<C>) -> Self {
+        let slots = (0..size.max(1)).map(|_| connect().ok()).collect();
         Pool {
-            idle: Mutex::new(connections),
+            idle: Mutex::new(slots),
             available: Condvar::new(),
+            connect,
         }
     }
 
-    /// Runs `f` with a connection. `f` returns the connection's fate:
-    /// `false` drops it (it is broken) and asks `reconnect` for a new one.
-    pub fn with<T>(&self, f: impl FnOnce(&mut C) -> (T, bool), reconnect: impl FnOnce() -> Option<C>) -> T {
-        let mut conn = {
-            let mut idle = self.idle.lock().unwrap_or_else(|p| p.into_inner());
-            loop {
-                if let Some(c) = idle.pop() {
-                    break c;
-                }
-                idle = self.available.wait(idle).unwrap_or_else(|p| p.into_inner());
+    /// Whether every slot holds a live connection (used at start-up).
+    pub fn all_connected(&self) -> bool {
+        self.idle
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .iter()
+            .all(Option::is_some)
+    }
+
+    fn take_slot(&self) -> Result<Option<C>, PoolError> {
+        let deadline = Instant::now() + WAIT;
+        let mut idle = self.idle.lock().unwrap_or_else(|p| p.into_inner());
+        loop {
+            if let Some(slot) = idle.pop() {
+                return Ok(slot);
             }
+            let left = deadline.saturating_duration_since(Instant::now());
+            if left.is_zero() {
+                return Err(PoolError::Timeout);
+            }
+            idle = self
+                .available
+                .wait_timeout(idle, left)
+                .unwrap_or_else(|p| p.into_inner())
+                .0;
+        }
+    }
+
+    fn put_back(&self, slot: Option<C>) {
+        self.idle.lock().unwrap_or_else(|p| p.into_inner()).push(slot);
+        self.available.notify_one();
+    }
+
+    /// Runs `f` with a connection. `f` returns whether the connection is
+    /// still healthy; a broken one is dropped and its slot left empty.
+    pub fn with<T>(&self, f: impl FnOnce(&mut C) -> (T, bool)) -> Result<T, PoolError> {
+        let mut conn = match self.take_slot()? {
+            Some(c) => c,
+            None => match (self.connect)() {
+                Ok(c) => c,
+                Err(e) => {
+                    self.put_back(None);
+                    return Err(PoolError::Connect(e));
+                }
+            },
         };
-        let outcome = std::panic::catch_unwind(AssertUnwindSafe(|| f(&mut conn)));
-        let (result, healthy) = match outcome {
-            Ok(r) => r,
+        match std::panic::catch_unwind(AssertUnwindSafe(|| f(&mut conn))) {
+            Ok((result, healthy)) => {
+                self.put_back(healthy.then_some(conn));
+                Ok(result)
+            }
             Err(panic) => {
                 // A connection left mid-transaction by a panic is not reused.
                 drop(conn);
-                if let Some(fresh) = reconnect() {
-                    self.put_back(fresh);
-                }
+                self.put_back(None);
                 std::panic::resume_unwind(panic)
             }
-        };
-        let back = if healthy { Some(conn) } else { reconnect() };
-        if let Some(conn) = back {
-            self.put_back(conn);
         }
-        result
     }
+}
 
-    fn put_back(&self, conn: C) {
-        self.idle.lock().unwrap_or_else(|p| p.into_inner()).push(conn);
-        self.available.notify_one();
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+    use std::sync::Arc;
+
+    #[test]
+    fn broken_connections_are_replaced_after_an_outage() {
+        let up = Arc::new(AtomicBool::new(true));
+        let made = Arc::new(AtomicUsize::new(0));
+        let (u, m) = (up.clone(), made.clone());
+        let pool: Pool<usize> = Pool::new(
+            2,
+            Box::new(move || {
+                if u.load(Ordering::SeqCst) {
+                    Ok(m.fetch_add(1, Ordering::SeqCst))
+                } else {
+                    Err("down".into())
+                }
+            }),
+        );
+        // The database goes away: connections break and cannot be remade.
+        up.store(false, Ordering::SeqCst);
+        for _ in 0..5 {
+            let _ = pool.with(|_| ((), false));
+        }
+        assert!(matches!(pool.with(|_| ((), true)), Err(PoolError::Connect(_))));
+        // It comes back: both slots work again; nobody waits forever.
+        up.store(true, Ordering::SeqCst);
+        for _ in 0..4 {
+            assert!(pool.with(|_| ((), true)).is_ok());
+        }
+        assert!(pool.all_connected() || made.load(Ordering::SeqCst) >= 3);
     }
 }

@@ -11,7 +11,6 @@ use std::collections::HashMap;
 
 pub struct PgStore {
     pool: Pool<PgConn>,
-    url: String,
 }
 
 pub struct PgConn {
@@ -125,8 +124,13 @@ fn map_err(e: postgres::Error) -> DbError {
         return match code {
             "23505" => DbError::Unique(text),
             "23503" => DbError::ForeignKey(text),
+            // Connection exceptions, and an operator or failover ending the session.
+            c if c.starts_with("08") || c.starts_with("57P") => DbError::Unavailable(text),
             _ => DbError::Other(format!("{code}: {}", db.message())),
         };
+    }
+    if e.is_closed() {
+        return DbError::Unavailable(e.to_string());
     }
     DbError::Other(e.to_string())
 }
@@ -154,55 +158,39 @@ impl Conn for PgConn {
 
 impl PgStore {
     pub fn open(url: &str, size: usize) -> anyhow::Result<Self> {
-        let url = url.to_string();
-        // Connecting from a runtime thread is not allowed by the sync client.
-        let conns = std::thread::scope(|s| {
-            s.spawn(|| {
-                (0..size.max(1))
-                    .map(|_| PgConn::connect(&url))
-                    .collect::<anyhow::Result<Vec<_>>>()
-            })
-            .join()
-            .map_err(|_| anyhow::anyhow!("connect thread panicked"))?
-        })?;
-        Ok(PgStore {
-            pool: Pool::new(conns),
-            url,
-        })
-    }
-
-    fn reconnect(&self) -> Option<PgConn> {
-        PgConn::connect(&self.url).ok()
+        let target = url.to_string();
+        let pool = Pool::new(
+            size,
+            Box::new(move || PgConn::connect(&target).map_err(|e| e.to_string())),
+        );
+        if !pool.all_connected() {
+            // Fail fast at start-up with the real reason.
+            PgConn::connect(url)?;
+        }
+        Ok(PgStore { pool })
     }
 
     pub fn read<T>(&self, job: impl FnOnce(&mut dyn Conn) -> ApiResult<T>) -> ApiResult<T> {
-        self.pool.with(
-            |conn| {
-                let result = job(conn);
-                let healthy = !conn.client.is_closed();
-                (result, healthy)
-            },
-            || self.reconnect(),
-        )
+        self.pool.with(|conn| {
+            let result = job(conn);
+            let healthy = !conn.client.is_closed();
+            (result, healthy)
+        })?
     }
 
     pub fn write<T>(&self, job: impl FnOnce(&mut dyn Conn) -> ApiResult<T>) -> ApiResult<T> {
-        self.pool.with(
-            |conn| {
-                let result = run_in_transaction(conn, job);
-                let healthy = !conn.client.is_closed();
-                (result, healthy)
-            },
-            || self.reconnect(),
-        )
+        self.pool.with(|conn| {
+            let result = run_in_transaction(conn, job);
+            let healthy = !conn.client.is_closed();
+            (result, healthy)
+        })?
     }
 
     pub fn with_conn_blocking<T>(
         &self,
         f: impl FnOnce(&mut dyn Conn) -> anyhow::Result<T>,
     ) -> anyhow::Result<T> {
-        self.pool
-            .with(|conn| (f(conn), !conn.client.is_closed()), || self.reconnect())
+        self.pool.with(|conn| (f(conn), !conn.client.is_closed()))?
     }
 }
 

@@ -150,9 +150,13 @@ impl SqliteStore {
         }
         // The writer opens first so WAL mode is set before readers attach.
         let writer = open_conn(path, true)?;
-        let mut pool = Vec::new();
-        for _ in 0..readers.max(1) {
-            pool.push(open_conn(path, false)?);
+        let reader_path = path.to_string();
+        let readers = Pool::new(
+            readers,
+            Box::new(move || open_conn(&reader_path, false).map_err(|e| e.to_string())),
+        );
+        if !readers.all_connected() {
+            anyhow::bail!("cannot open reader connections to {path}");
         }
         let (tx, rx) = mpsc::channel::<WriteJob>();
         let stats = Arc::new(WriterStats::default());
@@ -161,7 +165,7 @@ impl SqliteStore {
             .name("sqlite-writer".into())
             .spawn(move || writer_loop(writer, rx, &writer_stats))?;
         Ok(SqliteStore {
-            readers: Pool::new(pool),
+            readers,
             stats,
             path: path.to_string(),
             writer: Mutex::new(Some(tx)),
@@ -170,10 +174,7 @@ impl SqliteStore {
     }
 
     pub fn read<T>(&self, job: impl FnOnce(&mut dyn Conn) -> ApiResult<T>) -> ApiResult<T> {
-        self.readers.with(
-            |conn| (job(&mut SqliteConn(conn)), true),
-            || open_conn(&self.path, false).ok(),
-        )
+        self.readers.with(|conn| (job(&mut SqliteConn(conn)), true))?
     }
 
     fn submit(&self, run: WriteFn) -> ApiResult<oneshot::Receiver<ApiResult<()>>> {
@@ -312,5 +313,41 @@ fn run_group(conn: &Connection, group: Vec<WriteJob>) {
                 let _ = done.send(Err(ApiError::Internal(format!("commit failed: {e}"))));
             }
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// What the writer and the readers run with: WAL, synchronous=FULL
+    /// (2), foreign keys, a busy timeout; readers cannot write.
+    #[test]
+    fn connections_are_configured_for_durability() {
+        let dir = std::env::temp_dir().join(format!("ferrogate-pragma-{}", crate::ids::new_id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let path = dir.join("p.db").display().to_string();
+        let writer = open_conn(&path, true).unwrap();
+        let reader = open_conn(&path, false).unwrap();
+        let pragma = |c: &Connection, name: &str| -> String {
+            c.query_row(&format!("PRAGMA {name}"), [], |r| {
+                r.get::<_, rusqlite::types::Value>(0)
+            })
+            .map(|v| match v {
+                rusqlite::types::Value::Integer(i) => i.to_string(),
+                rusqlite::types::Value::Text(t) => t,
+                other => format!("{other:?}"),
+            })
+            .unwrap()
+        };
+        assert_eq!(pragma(&writer, "journal_mode"), "wal");
+        assert_eq!(pragma(&writer, "synchronous"), "2", "FULL");
+        assert_eq!(pragma(&writer, "foreign_keys"), "1");
+        assert_eq!(pragma(&writer, "busy_timeout"), "10000");
+        assert_eq!(pragma(&reader, "foreign_keys"), "1");
+        assert_eq!(pragma(&reader, "query_only"), "1");
+        assert!(reader.execute_batch("CREATE TABLE x (y TEXT)").is_err());
+        drop((writer, reader));
+        let _ = std::fs::remove_dir_all(dir);
     }
 }

@@ -57,7 +57,14 @@ fn sealed_value(cx: &Cx, field: &Field, value: Value) -> Value {
 
 fn clear_value(cx: &Cx, field: &Field, value: &Value) -> Value {
     match (field.encrypted, value) {
-        (true, Value::Text(sealed)) => cx.keyring.decrypt(sealed).map(Value::Text).unwrap_or(Value::Null),
+        (true, Value::Text(sealed)) => match cx.keyring.decrypt(sealed) {
+            Ok(plain) => Value::Text(plain),
+            Err(e) => {
+                // Start-up checks the keys, so this is damage, not config.
+                tracing::error!(field = field.name, error = %e, "a sealed value cannot be opened");
+                Value::Null
+            }
+        },
         (_, v) => v.clone(),
     }
 }
@@ -245,12 +252,10 @@ pub fn delete(cx: &Cx, conn: &mut dyn Conn, res: &'static Resource, id: &str) ->
 pub fn delete_record(cx: &Cx, conn: &mut dyn Conn, record: &Record) -> ApiResult<()> {
     let res = record.res;
     res.rules.before_delete(cx, conn, record)?;
-    // Notes live and die with the record they annotate.
+    // Notes live and die with the record they annotate; each leaves its
+    // own change log entry (and, later, its own event).
     if res.table != "notes" {
-        conn.execute(&Sql::with(
-            "DELETE FROM notes WHERE resource_id = ?",
-            vec![record.id().into()],
-        ))?;
+        delete_dependents(cx, conn, &crate::resources::NOTE, "resource_id", record.id())?;
     }
     let mut sql = Sql::new("DELETE FROM ");
     sql.push(res.table)
@@ -258,6 +263,23 @@ pub fn delete_record(cx: &Cx, conn: &mut dyn Conn, record: &Record) -> ApiResult
         .bind(record.id().to_string());
     conn.execute(&sql)?;
     events::record(conn, cx, Action::Delete, record, &[])?;
+    Ok(())
+}
+
+/// Deletes, one by one through `delete_record`, the records of `res` whose
+/// `column` names `id`.
+pub fn delete_dependents(
+    cx: &Cx,
+    conn: &mut dyn Conn,
+    res: &'static Resource,
+    column: &str,
+    id: &str,
+) -> ApiResult<()> {
+    let mut sql = query::select(res, &cx.scope);
+    sql.push(" AND t.").push(column).push(" = ").bind(id.to_string());
+    for row in conn.query(&sql)? {
+        delete_record(cx, conn, &Record::from_row(res, row))?;
+    }
     Ok(())
 }
 

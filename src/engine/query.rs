@@ -224,7 +224,7 @@ impl ListQuery {
                     };
                     // The spec names the default sort of contacts "created".
                     let name = if name == "created" { "created_ts" } else { name };
-                    match res.field(name).filter(|f| f.sort && !f.hidden) {
+                    match res.field(name).filter(|f| f.sort) {
                         Some(f) => {
                             q.sort = f;
                             q.descending = desc;
@@ -361,11 +361,7 @@ fn filterable(res: &'static Resource, name: &str) -> Option<&'static Field> {
 }
 
 fn sortable(res: &Resource) -> Vec<&'static str> {
-    res.fields
-        .iter()
-        .filter(|f| f.sort && !f.hidden)
-        .map(|f| f.name)
-        .collect()
+    res.fields.iter().filter(|f| f.sort).map(|f| f.name).collect()
 }
 
 pub fn unknown_expand(res: &Resource, name: &str) -> String {

@@ -24,8 +24,21 @@ pub fn routes() -> Router<AppState> {
         .merge(crud::routes(&USER, crud::ALL))
 }
 
-/// The caller's own user record (needs no permission).
+/// A user has no permission at all until a role is attached, not even on
+/// its own record.
+fn require_some_role(caller: &Caller) -> ApiResult<()> {
+    if caller.perms.admin || !caller.perms.granted.is_empty() {
+        Ok(())
+    } else {
+        Err(ApiError::Forbidden(
+            "The user has no role yet: attach one through authroleusers.".into(),
+        ))
+    }
+}
+
+/// The caller's own user record (any role will do).
 async fn me(State(app): State<AppState>, caller: Caller) -> ApiResult<Response> {
+    require_some_role(&caller)?;
     let cx = app.cx(&caller);
     let cx2 = cx.clone();
     let record = app
@@ -44,6 +57,7 @@ async fn generate_api_key(
     caller: Caller,
     IdPath(id): IdPath,
 ) -> ApiResult<Response> {
+    require_some_role(&caller)?;
     if id != caller.user_id {
         caller.perms.require(&USER.permission("update"))?;
     }

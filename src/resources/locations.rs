@@ -222,6 +222,10 @@ impl Rules for LocationRules {
                 .push(column)
                 .push(" = ")
                 .bind(record.id().to_string());
+            if table == "notes" {
+                // Notes about the location itself go with it.
+                sql.push(" AND resource_id <> ").bind(record.id().to_string());
+            }
             let n = conn.query_int(&sql)?;
             if n > 0 {
                 held.push(format!("{n} {what}{}", if n == 1 { "" } else { "s" }));

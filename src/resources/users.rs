@@ -8,11 +8,11 @@ use crate::engine::record::Record;
 use crate::engine::resource::{Expand, Field, Pattern, Resource, Scope};
 use crate::engine::rules::Rules;
 use crate::engine::validate::CreateInput;
-use crate::engine::Cx;
+use crate::engine::{delete_dependents, Cx};
 use crate::error::{ApiError, ApiResult, FieldErrors};
 use serde_json::{Map, Value as Json};
 
-use super::LOCATION;
+use super::{AUTH_ROLE_USER, LOCATION};
 
 pub static USER: Resource = Resource {
     name: "user",
@@ -153,11 +153,7 @@ impl Rules for UserRules {
             return Err(ApiError::Conflict(errors));
         }
         require_covers_user(conn, &cx.perms, record.id())?;
-        conn.execute(&Sql::with(
-            "DELETE FROM auth_role_users WHERE user_id = ?",
-            vec![record.id().into()],
-        ))?;
-        Ok(())
+        delete_dependents(cx, conn, &AUTH_ROLE_USER, "user_id", record.id())
     }
 
     fn render(&self, _cx: &Cx, _record: &Record, out: &mut Map<String, Json>) {

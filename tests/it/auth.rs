@@ -517,8 +517,12 @@ fn user_without_role_is_forbidden_everywhere(app: &TestApp) {
     let nobody = t.as_user(&u, &k);
     let before = snapshot(&t);
 
-    let me = nobody.get("/v2/users/me").expect(200);
-    assert_eq!(me.body["user"]["id"], u);
+    // Not even its own record: no permission until a role is attached.
+    let me = nobody.get("/v2/users/me").expect(403);
+    assert!(me.body["message"].is_string());
+    nobody
+        .post(&format!("/v2/users/{u}/generateuserapikey"), json!({}))
+        .expect(403);
 
     let mut wrong = Vec::new();
     for path in reads(&t, &f, &u) {
@@ -552,6 +556,12 @@ fn user_without_role_is_forbidden_everywhere(app: &TestApp) {
         roles.body["meta"]["pagination"]["totalCount"], 0,
         "it granted itself nothing"
     );
+    // A role makes it somebody.
+    t.post(
+        "/v2/authroleusers",
+        json!({ "authroleuser": { "user_id": u, "auth_role_id": "2" } }),
+    )
+    .expect(201);
     nobody.get("/v2/users/me").expect(200);
 }
 

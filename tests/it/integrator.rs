@@ -11,6 +11,7 @@ engine_tests!(
     spec_sort_names_and_lone_ts_bounds,
     blank_and_malformed_values,
     location_keys_need_update_permission,
+    ts_keywords_use_the_location_time_zone,
 );
 
 fn identifier_filters_match_whole_values(app: &TestApp) {
@@ -134,4 +135,70 @@ fn location_keys_need_update_permission(app: &TestApp) {
     assert!(view.body["location"]["location_api_key"].is_null());
     assert!(view.body["location"]["ticket_hash_key"].is_null());
     assert_eq!(view.body["location"]["name"], admin_view.body["location"]["name"]);
+}
+
+/// `_ts` keywords follow the location's time zone. A record is dated
+/// 01:00 today in Kiritimati (UTC+14); another zone is picked where that
+/// instant falls on a different "today", and the server must agree with
+/// the calendar in both.
+fn ts_keywords_use_the_location_time_zone(app: &TestApp) {
+    use chrono::TimeZone;
+    let t = app.bootstrap();
+    let c = t.contact(json!({ "last_name": "Zoned" }));
+    let id = c["id"].as_str().unwrap().to_string();
+    let kiritimati: chrono_tz::Tz = "Pacific/Kiritimati".parse().unwrap();
+    let now = chrono::Utc::now();
+    let today_there = now.with_timezone(&kiritimati).date_naive();
+    let ts = kiritimati
+        .from_local_datetime(&today_there.and_hms_opt(1, 0, 0).unwrap())
+        .single()
+        .unwrap();
+    crate::locations::db(app).exec(
+        "UPDATE contacts SET created_ts = CAST(CAST(? AS TEXT) AS BIGINT) WHERE id = ?",
+        &[&ts.timestamp().to_string(), &id],
+    );
+    // What the calendar says: is `ts` today, or yesterday, in `zone`?
+    let expect = |zone: chrono_tz::Tz| {
+        let day = ts.with_timezone(&zone).date_naive();
+        let today = now.with_timezone(&zone).date_naive();
+        (day == today, day == today.pred_opt().unwrap())
+    };
+    let other = [
+        "UTC",
+        "Etc/GMT+12",
+        "America/New_York",
+        "Asia/Kolkata",
+        "Etc/GMT-12",
+    ]
+    .iter()
+    .map(|z| z.parse::<chrono_tz::Tz>().unwrap())
+    .find(|z| expect(*z) != expect(kiritimati))
+    .expect("some zone sees another day");
+    let count = |q: &str| {
+        t.get(&format!("/v2/contacts?last_name=Zoned&{q}"))
+            .expect(200)
+            .body["meta"]["pagination"]["totalCount"]
+            .as_u64()
+            .unwrap()
+    };
+    let loc = t.location_id();
+    for zone in [kiritimati, other] {
+        let l = t.get(&format!("/v2/locations/{loc}")).expect(200);
+        let body = json!({ "location": { "parent_id": l.body["location"]["parent_id"],
+            "name": l.body["location"]["name"], "tz": zone.name() } });
+        t.put(&format!("/v2/locations/{loc}"), body).expect(200);
+        let (today, yesterday) = expect(zone);
+        assert_eq!(
+            count("created_ts=today"),
+            today as u64,
+            "today in {}",
+            zone.name()
+        );
+        assert_eq!(
+            count("created_ts=yesterday"),
+            yesterday as u64,
+            "yesterday in {}",
+            zone.name()
+        );
+    }
 }

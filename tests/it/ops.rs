@@ -185,3 +185,135 @@ fn sqlite_file_uses_wal_and_foreign_keys() {
     assert!(orphan.is_err());
     drop(t);
 }
+
+/// PostgreSQL sessions die (a restart, a failover, an operator): the
+/// server answers 503 while its connections are gone and recovers by
+/// itself; it never hangs or answers 500.
+#[test]
+fn postgres_outage_is_survived() {
+    let Some(app) = TestApp::start(crate::support::Engine::Postgres) else {
+        eprintln!("skipped: FERROGATE_TEST_DATABASE_URL is not set");
+        return;
+    };
+    let t = app.bootstrap();
+    t.contact(serde_json::json!({}));
+    let admin = std::env::var("FERROGATE_TEST_DATABASE_URL").unwrap();
+    let db_name = app.database_url.rsplit('/').next().unwrap().to_string();
+    let mut client = postgres::Client::connect(&admin, postgres::NoTls).unwrap();
+    for round in 0..3 {
+        let killed = client
+            .execute(
+                "SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE datname = $1 AND pid <> pg_backend_pid()",
+                &[&db_name],
+            )
+            .unwrap();
+        assert!(killed > 0, "round {round}: the server had sessions");
+        let mut ok = false;
+        for _ in 0..20 {
+            let r = t.get("/v2/contacts");
+            match r.status {
+                200 => {
+                    ok = true;
+                    break;
+                }
+                503 => assert!(r.body["message"].is_string(), "{}", r.text),
+                other => panic!("round {round}: unexpected {other}: {}", r.text),
+            }
+        }
+        assert!(ok, "round {round}: the server recovered");
+        assert_eq!(app.client().send("GET", "/readyz", &[], None).status, 200);
+    }
+    // Writes work again too.
+    t.contact(serde_json::json!({ "last_name": "After" }));
+}
+
+/// SIGTERM while a request is half sent: the server finishes it (201)
+/// before it exits, and exits cleanly.
+mod in_flight_shutdown {
+    use crate::support::{Engine, TestApp};
+    use std::io::{Read, Write};
+
+    fn run(engine: Engine) {
+        let Some(mut app) = TestApp::start(engine) else {
+            eprintln!("skipped: FERROGATE_TEST_DATABASE_URL is not set");
+            return;
+        };
+        let t = app.bootstrap();
+        let body =
+            serde_json::json!({ "contact": { "location_id": t.location_id(), "last_name": "InFlight" } })
+                .to_string();
+        let addr = app.base.strip_prefix("http://").unwrap().to_string();
+        let mut stream = std::net::TcpStream::connect(&addr).unwrap();
+        let head = format!(
+            "POST /v2/contacts HTTP/1.1\r\nhost: {addr}\r\ncontent-type: application/json\r\n\
+             developer-id: {}\r\nuser-id: {}\r\nuser-api-key: {}\r\ncontent-length: {}\r\nconnection: close\r\n\r\n",
+            t.cred("developer_id"),
+            t.cred("user_id"),
+            t.cred("user_api_key"),
+            body.len()
+        );
+        stream.write_all(head.as_bytes()).unwrap();
+        stream.write_all(&body.as_bytes()[..10]).unwrap();
+        std::thread::sleep(std::time::Duration::from_millis(200));
+        // The signal arrives while the body is still coming.
+        let stopper = std::thread::spawn(move || {
+            let status = app.stop();
+            (app, status)
+        });
+        std::thread::sleep(std::time::Duration::from_millis(300));
+        stream.write_all(&body.as_bytes()[10..]).unwrap();
+        let mut answer = String::new();
+        stream.read_to_string(&mut answer).unwrap();
+        assert!(answer.starts_with("HTTP/1.1 201"), "{answer}");
+        let (mut app, status) = stopper.join().unwrap();
+        assert!(status.success(), "clean exit: {status:?}");
+        app.spawn();
+        let t = crate::support::Tenant {
+            base: app.base.clone(),
+            creds: t.creds.clone(),
+        };
+        let r = t.get("/v2/contacts?last_name=InFlight").expect(200);
+        assert_eq!(r.body["meta"]["pagination"]["totalCount"], 1);
+    }
+
+    #[test]
+    fn sqlite() {
+        run(Engine::Sqlite);
+    }
+
+    #[test]
+    fn postgres() {
+        run(Engine::Postgres);
+    }
+}
+
+/// A process whose data key cannot open what the database holds refuses
+/// to start instead of reading secrets back as nothing.
+#[test]
+fn a_wrong_data_key_is_refused() {
+    let app = TestApp::start(crate::support::Engine::Sqlite).unwrap();
+    app.bootstrap();
+    let wrong = {
+        use base64::Engine as _;
+        base64::engine::general_purpose::STANDARD.encode(rand::random::<[u8; 32]>())
+    };
+    let out = Command::new(BIN)
+        .args(["bootstrap", "--json"])
+        .env("FERROGATE_DATABASE_URL", &app.database_url)
+        .env("FERROGATE_DATA_KEY", wrong.trim())
+        .output()
+        .unwrap();
+    assert!(!out.status.success());
+    assert!(out.stdout.is_empty());
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(err.contains("FERROGATE_DATA_KEY"), "{err}");
+    let serve = Command::new(BIN)
+        .args(["serve", "--listen", "127.0.0.1:0"])
+        .env("FERROGATE_DATABASE_URL", &app.database_url)
+        .env("FERROGATE_DATA_KEY", wrong.trim())
+        .output()
+        .unwrap();
+    assert!(!serve.status.success(), "serve refuses to start");
+    // The right key still works.
+    app.bootstrap();
+}

@@ -1,0 +1,141 @@
+//! Data keys: which keys have sealed values in the database, and
+//! `ferrogate keys rotate`, which re-encrypts every sealed value under the
+//! current key.
+
+use crate::crypto::Keyring;
+use crate::db::{Conn, Sql, Store, Value};
+use crate::error::{ApiError, ApiResult};
+use crate::resources::ALL;
+use std::collections::BTreeSet;
+
+/// Rows handled per transaction.
+const BATCH: i64 = 500;
+
+/// Refuses a keyring that cannot open values already sealed in the
+/// database (a node started with another key would read secrets back as
+/// nothing); otherwise records the current key as in use.
+pub fn register(conn: &mut dyn Conn, keyring: &Keyring, now: i64) -> ApiResult<()> {
+    let in_use = conn.query(&Sql::new("SELECT key_id FROM data_keys WHERE retired_ts IS NULL"))?;
+    let unknown: Vec<String> = in_use
+        .iter()
+        .filter_map(|r| r[0].as_str())
+        .filter(|kid| !keyring.knows(kid))
+        .map(str::to_string)
+        .collect();
+    if !unknown.is_empty() {
+        return Err(ApiError::Internal(format!(
+            "this database holds values sealed with data key(s) {} which this process does not have: \
+             set FERROGATE_DATA_KEY to the database's key (and FERROGATE_DATA_KEY_PREVIOUS during a rotation)",
+            unknown.join(", ")
+        )));
+    }
+    conn.execute(&Sql::with(
+        "INSERT INTO data_keys (key_id, created_ts) VALUES (?, ?) ON CONFLICT (key_id) DO NOTHING",
+        vec![keyring.current_key_id().into(), now.into()],
+    ))?;
+    Ok(())
+}
+
+/// Every (table, column) holding sealed values, from the declarations.
+pub fn sealed_columns() -> Vec<(&'static str, &'static str)> {
+    let mut out = BTreeSet::new();
+    for res in ALL {
+        for f in res.fields.iter().filter(|f| f.encrypted && f.stored) {
+            out.insert((res.table, f.column));
+        }
+    }
+    out.into_iter().collect()
+}
+
+#[derive(Debug, Default, Clone, serde::Serialize)]
+pub struct RotationReport {
+    pub key_id: String,
+    pub rewritten: u64,
+    pub columns: Vec<String>,
+    pub retired_key_ids: Vec<String>,
+}
+
+/// Re-encrypts every value not yet under the current key, then retires
+/// the other keys. Runs beside live servers configured with the new key
+/// and `FERROGATE_DATA_KEY_PREVIOUS`: each batch is its own short
+/// transaction, and a row is rewritten only if it still holds the
+/// ciphertext that was read (compare-and-set), so concurrent writes win.
+pub fn rotate(store: &Store, keyring: std::sync::Arc<Keyring>, now: i64) -> ApiResult<RotationReport> {
+    let mut report = RotationReport {
+        key_id: keyring.current_key_id().to_string(),
+        ..Default::default()
+    };
+    let prefix = format!("{}:", keyring.current_key_id());
+    for (table, column) in sealed_columns() {
+        report.columns.push(format!("{table}.{column}"));
+        // Rewritten rows leave the `NOT LIKE` selection, so each pass makes
+        // progress and the loop ends.
+        loop {
+            let keyring = keyring.clone();
+            let prefix = prefix.clone();
+            let (seen, rewritten) = store.write_blocking(move |conn| {
+                let mut select = Sql::new("SELECT id, ");
+                select
+                    .push(column)
+                    .push(" FROM ")
+                    .push(table)
+                    .push(" WHERE ")
+                    .push(column)
+                    .push(" IS NOT NULL AND ")
+                    .push(column)
+                    .push(" NOT LIKE ")
+                    .bind(format!("{prefix}%"))
+                    .push(" ORDER BY id LIMIT ")
+                    .bind(BATCH);
+                let rows = conn.query(&select)?;
+                let mut rewritten = 0u64;
+                for row in &rows {
+                    let (Some(id), Some(sealed)) = (row[0].as_str(), row[1].as_str()) else {
+                        continue;
+                    };
+                    let plain = keyring.decrypt(sealed).map_err(|e| {
+                        ApiError::Internal(format!(
+                            "{table}.{column} of {id}: {e} (is its key in FERROGATE_DATA_KEY_PREVIOUS?)"
+                        ))
+                    })?;
+                    let mut update = Sql::new("UPDATE ");
+                    update
+                        .push(table)
+                        .push(" SET ")
+                        .push(column)
+                        .push(" = ")
+                        .bind(keyring.encrypt(&plain))
+                        .push(" WHERE id = ")
+                        .bind(id.to_string())
+                        .push(" AND ")
+                        .push(column)
+                        .push(" = ")
+                        .bind(Value::Text(sealed.to_string()));
+                    rewritten += conn.execute(&update)?;
+                }
+                Ok((rows.len() as i64, rewritten))
+            })?;
+            report.rewritten += rewritten;
+            if seen < BATCH {
+                break;
+            }
+        }
+    }
+    let current = keyring.current_key_id().to_string();
+    report.retired_key_ids = store.write_blocking(move |conn| {
+        let retired: Vec<String> = conn
+            .query(&Sql::with(
+                "SELECT key_id FROM data_keys WHERE retired_ts IS NULL AND key_id <> ?",
+                vec![current.clone().into()],
+            ))?
+            .into_iter()
+            .filter_map(|r| r[0].as_str().map(str::to_string))
+            .collect();
+        conn.execute(&Sql::with(
+            "UPDATE data_keys SET retired_ts = ? WHERE retired_ts IS NULL AND key_id <> ?",
+            vec![now.into(), current.into()],
+        ))?;
+        Ok(retired)
+    })?;
+    Ok(report)
+}
