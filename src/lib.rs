@@ -1,6 +1,7 @@
 //! Ferrogate: a self-hostable payment gateway serving the REST API v2.
 
 pub mod auth;
+pub mod bins;
 pub mod bootstrap;
 pub mod clock;
 pub mod config;
