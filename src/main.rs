@@ -51,6 +51,21 @@ enum Command {
         #[arg(long)]
         name: Option<String>,
     },
+    /// BIN data: issuer ranges for GET /v2/bins/{bin} (brand and PAN
+    /// length need none).
+    Bins {
+        #[command(subcommand)]
+        command: BinsCommand,
+    },
+}
+
+#[derive(Subcommand)]
+enum BinsCommand {
+    /// Load a CSV file of IIN ranges (format: README, "BIN data").
+    /// Idempotent: a second import of the same source replaces the first.
+    /// Bad rows are reported by line and skipped; the command fails, with
+    /// nothing written, only when the file is unusable.
+    Import(ferrogate::bins::import::ImportArgs),
 }
 
 fn main() -> std::process::ExitCode {
@@ -119,5 +134,8 @@ fn run(cli: Cli) -> anyhow::Result<()> {
             out.flush()?;
             Ok(())
         }),
+        Command::Bins {
+            command: BinsCommand::Import(args),
+        } => runtime.block_on(ferrogate::bins::import::run(args)),
     }
 }

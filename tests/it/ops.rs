@@ -18,6 +18,8 @@ fn every_command_has_help() {
         vec!["serve", "--help"],
         vec!["migrate", "--help"],
         vec!["bootstrap", "--help"],
+        vec!["bins", "--help"],
+        vec!["bins", "import", "--help"],
     ] {
         let out = Command::new(BIN).args(&args).output().expect("run ferrogate");
         assert!(out.status.success(), "{args:?}");
