@@ -129,8 +129,10 @@ async fn observe(State(app): State<AppState>, req: Request, next: Next) -> Respo
         .get::<MatchedPath>()
         .map(|p| p.as_str().to_string())
         .unwrap_or_else(|| "unmatched".to_string());
-    // The path is logged without its query string: credentials may be there.
-    let span = tracing::info_span!("request", request_id = %id, method = %method, path = %req.uri().path(), user_id = tracing::field::Empty);
+    // The path is logged without its query string (credentials may be
+    // there) and with any card number in it masked.
+    let path = masked_path(req.uri().path());
+    let span = tracing::info_span!("request", request_id = %id, method = %method, path = %path, user_id = tracing::field::Empty);
     let mut response = REQUEST_ID
         .scope(id.clone(), next.run(req).instrument(span.clone()))
         .await;
@@ -151,11 +153,72 @@ async fn observe(State(app): State<AppState>, req: Request, next: Next) -> Respo
     response
 }
 
+/// The path as logged: a run of 12 to 19 digits that passes the Luhn check
+/// (a card number sent where a BIN or an id belongs) keeps only its first
+/// six and last four digits.
+fn masked_path(path: &str) -> std::borrow::Cow<'_, str> {
+    let bytes = path.as_bytes();
+    let mut out: Option<String> = None;
+    let mut i = 0;
+    let mut copied = 0;
+    while i < bytes.len() {
+        if !bytes[i].is_ascii_digit() {
+            i += 1;
+            continue;
+        }
+        let start = i;
+        while i < bytes.len() && bytes[i].is_ascii_digit() {
+            i += 1;
+        }
+        let run = &path[start..i];
+        if (12..=19).contains(&run.len()) && crate::bins::luhn_ok(run) {
+            let o = out.get_or_insert_with(String::new);
+            o.push_str(&path[copied..start]);
+            o.push_str(&run[..6]);
+            o.push_str(&"*".repeat(run.len() - 10));
+            o.push_str(&run[run.len() - 4..]);
+            copied = i;
+        }
+    }
+    match out {
+        Some(mut o) => {
+            o.push_str(&path[copied..]);
+            std::borrow::Cow::Owned(o)
+        }
+        None => std::borrow::Cow::Borrowed(path),
+    }
+}
+
 /// Turns axum's own rejections of a body (too large, unreadable) into ours.
 pub fn body_rejection(status: StatusCode) -> ApiError {
     if status == StatusCode::PAYLOAD_TOO_LARGE {
         ApiError::PayloadTooLarge
     } else {
         ApiError::BadRequest("The request body could not be read.".into())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn card_numbers_are_masked_in_logged_paths() {
+        let m = |p: &str| super::masked_path(p).into_owned();
+        assert_eq!(m("/v2/bins/4111111111111111"), "/v2/bins/411111******1111");
+        assert_eq!(m("/v2/x/371449635398431/y"), "/v2/x/371449*****8431/y");
+        assert_eq!(m("/v2/bins/411111"), "/v2/bins/411111");
+        assert_eq!(
+            m("/v2/bins/4111111111111112"),
+            "/v2/bins/4111111111111112",
+            "fails Luhn"
+        );
+        assert_eq!(
+            m("/v2/contacts/0190c0ffee4111111111111111ab"),
+            "/v2/contacts/0190c0ffee411111******1111ab"
+        );
+        assert_eq!(
+            m("/v2/contacts/01900000000000000000000000"),
+            "/v2/contacts/01900000000000000000000000"
+        );
+        assert_eq!(m("/"), "/");
     }
 }
