@@ -124,14 +124,17 @@ pub struct Lookup {
 
 /// Looks up a BIN or a card number: its first 8 digits (all of them when
 /// fewer). A 6-digit BIN is answered by ranges that contain all of
-/// `BIN00..=BIN99`. `digits` must be ASCII digits.
+/// `BIN00..=BIN99`. Anything but ASCII digits knows nothing.
 pub fn lookup(conn: &mut dyn Conn, digits: &str) -> Result<Lookup, DbError> {
+    if digits.is_empty() || !digits.bytes().all(|b| b.is_ascii_digit()) {
+        return Ok(Lookup {
+            bin: String::new(),
+            brand: None,
+            range: None,
+        });
+    }
     let key = &digits[..digits.len().min(8)];
-    let range = if key.is_empty() || !key.bytes().all(|b| b.is_ascii_digit()) {
-        None
-    } else {
-        find_range(conn, import::pad(key, b'0'), import::pad(key, b'9'))?
-    };
+    let range = find_range(conn, import::pad(key, b'0'), import::pad(key, b'9'))?;
     Ok(Lookup {
         bin: key.to_string(),
         brand: brand_of(key),
@@ -339,6 +342,10 @@ mod tests {
             // A 6-digit BIN that only 8-digit ranges partly cover.
             assert_eq!(name(c, "457100"), None);
             assert_eq!(name(c, "411112"), None);
+            for odd in ["", "ÜÜÜÜÜÜÜÜÜ", "4111111x", "4111 111"] {
+                let found = lookup(c, odd).unwrap();
+                assert!(!found.is_known(), "{odd:?}");
+            }
             Ok(())
         })
     }

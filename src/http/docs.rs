@@ -297,6 +297,44 @@ pub fn openapi(public_url: &str) -> Json {
             "responses": merge(json!({ "200": reply("the new key", json!({ "type": "object", "properties": {
                 "user": { "type": "object", "properties": { "user_api_key": { "type": "string" } } } } })) }), &read_errors) } }),
     );
+    let s = |description: &str| json!({ "type": "string", "nullable": true, "description": description });
+    let n = |description: &str| json!({ "type": "integer", "nullable": true, "description": description });
+    components.insert(
+        "bin".into(),
+        json!({ "type": "object", "properties": {
+            "bin": { "type": "string", "description": "the BIN as asked" },
+            "card_brand": s("VISA, MASTERCARD, AMERICAN EXPRESS, DISCOVER, JCB, DINERS CLUB, UNIONPAY, MAESTRO (built in), or the imported scheme"),
+            "issuing_organization": s("issuing bank"),
+            "card_type": s("CREDIT, DEBIT or CHARGE"),
+            "card_category": s("product or category as imported; PREPAID for prepaid cards without one"),
+            "issuing_country_name_iso": s("ISO 3166-1 short name"),
+            "issuing_country_code_iso_a2": s("ISO 3166-1 alpha-2"),
+            "issuing_country_code_iso_a3": s("ISO 3166-1 alpha-3"),
+            "issuing_country_iso_number": s("ISO 3166-1 numeric, three digits"),
+            "issuing_organization_website": s("issuer website"),
+            "issuing_organization_phone": s("issuer phone"),
+            "max_pan_length": n("longest card number of the range or brand"),
+            "bin_type": s("digits of the matched range's prefix: 8-digit, 6-digit; null when only the brand is known"),
+            "is_regulated": { "type": "boolean", "nullable": true,
+                "description": "US debit interchange regulation; false for non-US issuers and credit cards; null when unknown" },
+            "fsa_indicator": s("not known from range data: null"),
+            "created": n("when the matched range was imported (epoch seconds)"),
+        } }),
+    );
+    paths.insert(
+        "/v2/bins/{bin}".into(),
+        json!({ "get": { "summary": "Look up a BIN: brand, PAN length and issuer", "tags": ["bins"],
+            "description": "An 8-digit range match first, then 6 digits. Brand and length come from built-in \
+                IIN ranges (no data needed); issuer fields from ranges loaded with `ferrogate bins import`, \
+                null where unknown. Permission bins.read (roles 1, 2 and 132).",
+            "parameters": [{ "name": "bin", "in": "path", "required": true,
+                "schema": { "type": "string", "pattern": "^[0-9]{6,8}$" }, "description": "6 to 8 digits" }],
+            "responses": merge(json!({
+                "200": reply("the BIN record", envelope("bin", json!({ "$ref": "#/components/schemas/bin" }))),
+                "404": reply("no brand or imported range knows the BIN", error.clone()),
+                "422": reply("not 6 to 8 digits (errors.bin), or an unknown parameter", errors.clone()),
+            }), &read_errors) } }),
+    );
     components.insert(
         "Error".into(),
         json!({ "type": "object", "properties": {

@@ -1,6 +1,7 @@
 //! The HTTP layer: routes, the request-id/logging/metrics middleware and
 //! operational endpoints. Handlers never see SQL.
 
+mod bins;
 pub mod crud;
 pub mod docs;
 pub mod extract;
@@ -55,7 +56,7 @@ pub static MOUNTED: &[(&Resource, crud::Verbs)] = &[
 ];
 
 pub fn app(state: AppState) -> Router {
-    let mut api = Router::new().merge(users::routes());
+    let mut api = Router::new().merge(users::routes()).merge(bins::routes());
     for (res, verbs) in MOUNTED {
         if res.name != "user" {
             api = api.merge(crud::routes(res, *verbs));

@@ -208,6 +208,8 @@ enum Expect {
     List { empty: bool },
     /// 200 with the caller's own record.
     Own,
+    /// 200 with reference data every tenant shares (a BIN record).
+    Shared,
 }
 
 struct Case {
@@ -526,6 +528,13 @@ fn matrix(a: &World, b: &World) -> Vec<Case> {
         cases.push(c);
     }
 
+    // BIN lookup: reference data, the same for every tenant.
+    let bin = "/v2/bins/{bin}";
+    cases.push(case("GET", bin, "/v2/bins/411111".into(), Expect::Shared));
+    for method in ["POST", "PUT", "DELETE"] {
+        cases.push(case(method, bin, "/v2/bins/411111".into(), not_served.clone()));
+    }
+
     // The users extras.
     cases.push(case("GET", "/v2/users/me", "/v2/users/me".into(), Expect::Own));
     for method in ["POST", "PUT", "DELETE"] {
@@ -610,6 +619,10 @@ fn run_case(b: &World, a_secrets: &[String], c: &Case) {
                 );
             }
         }
+        Expect::Shared => {
+            assert_eq!(r.status, 200, "{what}: body {}", r.text);
+            assert_eq!(r.body["bin"]["card_brand"], "VISA", "{what}");
+        }
         Expect::Own => {
             assert_eq!(r.status, 200, "{what}: body {}", r.text);
             assert_eq!(r.body["user"]["id"], b.admin, "{what}");
@@ -668,8 +681,8 @@ fn cross_tenant_matrix(app: &TestApp) {
     );
     assert_eq!(
         expected.len(),
-        (7 * 2 + 2) * 4,
-        "7 resources (collection and item) plus users/me and generateuserapikey, 4 verbs each"
+        (7 * 2 + 3) * 4,
+        "7 resources (collection and item) plus users/me, generateuserapikey and bins, 4 verbs each"
     );
     // The verbs the matrix expects to be served agree with the OpenAPI document.
     let doc = b.t.get("/v2/openapi.json").body;

@@ -8,6 +8,7 @@ mod support;
 
 mod auth;
 mod bad_input;
+mod bins;
 mod contacts;
 mod conventions;
 mod integrator;
