@@ -21,6 +21,17 @@ pub struct DbArgs {
     #[arg(long, env = "FERROGATE_DATA_KEY", hide_env_values = true)]
     pub data_key: Option<String>,
 
+    /// Earlier data keys (comma-separated base64), still accepted for
+    /// decryption while `ferrogate keys rotate` re-encrypts under the
+    /// current key. Remove them once the rotation has finished.
+    #[arg(
+        long,
+        env = "FERROGATE_DATA_KEY_PREVIOUS",
+        hide_env_values = true,
+        value_delimiter = ','
+    )]
+    pub data_key_previous: Vec<String>,
+
     /// Database connections per process (SQLite: reader connections).
     #[arg(long, env = "FERROGATE_DB_POOL", default_value_t = 8)]
     pub db_pool: usize,
@@ -41,16 +52,23 @@ impl DbArgs {
     }
 
     pub fn keyring(&self) -> anyhow::Result<Keyring> {
+        let previous = self
+            .data_key_previous
+            .iter()
+            .filter(|k| !k.trim().is_empty())
+            .map(|k| Keyring::parse_key(k))
+            .collect::<Result<Vec<_>, _>>()
+            .context("FERROGATE_DATA_KEY_PREVIOUS")?;
         if let Some(text) = &self.data_key {
             let key = Keyring::parse_key(text).context("FERROGATE_DATA_KEY")?;
-            return Ok(Keyring::new(&key, &[]));
+            return Ok(Keyring::new(&key, &previous));
         }
         let file = self.key_file();
         if file.exists() {
             let text =
                 std::fs::read_to_string(&file).with_context(|| format!("reading {}", file.display()))?;
             let key = Keyring::parse_key(&text).with_context(|| format!("key in {}", file.display()))?;
-            return Ok(Keyring::new(&key, &[]));
+            return Ok(Keyring::new(&key, &previous));
         }
         let text = generate_data_key();
         write_private(&file, &text).with_context(|| format!("writing {}", file.display()))?;

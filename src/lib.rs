@@ -3,6 +3,7 @@
 pub mod auth;
 pub mod bins;
 pub mod bootstrap;
+pub mod cards;
 pub mod clock;
 pub mod config;
 pub mod crypto;

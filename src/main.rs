@@ -57,6 +57,11 @@ enum Command {
         #[command(subcommand)]
         command: BinsCommand,
     },
+    /// Data key management.
+    Keys {
+        #[command(subcommand)]
+        command: KeysCommand,
+    },
 }
 
 #[derive(Subcommand)]
@@ -66,6 +71,19 @@ enum BinsCommand {
     /// Bad rows are reported by line and skipped; the command fails, with
     /// nothing written, only when the file is unusable.
     Import(ferrogate::bins::import::ImportArgs),
+}
+
+#[derive(Subcommand)]
+enum KeysCommand {
+    /// Re-encrypt every sealed value under FERROGATE_DATA_KEY. Earlier keys
+    /// go in FERROGATE_DATA_KEY_PREVIOUS; servers keep running if they are
+    /// configured the same way. Prints a JSON report.
+    Rotate {
+        #[command(flatten)]
+        db: DbArgs,
+    },
+    /// Print a new random data key (base64 of 32 bytes).
+    Generate,
 }
 
 fn main() -> std::process::ExitCode {
@@ -112,6 +130,27 @@ fn run(cli: Cli) -> anyhow::Result<()> {
             let store = ferrogate::server::open_store(&db.database_url, 1).await?;
             tokio::task::spawn_blocking(move || store.shutdown()).await?;
             println!("migrations applied");
+            Ok(())
+        }),
+        Command::Keys {
+            command: KeysCommand::Generate,
+        } => {
+            println!("{}", ferrogate::crypto::generate_data_key());
+            Ok(())
+        }
+        Command::Keys {
+            command: KeysCommand::Rotate { db },
+        } => runtime.block_on(async {
+            let keyring = std::sync::Arc::new(db.keyring()?);
+            let store = ferrogate::server::open_store(&db.database_url, 1).await?;
+            ferrogate::server::check_data_keys(&store, keyring.clone()).await?;
+            let store2 = store.clone();
+            let now = chrono::Utc::now().timestamp();
+            let report = tokio::task::spawn_blocking(move || ferrogate::keys::rotate(&store2, keyring, now))
+                .await?
+                .map_err(|e| anyhow::anyhow!("rotation failed: {e}"))?;
+            tokio::task::spawn_blocking(move || store.shutdown()).await?;
+            println!("{}", serde_json::to_string(&report)?);
             Ok(())
         }),
         Command::Bootstrap { db, json: _, name } => runtime.block_on(async {

@@ -27,7 +27,18 @@ pub const MIGRATIONS: &[Migration] = &[
         include_str!("../../migrations/0003_byte_order_paths.postgres.sql"),
     ),
     (4, "bins", include_str!("../../migrations/0004_bins.sql"), ""),
-    (6, "data_keys", include_str!("../../migrations/0006_data_keys.sql"), ""),
+    (
+        5,
+        "account_vaults",
+        include_str!("../../migrations/0005_account_vaults.sql"),
+        "",
+    ),
+    (
+        6,
+        "data_keys",
+        include_str!("../../migrations/0006_data_keys.sql"),
+        "",
+    ),
 ];
 
 /// Applies every migration not yet recorded. Returns how many ran.

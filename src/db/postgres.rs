@@ -129,7 +129,9 @@ fn map_err(e: postgres::Error) -> DbError {
             _ => DbError::Other(format!("{code}: {}", db.message())),
         };
     }
-    if e.is_closed() {
+    // A closed connection or an I/O failure talking to the server.
+    let io = std::error::Error::source(&e).is_some_and(|s| s.is::<std::io::Error>());
+    if e.is_closed() || io {
         return DbError::Unavailable(e.to_string());
     }
     DbError::Other(e.to_string())

@@ -291,6 +291,12 @@ pub fn render(cx: &Cx, record: &Record) -> Map<String, Json> {
         if field.hidden {
             continue;
         }
+        if field.masked {
+            // Decrypted only to build the mask; the clear value never
+            // leaves `mask_json`.
+            out.insert(field.name.to_string(), mask_json(cx, field, value));
+            continue;
+        }
         let value = clear_value(cx, field, value);
         out.insert(field.name.to_string(), to_json(field, &value));
     }
@@ -300,6 +306,20 @@ pub fn render(cx: &Cx, record: &Record) -> Map<String, Json> {
     );
     record.res.rules.render(cx, record, &mut out);
     out
+}
+
+/// `XXXXXXXXXXXX1111` for a sealed number; null when absent. Values of
+/// four characters or fewer are masked whole.
+fn mask_json(cx: &Cx, field: &Field, value: &Value) -> Json {
+    match clear_value(cx, field, value) {
+        Value::Text(plain) => {
+            let n = plain.chars().count();
+            let keep = if n > 4 { 4 } else { 0 };
+            let tail: String = plain.chars().skip(n - keep).collect();
+            Json::String("X".repeat(n - keep) + &tail)
+        }
+        _ => Json::Null,
+    }
 }
 
 pub fn to_json(field: &Field, value: &Value) -> Json {

@@ -60,6 +60,9 @@ pub struct Field {
     pub hidden: bool,
     /// Stored sealed with the data key, rendered in clear.
     pub encrypted: bool,
+    /// Rendered masked (all but the last four characters as `X`), never in
+    /// clear: card and bank numbers, SSN digits, licence numbers.
+    pub masked: bool,
     pub pattern: Pattern,
     /// For ids: the resource the id must name, inside the caller's scope.
     pub refers: Option<&'static Resource>,
@@ -82,6 +85,7 @@ impl Field {
             stored: true,
             hidden: false,
             encrypted: false,
+            masked: false,
             pattern: Pattern::None,
             refers: None,
             doc: "",
@@ -150,6 +154,12 @@ impl Field {
     }
     pub const fn encrypted(mut self) -> Field {
         self.encrypted = true;
+        self
+    }
+    /// Sealed at rest and masked in every response.
+    pub const fn secret(mut self) -> Field {
+        self.encrypted = true;
+        self.masked = true;
         self
     }
     pub const fn pattern(mut self, p: Pattern) -> Field {

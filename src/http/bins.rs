@@ -6,8 +6,10 @@ use super::extract::{query_pairs, IdPath};
 use super::AppState;
 use crate::auth::Caller;
 use crate::bins;
+use crate::engine::query;
 use crate::engine::validate;
 use crate::error::{ApiError, ApiResult, FieldErrors};
+use crate::resources::ACCOUNT_VAULT;
 use axum::extract::{RawQuery, State};
 use axum::response::{IntoResponse, Response};
 use axum::routing::get;
@@ -17,7 +19,39 @@ use serde_json::json;
 pub const PERMISSION: &str = "bins.read";
 
 pub fn routes() -> Router<AppState> {
-    Router::new().route("/v2/bins/{bin}", get(read))
+    Router::new()
+        .route("/v2/bins/{bin}", get(read))
+        .route("/v2/accountvaults/{id}/bininfo", get(vault_bininfo))
+}
+
+/// `GET /v2/accountvaults/{id}/bininfo`: the issuer facts of a card vault,
+/// looked up by its first eight digits (opened in memory, never returned).
+async fn vault_bininfo(
+    State(app): State<AppState>,
+    caller: Caller,
+    IdPath(id): IdPath,
+) -> ApiResult<Response> {
+    caller.perms.require(&ACCOUNT_VAULT.permission("read"))?;
+    let cx = app.cx(&caller);
+    let info = app
+        .store
+        .read(move |conn| {
+            let vault = query::find(conn, &ACCOUNT_VAULT, &cx.scope, &id)?
+                .ok_or_else(|| ApiError::not_found("accountvault"))?;
+            if vault.text("payment_method") != Some("cc") {
+                return Err(ApiError::field(
+                    "payment_method",
+                    "BIN information exists for cc vaults only.",
+                ));
+            }
+            let bin = match vault.text("account_number").map(|s| cx.keyring.decrypt(s)) {
+                Some(Ok(pan)) => pan.chars().take(8).collect::<String>(),
+                _ => vault.text("first_six").unwrap_or_default().to_string(),
+            };
+            bins::bininfo(conn, &bin)
+        })
+        .await?;
+    Ok(Json(json!({ "bininfo": info })).into_response())
 }
 
 async fn read(

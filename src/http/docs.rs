@@ -335,6 +335,25 @@ pub fn openapi(public_url: &str) -> Json {
                 "422": reply("not 6 to 8 digits (errors.bin), or an unknown parameter", errors.clone()),
             }), &read_errors) } }),
     );
+    paths.insert(
+        "/v2/accountvaults/{id}/bininfo".into(),
+        json!({ "get": { "summary": "BIN information of a card vault", "tags": ["accountvaults"],
+            "parameters": [{ "name": "id", "in": "path", "required": true, "schema": { "type": "string" } }],
+            "responses": merge(json!({ "200": reply("the bininfo record", json!({ "type": "object" })) }), &read_errors) } }),
+    );
+    paths.insert(
+        "/v2/accountvaultupdates".into(),
+        json!({ "post": { "summary": "Subscribe card vaults to the card account updater, or unsubscribe them",
+            "tags": ["accountvaults"],
+            "description": "action: subscribe_all (default), subscribe_recurring_only, unsubscribe_all, \
+                unsubscribe_non_recurring; account_vault_id and/or product_transaction_id (arrays of ids). \
+                Only cc vaults are affected. One transaction; the answer lists what changed.",
+            "requestBody": body(envelope("accountvaultupdate", json!({ "type": "object", "properties": {
+                "action": { "type": "string" },
+                "account_vault_id": { "type": "array", "items": { "type": "string" } },
+                "product_transaction_id": { "type": "array", "items": { "type": "string" } } } }))),
+            "responses": merge(json!({ "200": reply("what changed", json!({ "type": "object" })) }), &write_errors) } }),
+    );
     components.insert(
         "Error".into(),
         json!({ "type": "object", "properties": {

@@ -44,6 +44,7 @@ pub static MOUNTED: &[(&Resource, crud::Verbs)] = &[
     (&resources::LOCATION_INFO, crud::READ_ONLY),
     (&resources::PRODUCT_TRANSACTION, crud::READ_ONLY),
     (&resources::NOTE, crud::ALL),
+    (&resources::ACCOUNT_VAULT, crud::ALL),
     (&resources::USER, crud::ALL),
     (
         &resources::AUTH_ROLE_USER,
@@ -56,7 +57,10 @@ pub static MOUNTED: &[(&Resource, crud::Verbs)] = &[
 ];
 
 pub fn app(state: AppState) -> Router {
-    let mut api = Router::new().merge(users::routes()).merge(bins::routes());
+    let mut api = Router::new().merge(users::routes()).merge(bins::routes()).route(
+        "/v2/accountvaultupdates",
+        axum::routing::post(account_vault_updates),
+    );
     for (res, verbs) in MOUNTED {
         if res.name != "user" {
             api = api.merge(crud::routes(res, *verbs));
@@ -76,6 +80,23 @@ pub fn app(state: AppState) -> Router {
         .layer(middleware::from_fn_with_state(state.clone(), observe))
         .layer(DefaultBodyLimit::max(MAX_BODY))
         .with_state(state)
+}
+
+/// `POST /v2/accountvaultupdates`: one transaction, a report of changes.
+async fn account_vault_updates(
+    State(app): State<AppState>,
+    caller: crate::auth::Caller,
+    extract::RawBody(body): extract::RawBody,
+) -> Result<Response, ApiError> {
+    caller.perms.require("accountvaultupdates.create")?;
+    let input = extract::envelope(&body, "accountvaultupdate")?;
+    let request = resources::accountvaultupdates::parse(&input)?;
+    let cx = app.cx(&caller);
+    let report = app
+        .store
+        .write(move |conn| resources::accountvaultupdates::apply(&cx, conn, &request))
+        .await?;
+    Ok(axum::Json(serde_json::json!({ "accountvaultupdate": report })).into_response())
 }
 
 async fn readyz(State(app): State<AppState>) -> Response {

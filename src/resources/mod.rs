@@ -1,6 +1,8 @@
 //! The declared resources. Each module holds one resource's declaration
 //! and its business rules; the engine does everything they share.
 
+pub mod accountvaults;
+pub mod accountvaultupdates;
 pub mod authroleusers;
 pub mod contacts;
 pub mod locationinfos;
@@ -9,6 +11,7 @@ pub mod notes;
 pub mod product_transactions;
 pub mod users;
 
+pub use accountvaults::ACCOUNT_VAULT;
 pub use authroleusers::AUTH_ROLE_USER;
 pub use contacts::CONTACT;
 pub use locationinfos::LOCATION_INFO;
@@ -28,6 +31,7 @@ pub static ALL: &[&Resource] = &[
     &NOTE,
     &USER,
     &AUTH_ROLE_USER,
+    &ACCOUNT_VAULT,
 ];
 
 #[cfg(test)]

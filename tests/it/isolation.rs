@@ -33,6 +33,8 @@ struct World {
     admin_aru: String,
     cc: String,
     ach: String,
+    vault: String,
+    vault_api_id: String,
 }
 
 fn id_of(resp: &Resp, key: &str) -> String {
@@ -76,7 +78,19 @@ fn world(app: &TestApp, tag: &str) -> World {
         .as_str()
         .expect("bootstrap gives the admin a role")
         .to_string();
+    let vault_api_id = format!("{tag}tok1");
+    let vault = id_of(
+        &t.post(
+            "/v2/accountvaults",
+            json!({ "accountvault": { "location_id": loc, "payment_method": "cc", "contact_id": contact,
+                "account_number": "4111111111111111", "exp_date": "1240", "account_vault_api_id": vault_api_id } }),
+        )
+        .expect(201),
+        "accountvault",
+    );
     World {
+        vault,
+        vault_api_id,
         cc: t.cred("cc_product_transaction_id"),
         ach: t.cred("ach_product_transaction_id"),
         t,
@@ -110,6 +124,8 @@ impl World {
             self.admin_aru.clone(),
             self.cc.clone(),
             self.ach.clone(),
+            self.vault.clone(),
+            self.vault_api_id.clone(),
             self.t.cred("developer_id"),
             self.t.cred("user_api_key"),
             self.t.cred("user_hash_key"),
@@ -131,6 +147,7 @@ impl World {
             ("/v2/users/{id}", self.extra_user.clone()),
             ("/v2/authroleusers/{id}", self.aru.clone()),
             ("/v2/authroleusers/{id}", self.admin_aru.clone()),
+            ("/v2/accountvaults/{id}", self.vault.clone()),
         ]
     }
 
@@ -140,9 +157,15 @@ impl World {
         let mut out = BTreeMap::new();
         for (template, id) in self.items() {
             let mut path = template.replace("{id}", &id);
-            if ["/v2/contacts/", "/v2/locations/", "/v2/notes/", "/v2/users/"]
-                .iter()
-                .any(|p| path.starts_with(p))
+            if [
+                "/v2/contacts/",
+                "/v2/locations/",
+                "/v2/notes/",
+                "/v2/users/",
+                "/v2/accountvaults/",
+            ]
+            .iter()
+            .any(|p| path.starts_with(p))
             {
                 path.push_str("?expand=changelogs");
             }
@@ -156,6 +179,7 @@ impl World {
             "/v2/notes",
             "/v2/users",
             "/v2/authroleusers",
+            "/v2/accountvaults",
         ] {
             let path = format!(
                 "{list}{}page_size=100",
@@ -250,16 +274,19 @@ fn matrix(a: &World, b: &World) -> Vec<Case> {
             "/v2/locationinfos/{id}" => json!({ "locationinfo": { "name": "Mallory" } }),
             "/v2/producttransactions/{id}" => json!({ "producttransaction": { "title": "Mallory" } }),
             "/v2/authroleusers/{id}" => json!({ "authroleuser": { "auth_role_id": "1" } }),
+            "/v2/accountvaults/{id}" => json!({ "accountvault": { "title": "Mallory" } }),
             other => panic!("no PUT body for {other}"),
         }
     };
     let served_put = [
+        "/v2/accountvaults/{id}",
         "/v2/contacts/{id}",
         "/v2/locations/{id}",
         "/v2/notes/{id}",
         "/v2/users/{id}",
     ];
     let served_delete = [
+        "/v2/accountvaults/{id}",
         "/v2/contacts/{id}",
         "/v2/locations/{id}",
         "/v2/notes/{id}",
@@ -352,6 +379,13 @@ fn matrix(a: &World, b: &World) -> Vec<Case> {
         "resource_id",
     ));
     cases.push(own(
+        "/v2/accountvaults/{id}",
+        &b.vault,
+        json!({ "accountvault": { "contact_id": a.contact } }),
+        json!({ "accountvault": { "contact_id": g } }),
+        "contact_id",
+    ));
+    cases.push(own(
         "/v2/users/{id}",
         &b.extra_user,
         json!({ "user": { "primary_location_id": a.loc } }),
@@ -396,6 +430,15 @@ fn matrix(a: &World, b: &World) -> Vec<Case> {
             ],
         ),
         (
+            "/v2/accountvaults",
+            &[
+                ("id", &a.vault),
+                ("location_id", &a.loc),
+                ("contact_id", &a.contact),
+                ("account_vault_api_id", &a.vault_api_id),
+            ],
+        ),
+        (
             "/v2/authroleusers",
             &[
                 ("id", &a.aru),
@@ -420,6 +463,10 @@ fn matrix(a: &World, b: &World) -> Vec<Case> {
         ("/v2/notes", "?expand=created_user&page_size=100"),
         ("/v2/users", "?expand=primary_location&page_size=100"),
         ("/v2/authroleusers", "?expand=user,created_user&page_size=100"),
+        (
+            "/v2/accountvaults",
+            "?expand=contact,location,created_user,product_transaction&page_size=100",
+        ),
     ];
     for (template, query) in plain {
         cases.push(case(
@@ -505,6 +552,56 @@ fn matrix(a: &World, b: &World) -> Vec<Case> {
             json!({ "note": { "resource": resource, "resource_id": id, "note": "Mallory" } }),
             json!({ "note": { "resource": resource, "resource_id": g, "note": "Mallory" } }),
             Expect::Invalid("resource_id"),
+        ));
+    }
+    let card = |location: &str, contact: &str| {
+        json!({ "accountvault": { "location_id": location, "payment_method": "cc", "contact_id": contact,
+            "account_number": "5454545454545454", "exp_date": "1240" } })
+    };
+    cases.push(create(
+        "/v2/accountvaults",
+        card(&a.loc, &b.contact),
+        card(&g, &b.contact),
+        Expect::Invalid("location_id"),
+    ));
+    cases.push(create(
+        "/v2/accountvaults",
+        card(&b.loc, &a.contact),
+        card(&b.loc, &g),
+        Expect::Invalid("contact_id"),
+    ));
+    // Card-updater subscriptions of A's vaults or product transactions.
+    let updates = "/v2/accountvaultupdates";
+    cases.push(create(
+        updates,
+        json!({ "accountvaultupdate": { "account_vault_id": [a.vault] } }),
+        json!({ "accountvaultupdate": { "account_vault_id": [g] } }),
+        Expect::Invalid("account_vault_id"),
+    ));
+    cases.push(create(
+        updates,
+        json!({ "accountvaultupdate": { "product_transaction_id": [a.cc] } }),
+        json!({ "accountvaultupdate": { "product_transaction_id": [g] } }),
+        Expect::Invalid("product_transaction_id"),
+    ));
+    for method in ["GET", "PUT", "DELETE"] {
+        cases.push(case(method, updates, updates.to_string(), not_served.clone()));
+    }
+    let bininfo = "/v2/accountvaults/{id}/bininfo";
+    let mut c = case(
+        "GET",
+        bininfo,
+        bininfo.replace("{id}", &a.vault),
+        not_found.clone(),
+    );
+    c.ghost_path = Some(bininfo.replace("{id}", &ghost()));
+    cases.push(c);
+    for method in ["POST", "PUT", "DELETE"] {
+        cases.push(case(
+            method,
+            bininfo,
+            bininfo.replace("{id}", &a.vault),
+            not_served.clone(),
         ));
     }
     // "1" is a role A's admin already holds: the answer must not say so.
@@ -681,8 +778,9 @@ fn cross_tenant_matrix(app: &TestApp) {
     );
     assert_eq!(
         expected.len(),
-        (7 * 2 + 3) * 4,
-        "7 resources (collection and item) plus users/me, generateuserapikey and bins, 4 verbs each"
+        (8 * 2 + 5) * 4,
+        "8 resources (collection and item) plus users/me, generateuserapikey, bins, \
+         accountvaultupdates and a vault's bininfo, 4 verbs each"
     );
     // The verbs the matrix expects to be served agree with the OpenAPI document.
     let doc = b.t.get("/v2/openapi.json").body;

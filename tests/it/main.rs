@@ -6,6 +6,7 @@
 #[allow(dead_code)]
 mod support;
 
+mod accountvaults;
 mod auth;
 mod bad_input;
 mod bins;

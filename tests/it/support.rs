@@ -50,6 +50,8 @@ pub struct TestApp {
     pub database_url: String,
     pub dir: PathBuf,
     pub data_key: String,
+    /// More environment for the server process.
+    pub extra_env: Vec<(String, String)>,
     child: Option<Child>,
     pg_admin: Option<(String, String)>,
 }
@@ -89,6 +91,7 @@ impl TestApp {
             database_url,
             dir,
             data_key: data_key(),
+            extra_env: Vec::new(),
             child: None,
             pg_admin,
         };
@@ -107,6 +110,7 @@ impl TestApp {
             .env("FERROGATE_DB_POOL", "4")
             .env("RUST_LOG", "info")
             .env_remove("FERROGATE_PUBLIC_URL")
+            .envs(self.extra_env.iter().map(|(k, v)| (k.as_str(), v.as_str())))
             .stdout(Stdio::piped())
             .stderr(Stdio::from(log))
             .spawn()

@@ -1,0 +1,63 @@
+//! Checks on payment account data: card expiry dates and US routing
+//! numbers. (Card number brands and the Luhn check live in `bins`.)
+
+use chrono::{Datelike, TimeZone, Utc};
+
+/// `MMYY` -> (year, month), if well formed.
+pub fn parse_exp_date(exp: &str) -> Option<(i32, u32)> {
+    if exp.len() != 4 || !exp.bytes().all(|b| b.is_ascii_digit()) {
+        return None;
+    }
+    let month: u32 = exp[..2].parse().ok()?;
+    let year: i32 = 2000 + exp[2..].parse::<i32>().ok()?;
+    (1..=12).contains(&month).then_some((year, month))
+}
+
+/// Months from the month of `now` to the expiry month: 0 = expires this
+/// month, negative = expired.
+pub fn months_until(exp: &str, now: i64) -> Option<i64> {
+    let (year, month) = parse_exp_date(exp)?;
+    let today = Utc.timestamp_opt(now, 0).single()?;
+    Some((year as i64 * 12 + month as i64) - (today.year() as i64 * 12 + today.month() as i64))
+}
+
+/// ABA routing number checksum: 3·(d1+d4+d7) + 7·(d2+d5+d8) + (d3+d6+d9) ≡ 0 (mod 10).
+pub fn aba_ok(routing: &str) -> bool {
+    let digits: Vec<u32> = routing.chars().filter_map(|c| c.to_digit(10)).collect();
+    if digits.len() != 9 || routing.len() != 9 {
+        return false;
+    }
+    let sum = 3 * (digits[0] + digits[3] + digits[6])
+        + 7 * (digits[1] + digits[4] + digits[7])
+        + (digits[2] + digits[5] + digits[8]);
+    sum % 10 == 0 && digits.iter().any(|d| *d != 0)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn routing_numbers() {
+        for good in ["072000326", "021000021", "011000015", "122105155"] {
+            assert!(aba_ok(good), "{good}");
+        }
+        for bad in ["072000327", "12345678", "0720003261", "07200032a", "000000000"] {
+            assert!(!aba_ok(bad), "{bad}");
+        }
+    }
+
+    #[test]
+    fn expiry_dates() {
+        assert_eq!(parse_exp_date("1225"), Some((2025, 12)));
+        assert_eq!(parse_exp_date("1325"), None);
+        assert_eq!(parse_exp_date("0025"), None);
+        assert_eq!(parse_exp_date("12/25"), None);
+        // 2026-11-21
+        let now = 1_795_263_204;
+        assert_eq!(months_until("1126", now), Some(0));
+        assert_eq!(months_until("1226", now), Some(1));
+        assert_eq!(months_until("1026", now), Some(-1));
+        assert_eq!(months_until("0128", now), Some(14));
+    }
+}

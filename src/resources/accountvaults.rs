@@ -1,0 +1,452 @@
+//! Account vaults: tokens standing for a card (`cc`) or bank account
+//! (`ach`). The full number, SSN digits and licence number are sealed at
+//! rest and masked in every response; CVV is never accepted.
+
+use crate::bins;
+use crate::cards::{aba_ok, months_until, parse_exp_date};
+use crate::db::{Conn, Sql};
+use crate::engine::record::Record;
+use crate::engine::resource::{Expand, Field, Pattern, Resource, Scope};
+use crate::engine::rules::Rules;
+use crate::engine::validate::{blank, CreateInput};
+use crate::engine::{query, render, Cx};
+use crate::error::{ApiError, ApiResult, FieldErrors};
+use serde_json::{json, Map, Value as Json};
+
+use super::{CONTACT, LOCATION, PRODUCT_TRANSACTION, USER};
+
+pub static ACCOUNT_VAULT: Resource = Resource {
+    name: "accountvault",
+    plural: "accountvaults",
+    table: "account_vaults",
+    model: "AccountVault",
+    fields: &[
+        Field::id("id").filter().sort(),
+        Field::text("title", 0, 64).pu().filter().sort(),
+        Field::text("payment_method", 2, 3)
+            .post()
+            .required()
+            .exact()
+            .doc("cc or ach"),
+        Field::text("account_holder_name", 1, 32)
+            .pu()
+            .filter()
+            .sort()
+            .doc("required for ach"),
+        Field::text("account_number", 4, 19)
+            .post()
+            .secret()
+            .pattern(Pattern::Digits)
+            .doc("cc 13-19 digits (Luhn), ach 4-19; returned masked"),
+        Field::text("exp_date", 4, 4)
+            .pu()
+            .filter()
+            .pattern(Pattern::Digits)
+            .doc("MMYY, cc only"),
+        Field::text("account_type", 1, 32)
+            .post()
+            .exact()
+            .doc("ach: checking or savings; cc: derived brand"),
+        Field::flag("is_company").post().filter().doc("required for ach"),
+        Field::text("routing", 9, 9)
+            .post()
+            .exact()
+            .pattern(Pattern::Digits)
+            .doc("ach: ABA routing number"),
+        Field::text("account_vault_api_id", 1, 36)
+            .pu()
+            .exact()
+            .pattern(Pattern::Alnum)
+            .doc("unique per location"),
+        Field::text("accountvault_c1", 0, 128).pu().filter(),
+        Field::text("accountvault_c2", 0, 128).pu().filter(),
+        Field::text("accountvault_c3", 0, 128).pu().filter(),
+        Field::text("ach_sec_code", 0, 3)
+            .pu()
+            .exact()
+            .doc("ach; WEB when not given"),
+        Field::text("billing_address", 1, 32).pu().filter(),
+        Field::text("billing_city", 1, 36).pu().filter(),
+        Field::text("billing_state", 2, 2)
+            .pu()
+            .filter()
+            .pattern(Pattern::State),
+        Field::text("billing_zip", 4, 12)
+            .pu()
+            .filter()
+            .pattern(Pattern::Zip),
+        Field::text("billing_phone", 1, 10)
+            .pu()
+            .filter()
+            .pattern(Pattern::Digits),
+        Field::id("contact_id").pu().filter().refers(&CONTACT),
+        Field::text("customer_id", 1, 50).pu().exact(),
+        Field::text("dl_number", 1, 50)
+            .pu()
+            .secret()
+            .doc("with dl_state; returned masked"),
+        Field::text("dl_state", 2, 2)
+            .pu()
+            .pattern(Pattern::State)
+            .doc("with dl_number"),
+        Field::text("dob_year", 4, 4).post().pattern(Pattern::Digits),
+        Field::text("ssn4", 4, 4)
+            .post()
+            .secret()
+            .pattern(Pattern::Digits)
+            .doc("returned masked"),
+        Field::text("ticket", 1, 36)
+            .post()
+            .transient()
+            .doc("create from a hosted-form ticket"),
+        Field::id("previous_transaction_id")
+            .post()
+            .transient()
+            .doc("create from a transaction"),
+        Field::id("location_id")
+            .post()
+            .required()
+            .filter()
+            .refers(&LOCATION),
+        Field::text("first_six", 0, 6).filter(),
+        Field::text("last_four", 0, 4).filter(),
+        Field::flag("has_recurring").filter(),
+        Field::int("active", 0, 1).filter(),
+        Field::flag("cau_subscribed")
+            .filter()
+            .doc("subscribed to the card account updater"),
+        Field::ts("cau_subscribed_ts"),
+        Field::id("created_user_id").hidden(),
+        Field::id("modified_user_id").hidden(),
+        Field::ts("created_ts"),
+        Field::ts("modified_ts"),
+    ],
+    default_sort: ("id", true),
+    scope: Scope::Column("location_id"),
+    api_id: Some("account_vault_api_id"),
+    unique: Some("account_vault_api_id"),
+    expands: &[
+        Expand::BelongsTo {
+            name: "contact",
+            target: &CONTACT,
+            column: "contact_id",
+        },
+        Expand::BelongsTo {
+            name: "created_user",
+            target: &USER,
+            column: "created_user_id",
+        },
+        Expand::BelongsTo {
+            name: "location",
+            target: &LOCATION,
+            column: "location_id",
+        },
+        Expand::Custom("product_transaction"),
+        Expand::Custom("signature"),
+        Expand::Custom("account_vault_cau_product_transaction"),
+        Expand::Custom("account_vault_cau_logs"),
+        Expand::Changelogs,
+    ],
+    list_params: &[],
+    rules: &AccountVaultRules,
+    doc: "A token standing for a card or bank account: use account_vault_id instead of card data.",
+};
+
+struct AccountVaultRules;
+
+/// Where the payment data of a new vault comes from.
+enum Source {
+    /// Card or bank numbers in the request.
+    Direct,
+    /// A single-use ticket from a hosted form (hosted forms issue them).
+    Ticket,
+    /// The account of an earlier transaction (the transactions feature).
+    PreviousTransaction,
+}
+
+fn source(input: &CreateInput) -> Source {
+    let text = |k: &str| input.transient.get(k).and_then(Json::as_str).map(str::to_string);
+    match (text("ticket"), text("previous_transaction_id")) {
+        (Some(t), _) if !t.trim().is_empty() => Source::Ticket,
+        (_, Some(p)) if !p.trim().is_empty() => Source::PreviousTransaction,
+        _ => Source::Direct,
+    }
+}
+
+/// The location's default product transaction for a payment method.
+fn product_transaction(
+    conn: &mut dyn Conn,
+    cx: &Cx,
+    location_id: &str,
+    method: &str,
+) -> ApiResult<Option<Record>> {
+    let column = if method == "ach" {
+        "default_ach"
+    } else {
+        "default_cc"
+    };
+    let mut sql = Sql::new("SELECT ");
+    sql.push(column)
+        .push(" FROM locations WHERE id = ")
+        .bind(location_id.to_string());
+    let id = conn
+        .query_one(&sql)?
+        .and_then(|r| r[0].as_str().map(str::to_string));
+    match id {
+        Some(id) => Ok(query::find(conn, &PRODUCT_TRANSACTION, &cx.scope, &id)?),
+        None => Ok(None),
+    }
+}
+
+/// The `required[]` list of an ACH product transaction's terminal.
+fn ach_requirements(pt: &Record) -> Vec<String> {
+    pt.text("settings")
+        .and_then(|s| serde_json::from_str::<Json>(s).ok())
+        .and_then(|s| {
+            s["processor_data"]["terminals"][0]["required"]
+                .as_array()
+                .cloned()
+        })
+        .unwrap_or_default()
+        .into_iter()
+        .filter_map(|v| v.as_str().map(str::to_string))
+        .collect()
+}
+
+fn present(record: &Record, field: &str) -> bool {
+    !record.get(field).is_null()
+}
+
+fn check_card(cx: &Cx, record: &mut Record, errors: &mut FieldErrors, creating: bool) {
+    if creating {
+        match record.text("account_number").map(str::to_string) {
+            None => errors.add("account_number", blank("account_number")),
+            Some(pan) => {
+                if !(13..=19).contains(&pan.len()) {
+                    errors.add("account_number", "Account Number must be 13 to 19 digits for cc.");
+                } else if !bins::luhn_ok(&pan) {
+                    errors.add(
+                        "account_number",
+                        "Account Number is not a valid card number (check digit).",
+                    );
+                } else {
+                    match bins::brand_of(&pan) {
+                        Some(brand) if !brand.accepts_length(pan.len()) => errors.add(
+                            "account_number",
+                            format!("Account Number has the wrong length for a {} card.", brand.name()),
+                        ),
+                        Some(brand) => record.set("account_type", brand.account_type()),
+                        None => errors.add(
+                            "account_number",
+                            "Account Number is not of a supported card brand (visa, mc, disc, amex, jcb, diners).",
+                        ),
+                    }
+                    record.set("first_six", pan[..6].to_string());
+                    record.set("last_four", pan[pan.len() - 4..].to_string());
+                }
+            }
+        }
+        for ach_only in ["routing", "is_company", "dob_year", "ssn4"] {
+            if present(record, ach_only) {
+                errors.add(ach_only, format!("{ach_only} applies to ach accounts only."));
+            }
+        }
+    }
+    match record.text("exp_date") {
+        None => errors.add("exp_date", blank("exp_date")),
+        Some(exp) => match (parse_exp_date(exp), months_until(exp, cx.now)) {
+            (None, _) => errors.add("exp_date", "Exp Date must be MMYY."),
+            (Some(_), Some(m)) if m < 0 => errors.add("exp_date", "Exp Date is in the past."),
+            _ => {}
+        },
+    }
+}
+
+fn check_bank(conn: &mut dyn Conn, cx: &Cx, record: &mut Record, errors: &mut FieldErrors) -> ApiResult<()> {
+    match record.text("account_number") {
+        None => errors.add("account_number", blank("account_number")),
+        Some(n) => {
+            if !(4..=19).contains(&n.len()) {
+                errors.add("account_number", "Account Number must be 4 to 19 digits for ach.");
+            } else {
+                let n = n.to_string();
+                record.set("first_six", n.chars().take(6).collect::<String>());
+                record.set("last_four", n[n.len() - 4..].to_string());
+            }
+        }
+    }
+    match record.text("routing") {
+        None => errors.add("routing", blank("routing")),
+        Some(r) if !aba_ok(r) => errors.add("routing", "Routing is not a valid ABA routing number."),
+        _ => {}
+    }
+    match record.text("account_type") {
+        None => errors.add("account_type", blank("account_type")),
+        Some("checking" | "savings") => {}
+        Some(_) => errors.add("account_type", "Account Type must be checking or savings."),
+    }
+    for field in ["is_company", "account_holder_name"] {
+        if !present(record, field) {
+            errors.add(field, blank(field));
+        }
+    }
+    if present(record, "exp_date") {
+        errors.add("exp_date", "exp_date applies to cc accounts only.");
+    }
+    if !present(record, "ach_sec_code") {
+        record.set("ach_sec_code", "WEB");
+    }
+    // What the location's ACH processor profile requires.
+    let location_id = record.text("location_id").unwrap_or_default().to_string();
+    if let Some(pt) = product_transaction(conn, cx, &location_id, "ach")? {
+        for need in ach_requirements(&pt) {
+            match need.as_str() {
+                "driver_license" => {
+                    for f in ["dl_number", "dl_state"] {
+                        if !present(record, f) {
+                            errors.add(f, format!("{} (driver's licence is required here).", blank(f)));
+                        }
+                    }
+                }
+                "identity_verification" => match (present(record, "ssn4"), present(record, "dob_year")) {
+                    (false, false) => errors.add(
+                        "ssn4",
+                        "Ssn4 or dob_year is required here (identity verification).",
+                    ),
+                    (true, true) => errors.add("dob_year", "Send ssn4 or dob_year, not both."),
+                    _ => {}
+                },
+                field if ACCOUNT_VAULT.field(field).is_some() && !present(record, field) => {
+                    errors.add(field, blank(field))
+                }
+                _ => {}
+            }
+        }
+    }
+    Ok(())
+}
+
+/// dl_number and dl_state go together.
+fn check_licence(record: &Record, errors: &mut FieldErrors) {
+    match (present(record, "dl_number"), present(record, "dl_state")) {
+        (true, false) => errors.add("dl_state", "Dl State must be sent together with dl_number."),
+        (false, true) => errors.add("dl_number", "Dl Number must be sent together with dl_state."),
+        _ => {}
+    }
+}
+
+fn api_id_taken(conn: &mut dyn Conn, cx: &Cx, record: &Record) -> ApiResult<bool> {
+    match (record.text("location_id"), record.text("account_vault_api_id")) {
+        (Some(loc), Some(api_id)) => Ok(
+            query::find_by_api_id(conn, &ACCOUNT_VAULT, &cx.scope, loc, api_id)?
+                .is_some_and(|other| other.id() != record.id()),
+        ),
+        _ => Ok(false),
+    }
+}
+
+impl Rules for AccountVaultRules {
+    fn before_create(
+        &self,
+        cx: &Cx,
+        conn: &mut dyn Conn,
+        input: &mut CreateInput,
+    ) -> ApiResult<Option<Record>> {
+        match source(input) {
+            Source::Direct => {}
+            // No ticket or transaction exists yet for these to name; the
+            // hosted-form and transaction features resolve them here.
+            Source::Ticket => return Err(ApiError::field("ticket", "ticket provided is not valid")),
+            Source::PreviousTransaction => {
+                return Err(ApiError::field(
+                    "previous_transaction_id",
+                    "previous_transaction_id provided is not valid",
+                ))
+            }
+        }
+        let record = &mut input.record;
+        let mut errors = FieldErrors::new();
+        match record.text("payment_method") {
+            Some("cc") => {
+                if present(record, "account_type") {
+                    errors.add(
+                        "account_type",
+                        "account_type is derived from the card number for cc.",
+                    );
+                }
+                check_card(cx, record, &mut errors, true);
+            }
+            Some("ach") => check_bank(conn, cx, record, &mut errors)?,
+            _ => errors.add("payment_method", "Payment Method must be cc or ach."),
+        }
+        check_licence(record, &mut errors);
+        if api_id_taken(conn, cx, record)? {
+            errors.add(
+                "account_vault_api_id",
+                "Account Vault Api Id has already been taken at this location.",
+            );
+        }
+        errors.into_result()?;
+        record.set("has_recurring", 0);
+        record.set("active", 1);
+        record.set("cau_subscribed", 0);
+        Ok(None)
+    }
+
+    fn before_update(&self, cx: &Cx, conn: &mut dyn Conn, old: &Record, new: &mut Record) -> ApiResult<()> {
+        let mut errors = FieldErrors::new();
+        if new.get("exp_date") != old.get("exp_date") {
+            if old.text("payment_method") == Some("cc") {
+                check_card(cx, new, &mut errors, false);
+            } else {
+                errors.add("exp_date", "exp_date applies to cc accounts only.");
+            }
+        }
+        check_licence(new, &mut errors);
+        if new.get("account_vault_api_id") != old.get("account_vault_api_id") && api_id_taken(conn, cx, new)?
+        {
+            errors.add(
+                "account_vault_api_id",
+                "Account Vault Api Id has already been taken at this location.",
+            );
+        }
+        errors.into_result()
+    }
+
+    fn before_delete(&self, _cx: &Cx, _conn: &mut dyn Conn, record: &Record) -> ApiResult<()> {
+        // A vault that an active recurring charges cannot go (recurrings set
+        // has_recurring while they run).
+        if record.int("has_recurring") == Some(1) {
+            return Err(ApiError::field(
+                "id",
+                "The account vault is used by an active recurring payment; delete or end the recurring first.",
+            ));
+        }
+        Ok(())
+    }
+
+    fn render(&self, cx: &Cx, record: &Record, out: &mut Map<String, Json>) {
+        let months = match (record.text("payment_method"), record.text("exp_date")) {
+            (Some("cc"), Some(exp)) => months_until(exp, cx.now).map(Json::from).unwrap_or(Json::Null),
+            _ => Json::Null,
+        };
+        out.insert("expiring_in_months".into(), months);
+    }
+
+    fn expand(&self, cx: &Cx, conn: &mut dyn Conn, record: &Record, name: &str) -> ApiResult<Json> {
+        Ok(match name {
+            "product_transaction" => {
+                let method = record.text("payment_method").unwrap_or("cc");
+                let location = record.text("location_id").unwrap_or_default();
+                match product_transaction(conn, cx, location, method)? {
+                    Some(pt) => Json::Object(render(cx, &pt)),
+                    None => Json::Null,
+                }
+            }
+            "account_vault_cau_logs" => json!([]),
+            // Signatures and the updater's product transaction arrive with
+            // their features.
+            _ => Json::Null,
+        })
+    }
+}
