@@ -1,5 +1,5 @@
-//! ferrogate-bench: load generator for the contact endpoints of a running
-//! `ferrogate serve`.
+//! ferrogate-bench: load generator for the contact and account vault
+//! endpoints of a running `ferrogate serve`.
 //!
 //! It speaks plain HTTP/1.1 with keep-alive over one TCP connection per
 //! concurrent client, so it needs no HTTP client crate and what it measures is
@@ -29,7 +29,17 @@ use tokio::{
 use uuid::Uuid;
 
 const CONTACTS_PATH: &str = "/v2/contacts";
+const VAULTS_PATH: &str = "/v2/accountvaults";
 const LIST_PATH: &str = "/v2/contacts?page_size=20&last_name=Bench1&sort=-created_ts";
+/// Test card numbers (Visa, Mastercard, Amex, Discover, Visa) that pass the
+/// Luhn and brand checks; vault-create rotates through them.
+const TEST_CARDS: [&str; 5] = [
+    "4111111111111111",
+    "5454545454545454",
+    "371449635398431",
+    "6011000995500000",
+    "4012888888881881",
+];
 /// Cheapest request that proves the server is up and accepts our credentials.
 const PROBE_PATH: &str = "/v2/contacts?page_size=1";
 
@@ -42,14 +52,16 @@ const READ_CHUNK: usize = 16 * 1024;
 /// How much of an error body to show; enough to read a JSON error message.
 const MAX_ERROR_BODY_CHARS: usize = 500;
 
-/// Clients used to create contacts for --seed-rows and for the contact-get pool.
+/// Clients used to create rows for --seed-rows and for the id pools of the
+/// get scenarios.
 const SEED_CONCURRENCY: usize = 64;
 const SEED_PROGRESS_EVERY: Duration = Duration::from_secs(10);
-/// contact-get picks from at least this many ids.
+/// contact-get and vault-get pick from at least this many ids.
 const GET_POOL_MIN: usize = 1000;
-/// Cap on remembered ids. A uniform sample of this size over every contact
-/// created keeps memory flat when seeding a million rows, while contact-get
-/// still reads rows spread over the whole table rather than only recent ones.
+/// Cap on remembered ids per resource. A uniform sample of this size over
+/// every row created keeps memory flat when seeding a million rows, while the
+/// get scenarios still read rows spread over the whole table rather than only
+/// recent ones.
 const ID_POOL_CAP: usize = 100_000;
 /// Pause after a transport error so a dead server does not turn every client
 /// into a busy loop of connection attempts.
@@ -59,7 +71,7 @@ const ERROR_BACKOFF: Duration = Duration::from_millis(10);
 #[command(
     name = "ferrogate-bench",
     version,
-    about = "Load generator for the contact endpoints of a running `ferrogate serve`"
+    about = "Load generator for the contact and account vault endpoints of a running `ferrogate serve`"
 )]
 struct Args {
     /// Server base URL; must be http:// on a loopback address.
@@ -81,7 +93,8 @@ struct Args {
     #[arg(long)]
     save_credentials: Option<PathBuf>,
 
-    /// Scenarios to run, in order.
+    /// Scenarios to run, in order. The get scenarios read rows this process
+    /// created, first creating enough (1000) if it has too few.
     #[arg(
         long,
         value_enum,
@@ -112,8 +125,8 @@ struct Args {
     #[arg(long, default_value = "10", value_parser = parse_seconds)]
     timeout: Duration,
 
-    /// Before the scenarios, create contacts until the tenant has at least
-    /// this many.
+    /// Before the scenarios, create contacts (not vaults) until the tenant
+    /// has at least this many.
     #[arg(long, default_value_t = 0)]
     seed_rows: u64,
 
@@ -131,27 +144,102 @@ fn parse_seconds(s: &str) -> Result<Duration, String> {
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
 enum Scenario {
+    /// POST /v2/contacts, a new contact each time.
     #[value(name = "contact-create")]
-    Create,
+    ContactCreate,
+    /// GET /v2/contacts/{id} of random contacts this process created.
     #[value(name = "contact-get")]
-    Get,
+    ContactGet,
+    /// GET /v2/contacts, one page of 20 filtered by last name and sorted.
     #[value(name = "contact-list")]
+    ContactList,
+    /// POST /v2/accountvaults, a new card vault each time (rotating test cards).
+    #[value(name = "vault-create")]
+    VaultCreate,
+    /// GET /v2/accountvaults/{id} of random vaults this process created.
+    #[value(name = "vault-get")]
+    VaultGet,
+}
+
+/// What a scenario does with its resource.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Action {
+    Create,
+    Get,
     List,
 }
 
 impl Scenario {
     fn name(self) -> &'static str {
         match self {
-            Scenario::Create => "contact-create",
-            Scenario::Get => "contact-get",
-            Scenario::List => "contact-list",
+            Scenario::ContactCreate => "contact-create",
+            Scenario::ContactGet => "contact-get",
+            Scenario::ContactList => "contact-list",
+            Scenario::VaultCreate => "vault-create",
+            Scenario::VaultGet => "vault-get",
+        }
+    }
+
+    fn resource(self) -> Resource {
+        match self {
+            Scenario::ContactCreate | Scenario::ContactGet | Scenario::ContactList => Resource::Contact,
+            Scenario::VaultCreate | Scenario::VaultGet => Resource::Vault,
+        }
+    }
+
+    fn action(self) -> Action {
+        match self {
+            Scenario::ContactCreate | Scenario::VaultCreate => Action::Create,
+            Scenario::ContactGet | Scenario::VaultGet => Action::Get,
+            Scenario::ContactList => Action::List,
         }
     }
 
     fn expected_status(self) -> u16 {
+        match self.action() {
+            Action::Create => 201,
+            Action::Get | Action::List => 200,
+        }
+    }
+}
+
+/// The kinds of rows the bench creates and reads, each with its own id pool.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Resource {
+    Contact,
+    Vault,
+}
+
+impl Resource {
+    /// Collection path; single rows are at `{path}/{id}`.
+    fn path(self) -> &'static str {
         match self {
-            Scenario::Create => 201,
-            Scenario::Get | Scenario::List => 200,
+            Resource::Contact => CONTACTS_PATH,
+            Resource::Vault => VAULTS_PATH,
+        }
+    }
+
+    /// JSON pointer to the new row's id in a create response.
+    fn id_pointer(self) -> &'static str {
+        match self {
+            Resource::Contact => "/contact/id",
+            Resource::Vault => "/accountvault/id",
+        }
+    }
+
+    /// Plural noun for messages.
+    fn plural(self) -> &'static str {
+        match self {
+            Resource::Contact => "contacts",
+            Resource::Vault => "account vaults",
+        }
+    }
+
+    /// The scenario whose responses bulk creation of this resource is judged by.
+    fn create_scenario(self) -> Scenario {
+        match self {
+            Resource::Contact => Scenario::ContactCreate,
+            Resource::Vault => Scenario::VaultCreate,
         }
     }
 }
@@ -191,8 +279,8 @@ async fn run(args: Args, target: Target, credentials: Credentials) -> Result<Exi
     let mut failed = Vec::new();
     for &scenario in &args.scenarios {
         for &concurrency in &args.concurrency {
-            if scenario == Scenario::Get {
-                fill_get_pool(&api).await?;
+            if scenario.action() == Action::Get {
+                fill_get_pool(&api, scenario).await?;
             }
             let result =
                 run_scenario(&api, scenario, concurrency as usize, args.warmup, args.duration).await?;
@@ -531,7 +619,7 @@ fn find(haystack: &[u8], needle: &[u8]) -> Option<usize> {
 // ---------------------------------------------------------------------------
 
 /// Everything the clients share: where to connect, how to authenticate, and
-/// the ids of contacts created so far.
+/// the ids of rows created so far.
 struct Api {
     target: Target,
     /// The three auth header lines, rendered once.
@@ -540,7 +628,10 @@ struct Api {
     timeout: Duration,
     /// Numbers the contacts this process creates (Bench1, Bench2, ...).
     next_contact: AtomicU64,
-    ids: Mutex<IdPool>,
+    /// Counts the vaults this process creates, to rotate through TEST_CARDS.
+    next_vault: AtomicU64,
+    contact_ids: Mutex<IdPool>,
+    vault_ids: Mutex<IdPool>,
 }
 
 impl Api {
@@ -555,7 +646,9 @@ impl Api {
             location_id: credentials.location_id.clone(),
             timeout,
             next_contact: AtomicU64::new(1),
-            ids: Mutex::new(IdPool::default()),
+            next_vault: AtomicU64::new(0),
+            contact_ids: Mutex::new(IdPool::default()),
+            vault_ids: Mutex::new(IdPool::default()),
         }
     }
 
@@ -577,8 +670,16 @@ impl Api {
         .into_bytes()
     }
 
+    /// A POST creating a new row of `resource`.
+    fn create_request(&self, resource: Resource) -> Vec<u8> {
+        match resource {
+            Resource::Contact => self.create_contact_request(),
+            Resource::Vault => self.create_vault_request(),
+        }
+    }
+
     /// A POST creating a new contact with a unique number and contact_api_id.
-    fn create_request(&self) -> Vec<u8> {
+    fn create_contact_request(&self) -> Vec<u8> {
         let n = self.next_contact.fetch_add(1, Ordering::Relaxed);
         let body = json!({
             "contact": {
@@ -591,6 +692,24 @@ impl Api {
             }
         });
         self.request("POST", CONTACTS_PATH, Some(&body.to_string()))
+    }
+
+    /// A POST creating a card vault for the next test card, with a unique
+    /// account_vault_api_id.
+    fn create_vault_request(&self) -> Vec<u8> {
+        let n = self.next_vault.fetch_add(1, Ordering::Relaxed);
+        let card = TEST_CARDS[(n % TEST_CARDS.len() as u64) as usize];
+        let body = json!({
+            "accountvault": {
+                "location_id": self.location_id,
+                "payment_method": "cc",
+                "account_number": card,
+                "exp_date": "1230",
+                "account_holder_name": "Bench Card",
+                "account_vault_api_id": Uuid::now_v7().simple().to_string(),
+            }
+        });
+        self.request("POST", VAULTS_PATH, Some(&body.to_string()))
     }
 
     /// Sends one request on `conn`, connecting first if needed. The whole
@@ -616,21 +735,29 @@ impl Api {
         result
     }
 
-    fn remember(&self, id: String) {
-        self.ids.lock().unwrap_or_else(PoisonError::into_inner).add(id);
+    fn id_pool(&self, resource: Resource) -> std::sync::MutexGuard<'_, IdPool> {
+        let pool = match resource {
+            Resource::Contact => &self.contact_ids,
+            Resource::Vault => &self.vault_ids,
+        };
+        pool.lock().unwrap_or_else(PoisonError::into_inner)
     }
 
-    fn id_count(&self) -> usize {
-        self.ids.lock().unwrap_or_else(PoisonError::into_inner).ids.len()
+    fn remember(&self, resource: Resource, id: String) {
+        self.id_pool(resource).add(id);
     }
 
-    fn id_snapshot(&self) -> Arc<Vec<String>> {
-        let pool = self.ids.lock().unwrap_or_else(PoisonError::into_inner);
-        Arc::new(pool.ids.clone())
+    fn id_count(&self, resource: Resource) -> usize {
+        self.id_pool(resource).ids.len()
+    }
+
+    fn id_snapshot(&self, resource: Resource) -> Arc<Vec<String>> {
+        Arc::new(self.id_pool(resource).ids.clone())
     }
 }
 
-/// Reservoir sample (at most ID_POOL_CAP) of the contact ids created so far.
+/// Reservoir sample (at most ID_POOL_CAP) of the ids of one resource created
+/// so far.
 #[derive(Default)]
 struct IdPool {
     ids: Vec<String>,
@@ -652,17 +779,18 @@ impl IdPool {
 }
 
 /// Checks a response against what the scenario expects; for creates, also
-/// returns the new contact's id.
+/// returns the new row's id.
 fn judge(scenario: Scenario, response: &Response) -> Result<Option<String>, ErrorSample> {
     if response.status != scenario.expected_status() {
         return Err(ErrorSample::from_response(response, ""));
     }
-    if scenario != Scenario::Create {
+    if scenario.action() != Action::Create {
         return Ok(None);
     }
+    let pointer = scenario.resource().id_pointer();
     let id = serde_json::from_slice::<Value>(&response.body)
         .ok()
-        .and_then(|v| match v.pointer("/contact/id") {
+        .and_then(|v| match v.pointer(pointer) {
             Some(Value::String(s)) => Some(s.clone()),
             Some(Value::Number(n)) => Some(n.to_string()),
             _ => None,
@@ -671,7 +799,7 @@ fn judge(scenario: Scenario, response: &Response) -> Result<Option<String>, Erro
         Some(id) => Ok(Some(id)),
         None => Err(ErrorSample::from_response(
             response,
-            "response has no contact.id: ",
+            &format!("response has no {}: ", pointer[1..].replace('/', ".")),
         )),
     }
 }
@@ -743,7 +871,7 @@ async fn probe(api: &Api, url: &str) -> Result<Option<u64>> {
 }
 
 // ---------------------------------------------------------------------------
-// Bulk creation: --seed-rows and the contact-get id pool
+// Bulk creation: --seed-rows and the id pools of the get scenarios
 // ---------------------------------------------------------------------------
 
 #[derive(Default)]
@@ -779,11 +907,13 @@ impl CreateSummary {
     }
 }
 
-/// Creates `count` contacts as fast as possible with SEED_CONCURRENCY
-/// clients. Failed creates are retried, but the run gives up once errors
-/// pass a small budget, so a broken server cannot keep it going forever.
-async fn create_contacts(
+/// Creates `count` rows of `resource` as fast as possible with
+/// SEED_CONCURRENCY clients, remembering their ids. Failed creates are
+/// retried, but the run gives up once errors pass a small budget, so a broken
+/// server cannot keep it going forever.
+async fn create_rows(
     api: &Arc<Api>,
+    resource: Resource,
     count: u64,
     label: &'static str,
     show_progress: bool,
@@ -818,9 +948,9 @@ async fn create_contacts(
             tokio::spawn(async move {
                 let mut conn = None;
                 while progress.errors.load(Ordering::Relaxed) < max_errors && progress.claim(count) {
-                    let request = api.create_request();
+                    let request = api.create_request(resource);
                     let outcome = match api.exchange(&mut conn, &request).await {
-                        Ok(response) => judge(Scenario::Create, &response),
+                        Ok(response) => judge(resource.create_scenario(), &response),
                         Err(e) => {
                             tokio::time::sleep(ERROR_BACKOFF).await;
                             Err(ErrorSample::transport(&e))
@@ -829,7 +959,7 @@ async fn create_contacts(
                     match outcome {
                         Ok(id) => {
                             if let Some(id) = id {
-                                api.remember(id);
+                                api.remember(resource, id);
                             }
                             progress.created.fetch_add(1, Ordering::Relaxed);
                         }
@@ -883,7 +1013,7 @@ async fn seed(api: &Arc<Api>, target_rows: u64, existing: Option<u64>, json: boo
     }
     let needed = target_rows - existing;
     eprintln!("seed: tenant has {existing} contacts, creating {needed} more with {SEED_CONCURRENCY} clients");
-    let summary = create_contacts(api, needed, "seed", true).await?;
+    let summary = create_rows(api, Resource::Contact, needed, "seed", true).await?;
     if json {
         println!(
             "{}",
@@ -918,21 +1048,25 @@ async fn seed(api: &Arc<Api>, target_rows: u64, existing: Option<u64>, json: boo
     Ok(())
 }
 
-/// contact-get needs existing ids; create some if this process has too few.
-async fn fill_get_pool(api: &Arc<Api>) -> Result<()> {
-    let have = api.id_count();
+/// A get scenario needs existing ids of its resource; create some if this
+/// process has too few.
+async fn fill_get_pool(api: &Arc<Api>, scenario: Scenario) -> Result<()> {
+    let resource = scenario.resource();
+    let name = scenario.name();
+    let plural = resource.plural();
+    let have = api.id_count(resource);
     if have >= GET_POOL_MIN {
         return Ok(());
     }
     let missing = (GET_POOL_MIN - have) as u64;
-    eprintln!("contact-get: creating {missing} contacts to read back");
-    let summary = create_contacts(api, missing, "get-pool", false).await?;
+    eprintln!("{name}: creating {missing} {plural} to read back");
+    let summary = create_rows(api, resource, missing, "get-pool", false).await?;
     if let Some(first) = &summary.first_error {
-        eprintln!("contact-get: first error while creating contacts: {first}");
+        eprintln!("{name}: first error while creating {plural}: {first}");
     }
     ensure!(
-        api.id_count() > 0,
-        "contact-get: could not create any contacts to read back"
+        api.id_count(resource) > 0,
+        "{name}: could not create any {plural} to read back"
     );
     Ok(())
 }
@@ -982,12 +1116,12 @@ async fn run_scenario(
     let measure_from = Instant::now() + warmup;
     let until = measure_from + duration;
     // Taken once and shared: the id pool can hold 100k ids.
-    let get_ids = (scenario == Scenario::Get).then(|| api.id_snapshot());
+    let get_ids = (scenario.action() == Action::Get).then(|| api.id_snapshot(scenario.resource()));
     let clients: Vec<_> = (0..concurrency)
         .map(|_| {
-            let source = match (&get_ids, scenario) {
+            let source = match (&get_ids, scenario.action()) {
                 (Some(ids), _) => RequestSource::Get(Arc::clone(ids)),
-                (None, Scenario::List) => RequestSource::Fixed(api.request("GET", LIST_PATH, None)),
+                (None, Action::List) => RequestSource::Fixed(api.request("GET", LIST_PATH, None)),
                 (None, _) => RequestSource::Create,
             };
             tokio::spawn(run_client(Arc::clone(api), scenario, source, measure_from, until))
@@ -1025,16 +1159,17 @@ async fn run_client(
     let mut stats = ClientStats::default();
     let mut conn = None;
     let mut rng = StdRng::from_entropy();
+    let resource = scenario.resource();
     while Instant::now() < until {
         let built;
         let request: &[u8] = match &source {
             RequestSource::Create => {
-                built = api.create_request();
+                built = api.create_request(resource);
                 &built
             }
             RequestSource::Get(ids) => {
                 let id = &ids[rng.gen_range(0..ids.len())];
-                built = api.request("GET", &format!("{CONTACTS_PATH}/{id}"), None);
+                built = api.request("GET", &format!("{}/{id}", resource.path()), None);
                 &built
             }
             RequestSource::Fixed(request) => request,
@@ -1050,9 +1185,9 @@ async fn run_client(
                 (false, Err(ErrorSample::transport(&e)))
             }
         };
-        // Created ids feed later contact-get runs, warmup included.
+        // Created ids feed later get runs of the same resource, warmup included.
         if let Ok(Some(id)) = &outcome {
-            api.remember(id.clone());
+            api.remember(resource, id.clone());
         }
         if started < measure_from {
             continue;

@@ -47,6 +47,16 @@ impl<C> Pool<C> {
             .all(Option::is_some)
     }
 
+    /// Takes every idle connection out of the pool (for a controlled drop).
+    pub fn drain(&self) -> Vec<C> {
+        self.idle
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .drain(..)
+            .flatten()
+            .collect()
+    }
+
     fn take_slot(&self) -> Result<Option<C>, PoolError> {
         let deadline = Instant::now() + WAIT;
         let mut idle = self.idle.lock().unwrap_or_else(|p| p.into_inner());

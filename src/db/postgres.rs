@@ -196,6 +196,18 @@ impl PgStore {
     }
 }
 
+/// Each synchronous client owns a small runtime, which must not be dropped
+/// on an async worker thread (tokio panics there, aborting the process at
+/// shutdown). Whoever drops the store last, the clients go on a plain thread.
+impl Drop for PgStore {
+    fn drop(&mut self) {
+        let conns = self.pool.drain();
+        if !conns.is_empty() {
+            let _ = std::thread::spawn(move || drop(conns)).join();
+        }
+    }
+}
+
 fn run_in_transaction<T>(conn: &mut PgConn, job: impl FnOnce(&mut dyn Conn) -> ApiResult<T>) -> ApiResult<T> {
     conn.batch("BEGIN")?;
     match job(conn) {
