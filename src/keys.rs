@@ -15,6 +15,16 @@ const BATCH: i64 = 500;
 /// database (a node started with another key would read secrets back as
 /// nothing); otherwise records the current key as in use.
 pub fn register(conn: &mut dyn Conn, keyring: &Keyring, now: i64) -> ApiResult<()> {
+    let retired = conn.query_one(&Sql::with(
+        "SELECT 1 FROM data_keys WHERE key_id = ? AND retired_ts IS NOT NULL",
+        vec![keyring.current_key_id().into()],
+    ))?;
+    if retired.is_some() {
+        return Err(ApiError::Internal(format!(
+            "data key {} was retired by a rotation: start with the current FERROGATE_DATA_KEY",
+            keyring.current_key_id()
+        )));
+    }
     let in_use = conn.query(&Sql::new("SELECT key_id FROM data_keys WHERE retired_ts IS NULL"))?;
     let unknown: Vec<String> = in_use
         .iter()
@@ -53,6 +63,32 @@ pub struct RotationReport {
     pub rewritten: u64,
     pub columns: Vec<String>,
     pub retired_key_ids: Vec<String>,
+    /// Values still under another key after the last pass (a node still
+    /// writing with an old key): the old keys are then not retired.
+    pub remaining: u64,
+}
+
+/// How many full passes a rotation makes before it gives up retiring.
+const PASSES: usize = 5;
+
+fn remaining(store: &Store, prefix: &str) -> ApiResult<u64> {
+    let mut total = 0;
+    for (table, column) in sealed_columns() {
+        let prefix = prefix.to_string();
+        total += store.write_blocking(move |conn| {
+            let mut count = Sql::new("SELECT COUNT(*) FROM ");
+            count
+                .push(table)
+                .push(" WHERE ")
+                .push(column)
+                .push(" IS NOT NULL AND ")
+                .push(column)
+                .push(" NOT LIKE ")
+                .bind(format!("{prefix}%"));
+            Ok(conn.query_int(&count)? as u64)
+        })?;
+    }
+    Ok(total)
 }
 
 /// Re-encrypts every value not yet under the current key, then retires
@@ -66,13 +102,47 @@ pub fn rotate(store: &Store, keyring: std::sync::Arc<Keyring>, now: i64) -> ApiR
         ..Default::default()
     };
     let prefix = format!("{}:", keyring.current_key_id());
+    report.columns = sealed_columns().iter().map(|(t, c)| format!("{t}.{c}")).collect();
+    // Writers still on an old key can add values behind a pass: passes
+    // repeat until one finds nothing left.
+    for _ in 0..PASSES {
+        report.rewritten += rotate_pass(store, &keyring, &prefix)?;
+        report.remaining = remaining(store, &prefix)?;
+        if report.remaining == 0 {
+            break;
+        }
+    }
+    if report.remaining > 0 {
+        return Ok(report);
+    }
+    let current = keyring.current_key_id().to_string();
+    report.retired_key_ids = store.write_blocking(move |conn| {
+        let retired: Vec<String> = conn
+            .query(&Sql::with(
+                "SELECT key_id FROM data_keys WHERE retired_ts IS NULL AND key_id <> ?",
+                vec![current.clone().into()],
+            ))?
+            .into_iter()
+            .filter_map(|r| r[0].as_str().map(str::to_string))
+            .collect();
+        conn.execute(&Sql::with(
+            "UPDATE data_keys SET retired_ts = ? WHERE retired_ts IS NULL AND key_id <> ?",
+            vec![now.into(), current.into()],
+        ))?;
+        Ok(retired)
+    })?;
+    Ok(report)
+}
+
+/// One pass over every sealed column; returns how many values it rewrote.
+fn rotate_pass(store: &Store, keyring: &std::sync::Arc<Keyring>, prefix: &str) -> ApiResult<u64> {
+    let mut total = 0;
     for (table, column) in sealed_columns() {
-        report.columns.push(format!("{table}.{column}"));
         // Rewritten rows leave the `NOT LIKE` selection, so each pass makes
         // progress and the loop ends.
         loop {
             let keyring = keyring.clone();
-            let prefix = prefix.clone();
+            let prefix = prefix.to_string();
             let (seen, rewritten) = store.write_blocking(move |conn| {
                 let mut select = Sql::new("SELECT id, ");
                 select
@@ -115,27 +185,13 @@ pub fn rotate(store: &Store, keyring: std::sync::Arc<Keyring>, now: i64) -> ApiR
                 }
                 Ok((rows.len() as i64, rewritten))
             })?;
-            report.rewritten += rewritten;
-            if seen < BATCH {
+            total += rewritten;
+            // A full batch that nothing could rewrite is being written
+            // under us: leave it to the next pass.
+            if seen < BATCH || rewritten == 0 {
                 break;
             }
         }
     }
-    let current = keyring.current_key_id().to_string();
-    report.retired_key_ids = store.write_blocking(move |conn| {
-        let retired: Vec<String> = conn
-            .query(&Sql::with(
-                "SELECT key_id FROM data_keys WHERE retired_ts IS NULL AND key_id <> ?",
-                vec![current.clone().into()],
-            ))?
-            .into_iter()
-            .filter_map(|r| r[0].as_str().map(str::to_string))
-            .collect();
-        conn.execute(&Sql::with(
-            "UPDATE data_keys SET retired_ts = ? WHERE retired_ts IS NULL AND key_id <> ?",
-            vec![now.into(), current.into()],
-        ))?;
-        Ok(retired)
-    })?;
-    Ok(report)
+    Ok(total)
 }

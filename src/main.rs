@@ -151,6 +151,12 @@ fn run(cli: Cli) -> anyhow::Result<()> {
                 .map_err(|e| anyhow::anyhow!("rotation failed: {e}"))?;
             tokio::task::spawn_blocking(move || store.shutdown()).await?;
             println!("{}", serde_json::to_string(&report)?);
+            anyhow::ensure!(
+                report.remaining == 0,
+                "{} values are still sealed under other keys: a node may still write with an old key; \
+                 restart every node with the new FERROGATE_DATA_KEY and run `keys rotate` again",
+                report.remaining
+            );
             Ok(())
         }),
         Command::Bootstrap { db, json: _, name } => runtime.block_on(async {

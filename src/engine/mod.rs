@@ -261,7 +261,15 @@ pub fn delete_record(cx: &Cx, conn: &mut dyn Conn, record: &Record) -> ApiResult
     sql.push(res.table)
         .push(" WHERE id = ")
         .bind(record.id().to_string());
-    conn.execute(&sql)?;
+    conn.execute(&sql).map_err(|e| match e {
+        // A reference the rules did not foresee: refuse, never a 500.
+        DbError::ForeignKey(_) => {
+            let mut errors = FieldErrors::new();
+            errors.add("id", format!("The {} is still used by other records.", res.name));
+            ApiError::Conflict(errors)
+        }
+        other => other.into(),
+    })?;
     events::record(conn, cx, Action::Delete, record, &[])?;
     Ok(())
 }
@@ -308,13 +316,14 @@ pub fn render(cx: &Cx, record: &Record) -> Map<String, Json> {
     out
 }
 
-/// `XXXXXXXXXXXX1111` for a sealed number; null when absent. Values of
-/// four characters or fewer are masked whole.
+/// `XXXXXXXXXXXX1111` for a sealed number; null when absent. Values
+/// shorter than eight characters are masked whole: four of them would
+/// give away too much.
 fn mask_json(cx: &Cx, field: &Field, value: &Value) -> Json {
     match clear_value(cx, field, value) {
         Value::Text(plain) => {
             let n = plain.chars().count();
-            let keep = if n > 4 { 4 } else { 0 };
+            let keep = if n >= 8 { 4 } else { 0 };
             let tail: String = plain.chars().skip(n - keep).collect();
             Json::String("X".repeat(n - keep) + &tail)
         }

@@ -269,9 +269,12 @@ fn check_bank(conn: &mut dyn Conn, cx: &Cx, record: &mut Record, errors: &mut Fi
             if !(4..=19).contains(&n.len()) {
                 errors.add("account_number", "Account Number must be 4 to 19 digits for ach.");
             } else {
+                // Bank numbers can be short: no leading digits, and the last
+                // four only when they are at most half of the number.
                 let n = n.to_string();
-                record.set("first_six", n.chars().take(6).collect::<String>());
-                record.set("last_four", n[n.len() - 4..].to_string());
+                if n.len() >= 8 {
+                    record.set("last_four", n[n.len() - 4..].to_string());
+                }
             }
         }
     }
@@ -368,13 +371,16 @@ impl Rules for AccountVaultRules {
         let mut errors = FieldErrors::new();
         match record.text("payment_method") {
             Some("cc") => {
-                if present(record, "account_type") {
-                    errors.add(
-                        "account_type",
-                        "account_type is derived from the card number for cc.",
-                    );
-                }
+                let sent = record.text("account_type").map(str::to_string);
                 check_card(cx, record, &mut errors, true);
+                if let (Some(sent), Some(derived)) = (sent, record.text("account_type")) {
+                    if sent != derived {
+                        errors.add(
+                            "account_type",
+                            format!("account_type is derived from the card number for cc ({derived})."),
+                        );
+                    }
+                }
             }
             Some("ach") => check_bank(conn, cx, record, &mut errors)?,
             _ => errors.add("payment_method", "Payment Method must be cc or ach."),
@@ -403,6 +409,9 @@ impl Rules for AccountVaultRules {
             }
         }
         check_licence(new, &mut errors);
+        if old.text("payment_method") == Some("ach") && !present(new, "account_holder_name") {
+            errors.add("account_holder_name", blank("account_holder_name"));
+        }
         if new.get("account_vault_api_id") != old.get("account_vault_api_id") && api_id_taken(conn, cx, new)?
         {
             errors.add(

@@ -17,6 +17,9 @@ pub const ACTIONS: &[&str] = &[
     "unsubscribe_non_recurring",
 ];
 
+/// Most vaults one request may change (one transaction holds them all).
+const MAX_TARGETS: usize = 5000;
+
 /// Most ids one request may name.
 const MAX_IDS: usize = 1000;
 
@@ -126,6 +129,15 @@ pub fn apply(cx: &Cx, conn: &mut dyn Conn, req: &Request) -> ApiResult<Json> {
                 targets.push(v);
             }
         }
+    }
+    if targets.len() > MAX_TARGETS {
+        errors.add(
+            "product_transaction_id",
+            format!(
+                "These select {} vaults; at most {MAX_TARGETS} at once: name vaults with account_vault_id.",
+                targets.len()
+            ),
+        );
     }
     errors.into_result()?;
 

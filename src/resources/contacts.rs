@@ -8,7 +8,7 @@ use crate::engine::validate::{parse_flag, CreateInput};
 use crate::engine::{query, Cx};
 use crate::error::{ApiError, ApiResult};
 
-use super::{LOCATION, NOTE, USER};
+use super::{ACCOUNT_VAULT, LOCATION, NOTE, USER};
 
 pub static CONTACT: Resource = Resource {
     name: "contact",
@@ -151,6 +151,22 @@ impl Rules for ContactRules {
             )),
             None => Ok(None),
         }
+    }
+
+    /// The contact's vaults stay (they may still be charged) but no longer
+    /// name it; each change is logged.
+    fn before_delete(&self, cx: &Cx, conn: &mut dyn Conn, record: &Record) -> ApiResult<()> {
+        let contact_id = ACCOUNT_VAULT
+            .field("contact_id")
+            .ok_or_else(|| ApiError::internal("field"))?;
+        let mut sql = query::select(&ACCOUNT_VAULT, &cx.scope);
+        sql.push(" AND t.contact_id = ").bind(record.id().to_string());
+        for row in conn.query(&sql)? {
+            let vault = Record::from_row(&ACCOUNT_VAULT, row);
+            let changes = vec![(contact_id, crate::db::Value::Null)];
+            crate::engine::update_record(cx, conn, vault, crate::engine::validate::UpdateInput { changes })?;
+        }
+        Ok(())
     }
 
     fn before_update(&self, cx: &Cx, conn: &mut dyn Conn, old: &Record, new: &mut Record) -> ApiResult<()> {

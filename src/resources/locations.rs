@@ -215,6 +215,7 @@ impl Rules for LocationRules {
             ("contacts", "location_id", "contact"),
             ("product_transactions", "location_id", "product transaction"),
             ("notes", "location_id", "note"),
+            ("account_vaults", "location_id", "account vault"),
         ] {
             let mut sql = Sql::new("SELECT COUNT(*) FROM ");
             sql.push(table)

@@ -18,6 +18,7 @@ engine_tests!(
     account_vault_updates,
     no_number_in_clear_anywhere,
     vault_bininfo,
+    recurring_ties_and_deletes,
 );
 
 /// The reference's sandbox test cards and the brand each must derive.
@@ -125,9 +126,15 @@ fn card_rules(app: &TestApp) {
         "exp_date",
     );
     refused(
-        card(&t, "4111111111111111", json!({ "account_type": "visa" })),
+        card(&t, "4111111111111111", json!({ "account_type": "mc" })),
         "account_type",
     );
+    // The derived brand may be sent as it is.
+    create(
+        &t,
+        card(&t, "4111111111111111", json!({ "account_type": "visa" })),
+    )
+    .expect(201);
     refused(
         card(&t, "4111111111111111", json!({ "routing": "072000326" })),
         "routing",
@@ -190,7 +197,22 @@ fn bank_rules(app: &TestApp) {
     assert_eq!(v["is_company"], false);
     assert_eq!(v["expiring_in_months"], Value::Null, "null for ach");
     assert_eq!(v["last_four"], "9012");
+    assert_eq!(v["first_six"], Value::Null, "no leading digits of a bank number");
     assert_eq!(v["account_number"], "XXXXXXXX9012");
+    // A short bank number shows nothing of itself.
+    let short = create(&t, bank(&t, json!({ "account_number": "1234567" }))).expect(201);
+    let short = &short.body["accountvault"];
+    assert_eq!(short["account_number"], "XXXXXXX");
+    assert_eq!(short["last_four"], Value::Null);
+    assert_eq!(short["first_six"], Value::Null);
+    let id = str_of(&short["id"]);
+    let r = t
+        .put(
+            &format!("/v2/accountvaults/{id}"),
+            json!({ "accountvault": { "account_holder_name": null } }),
+        )
+        .expect(422);
+    assert_eq!(error_fields(&r), fields(&["account_holder_name"]));
     let refused = |body: Value, field: &str| {
         let r = create(&t, body).expect(422);
         assert!(error_fields(&r).contains(field), "{field}: {}", r.text);
@@ -543,10 +565,13 @@ fn no_number_in_clear_anywhere(app: &TestApp) {
             "{secret} stored in clear"
         );
     }
-    assert!(database
-        .columns_containing("4321")
-        .iter()
-        .all(|c| !c.contains("ssn4")));
+    // The SSN digits and licence number are sealed under the data key.
+    let sealed = database.count(
+        "SELECT COUNT(*) FROM account_vaults WHERE ssn4 IS NOT NULL AND ssn4 <> ? AND ssn4 LIKE '%:%' \
+         AND dl_number LIKE '%:%'",
+        &["4321"],
+    );
+    assert_eq!(sealed, 1);
     if app.engine == Engine::Sqlite {
         let path = app.database_url.strip_prefix("sqlite://").unwrap();
         for file in [path.to_string(), format!("{path}-wal")] {
@@ -594,6 +619,18 @@ fn keys_rotate(engine: Engine) {
             .body["location"]["location_api_key"],
     );
 
+    // More than one batch (500) of values sealed under the old key.
+    std::thread::scope(|s| {
+        for w in 0..4 {
+            let t = t.clone();
+            s.spawn(move || {
+                for i in 0..130 {
+                    let number = TEST_CARDS[(w * 130 + i) % TEST_CARDS.len()].0;
+                    create(&t, card(&t, number, json!({}))).expect(201);
+                }
+            });
+        }
+    });
     // New primary key, the old one as previous: the server keeps working.
     let old_key = app.data_key.clone();
     let new_key = String::from_utf8(
@@ -614,16 +651,64 @@ fn keys_rotate(engine: Engine) {
         base: app.base.clone(),
         creds: t.creds.clone(),
     };
-    let out = Command::new(BIN)
-        .args(["keys", "rotate"])
-        .env("FERROGATE_DATABASE_URL", &app.database_url)
-        .env("FERROGATE_DATA_KEY", &new_key)
-        .env("FERROGATE_DATA_KEY_PREVIOUS", &old_key)
-        .output()
-        .unwrap();
+    // Writes while the rotation runs, through the server that has both keys.
+    let (out, written_during) = std::thread::scope(|s| {
+        let writer = {
+            let t = t.clone();
+            s.spawn(move || {
+                (0..40)
+                    .map(|_| create(&t, card(&t, "5454545454545454", json!({}))).status)
+                    .filter(|s| *s == 201)
+                    .count()
+            })
+        };
+        let out = Command::new(BIN)
+            .args(["keys", "rotate"])
+            .env("FERROGATE_DATABASE_URL", &app.database_url)
+            .env("FERROGATE_DATA_KEY", &new_key)
+            .env("FERROGATE_DATA_KEY_PREVIOUS", &old_key)
+            .output()
+            .unwrap();
+        (out, writer.join().unwrap())
+    });
+    assert_eq!(
+        written_during, 40,
+        "the server kept answering during the rotation"
+    );
     assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
     let report: Value = serde_json::from_slice(&out.stdout).unwrap();
-    assert!(report["rewritten"].as_u64().unwrap() >= 6, "{report}");
+    assert!(report["rewritten"].as_u64().unwrap() >= 520, "{report}");
+    assert_eq!(report["remaining"], 0);
+    assert_eq!(report["retired_key_ids"].as_array().unwrap().len(), 1, "{report}");
+    // Every sealed value is under the new key now.
+    let new_kid = {
+        use base64::Engine as _;
+        use sha2::Digest as _;
+        let raw = base64::engine::general_purpose::STANDARD
+            .decode(&new_key)
+            .unwrap();
+        hex::encode(&sha2::Sha256::digest(&raw)[..4])
+    };
+    let pattern = format!("{new_kid}:%");
+    let mut database = db(&app);
+    for (table, column) in [
+        ("account_vaults", "account_number"),
+        ("account_vaults", "ssn4"),
+        ("account_vaults", "dl_number"),
+        ("locations", "location_api_key"),
+        ("users", "hash_key_enc"),
+    ] {
+        let stale = database.count(
+            &format!("SELECT COUNT(*) FROM {table} WHERE {column} IS NOT NULL AND {column} NOT LIKE ?"),
+            &[&pattern],
+        );
+        assert_eq!(stale, 0, "{table}.{column} still has values under the old key");
+    }
+    assert_eq!(
+        database.count("SELECT COUNT(*) FROM account_vaults", &[]),
+        2 + 520 + 40,
+        "no write was lost"
+    );
     // Live during the rotation and after it.
     assert_eq!(
         t.get(&format!("/v2/accountvaults/{id}")).expect(200).body["accountvault"]["ssn4"],
@@ -639,6 +724,16 @@ fn keys_rotate(engine: Engine) {
         .unwrap();
     let again: Value = serde_json::from_slice(&again.stdout).unwrap();
     assert_eq!(again["rewritten"], 0);
+
+    // The retired key can no longer start a process.
+    let refused = Command::new(BIN)
+        .args(["bootstrap", "--json"])
+        .env("FERROGATE_DATABASE_URL", &app.database_url)
+        .env("FERROGATE_DATA_KEY", &old_key)
+        .output()
+        .unwrap();
+    assert!(!refused.status.success(), "a retired key is refused");
+    assert!(String::from_utf8_lossy(&refused.stderr).contains("retired"));
 
     // Without the old key everything still reads.
     app.kill();
@@ -668,7 +763,11 @@ fn vault_bininfo(app: &TestApp) {
     let info = t.get(&format!("/v2/accountvaults/{disc}/bininfo")).expect(200);
     let b = &info.body["bininfo"];
     assert_eq!(b["detail_card_product"], "D", "{b}");
-    assert!(b.get("issuer_bank_name").is_some());
+    assert_eq!(
+        b["issuer_bank_name"],
+        Value::Null,
+        "no issuer before a range file is imported"
+    );
     assert!(!info.text.contains("6011000995500000"));
     t.get(&format!("/v2/accountvaults/{ach}/bininfo")).expect(422);
     t.get("/v2/accountvaults/0190a0b0c0d0e0f0a0b0c0d0e0f0a0b0/bininfo")
@@ -697,4 +796,82 @@ fn vault_bininfo(app: &TestApp) {
         info.text
     );
     assert_eq!(info.body["bininfo"]["country_code"], "USA");
+}
+
+/// A vault an active recurring charges (`has_recurring`, set by the
+/// recurring feature; here directly) cannot be deleted, and the updater
+/// actions that distinguish recurring vaults do. Deleting a contact
+/// detaches its vaults; a location holding vaults cannot be deleted.
+fn recurring_ties_and_deletes(app: &TestApp) {
+    let t = app.bootstrap();
+    let tied = str_of(
+        &create(&t, card(&t, "4111111111111111", json!({})))
+            .expect(201)
+            .body["accountvault"]["id"],
+    );
+    let free = str_of(
+        &create(&t, card(&t, "5454545454545454", json!({})))
+            .expect(201)
+            .body["accountvault"]["id"],
+    );
+    db(app).exec(
+        "UPDATE account_vaults SET has_recurring = 1 WHERE id = ?",
+        &[&tied],
+    );
+    let r = t.delete(&format!("/v2/accountvaults/{tied}")).expect(422);
+    assert!(!r.errors("id").is_empty(), "{}", r.text);
+    assert_eq!(
+        t.get(&format!("/v2/accountvaults/{tied}")).expect(200).body["accountvault"]["has_recurring"],
+        true
+    );
+
+    let send = |action: &str| {
+        t.post(
+            "/v2/accountvaultupdates",
+            json!({ "accountvaultupdate": { "action": action, "account_vault_id": [tied, free] } }),
+        )
+        .expect(200)
+        .body["accountvaultupdate"]
+            .clone()
+    };
+    let u = send("subscribe_recurring_only");
+    assert_eq!(u["changed"], json!([tied]));
+    assert_eq!(u["not_applicable"], json!([free]));
+    let u = send("subscribe_all");
+    assert_eq!(u["changed"], json!([free]));
+    let u = send("unsubscribe_non_recurring");
+    assert_eq!(u["changed"], json!([free]));
+    assert_eq!(u["not_applicable"], json!([tied]));
+    let u = send("unsubscribe_all");
+    assert_eq!(u["changed"], json!([tied]));
+
+    db(app).exec(
+        "UPDATE account_vaults SET has_recurring = 0 WHERE id = ?",
+        &[&tied],
+    );
+    t.delete(&format!("/v2/accountvaults/{tied}")).expect(204);
+
+    // A deleted contact's vaults stay, unattached.
+    let c = t.contact(json!({}));
+    let owned = str_of(
+        &create(&t, card(&t, "371449635398431", json!({ "contact_id": c["id"] })))
+            .expect(201)
+            .body["accountvault"]["id"],
+    );
+    t.delete(&format!("/v2/contacts/{}", str_of(&c["id"])))
+        .expect(204);
+    let v = t
+        .get(&format!("/v2/accountvaults/{owned}?expand=changelogs"))
+        .expect(200);
+    assert_eq!(v.body["accountvault"]["contact_id"], Value::Null);
+    let logs = v.body["accountvault"]["changelogs"].as_array().unwrap();
+    assert_eq!(
+        logs.last().unwrap()["changelog_details"][0]["field"],
+        "contact_id"
+    );
+    // A location holding vaults is not deleted.
+    let child = t.location(&t.location_id(), "Vaulted");
+    create(&t, card(&t, "4111111111111111", json!({ "location_id": child }))).expect(201);
+    let r = t.delete(&format!("/v2/locations/{child}")).expect(409);
+    assert!(r.errors("id")[0].contains("account vault"), "{}", r.text);
 }
