@@ -9,7 +9,7 @@ use crate::engine::{location_of, query, Cx};
 use crate::error::{ApiError, ApiResult};
 use serde_json::{json, Map, Value as Json};
 
-use super::{CONTACT, LOCATION, USER};
+use super::{ACCOUNT_VAULT, CONTACT, LOCATION, USER};
 
 pub static NOTE: Resource = Resource {
     name: "note",
@@ -23,7 +23,7 @@ pub static NOTE: Resource = Resource {
             .post()
             .required()
             .filter()
-            .doc("Contact, Location or User"),
+            .doc("Contact, Location, User or AccountVault"),
         Field::text("note", 0, 16384).pu().filter(),
         Field::text("visibility_group_id", 0, 36).pu().exact(),
         Field::id("location_id").hidden(),
@@ -52,7 +52,7 @@ pub static NOTE: Resource = Resource {
 
 /// The records a note can be attached to, by their resource name.
 fn target(resource: &str) -> Option<&'static Resource> {
-    [&CONTACT, &LOCATION, &USER]
+    [&CONTACT, &LOCATION, &USER, &ACCOUNT_VAULT]
         .into_iter()
         .find(|r| r.model.eq_ignore_ascii_case(resource) || r.name.eq_ignore_ascii_case(resource))
 }
@@ -67,8 +67,12 @@ impl Rules for NoteRules {
         input: &mut CreateInput,
     ) -> ApiResult<Option<Record>> {
         let resource = input.record.text("resource").unwrap_or_default().to_string();
-        let res = target(&resource)
-            .ok_or_else(|| ApiError::field("resource", "Resource must be one of Contact, Location, User."))?;
+        let res = target(&resource).ok_or_else(|| {
+            ApiError::field(
+                "resource",
+                "Resource must be one of Contact, Location, User, AccountVault.",
+            )
+        })?;
         let parent_id = input.record.text("resource_id").unwrap_or_default().to_string();
         let parent = query::find(conn, res, &cx.scope, &parent_id)?
             .ok_or_else(|| ApiError::field("resource_id", "resource_id provided is not valid"))?;

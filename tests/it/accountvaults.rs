@@ -375,8 +375,17 @@ fn vault_lifecycle_and_api_id(app: &TestApp) {
             .expect(422);
         assert!(error_fields(&r).contains(not_updatable));
     }
+    // Notes attach to vaults and go with them.
+    let note = t
+        .post(
+            "/v2/notes",
+            json!({ "note": { "resource": "AccountVault", "resource_id": id, "note": "card on file" } }),
+        )
+        .expect(201);
+    let note = str_of(&note.body["note"]["id"]);
     t.delete(&format!("/v2/accountvaults/tok42?api_id=1&location_id={loc}"))
         .expect(204);
+    t.get(&format!("/v2/notes/{note}")).expect(404);
     t.get(&format!("/v2/accountvaults/{id}")).expect(404);
     t.delete(&format!("/v2/accountvaults/{id}")).expect(404);
 }
