@@ -63,7 +63,6 @@ fn note_create_requires_a_valid_resource(app: &TestApp) {
 
     for bad in [
         "Transaction",
-        "AccountVault",
         "Contacts",
         "Note",
         "Contact; DROP TABLE notes",
