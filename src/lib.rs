@@ -13,5 +13,6 @@ pub mod error;
 pub mod http;
 pub mod ids;
 pub mod keys;
+pub mod processor;
 pub mod resources;
 pub mod server;

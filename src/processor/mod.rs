@@ -1,0 +1,321 @@
+//! The payment processor boundary: the [`Processor`] trait an acquirer
+//! connector implements, its request and response types, and the built-in
+//! [`SandboxProcessor`] reproducing the reference's sandbox.
+//!
+//! # Synchronous by design
+//!
+//! The trait is plain synchronous (`fn`, not `async fn`), and `Send + Sync`
+//! so that an `Arc<dyn Processor>` can be shared by the server. The crate's
+//! storage is synchronous too (rusqlite, postgres) and runs on tokio's
+//! blocking pool; the transaction service calls the processor the same way,
+//! with `tokio::task::spawn_blocking`, outside any DB transaction. A real
+//! connector may block on its network call there; it must enforce its own
+//! time-out and answer with a time-out decline rather than hang.
+//!
+//! A processor never sleeps to simulate latency: a slow answer (the
+//! sandbox's $8.XX triggers) is returned as [`ProcessorResponse::delay`],
+//! which the caller awaits (`tokio::time::sleep`) without holding a
+//! blocking thread, and which tests can read without waiting.
+//!
+//! Money is integer minor units (`i64` cents) throughout.
+
+pub mod codes;
+pub mod sandbox;
+pub mod settlement;
+
+use std::time::Duration;
+
+pub use codes::{Avs, AvsEnhanced, CvvResponse, EntryMode, ProcessingStatus, ReasonCode, StatusId, TypeId};
+pub use sandbox::SandboxProcessor;
+pub use settlement::{SettleOutcome, SettlementErrorRow, SETTLEMENT_ERRORS};
+
+/// The default processor time-out of the reference: 10,000 ms.
+pub const DEFAULT_TIMEOUT: Duration = Duration::from_secs(10);
+
+/// Card data of a request.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct CardData {
+    /// The card number, digits only.
+    pub pan: String,
+    /// `MMYY`.
+    pub exp_date: String,
+    /// The CVV if sent (3 or 4 digits).
+    pub cvv: Option<String>,
+    pub billing_street: Option<String>,
+    pub billing_zip: Option<String>,
+    pub account_holder_name: Option<String>,
+    /// `None` = keyed.
+    pub entry_mode: Option<EntryMode>,
+}
+
+/// `checking` or `savings`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum AchAccountType {
+    Checking,
+    Savings,
+}
+
+/// Bank account data of an ACH request.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct AchData {
+    pub account_holder_name: String,
+    /// 4-17 digits for the sandbox.
+    pub account_number: String,
+    /// 9-digit ABA routing number.
+    pub routing: String,
+    pub account_type: AchAccountType,
+    /// PPD, CCD, WEB, TEL, POP or C21.
+    pub sec_code: String,
+    pub check_number: Option<String>,
+    /// `YYYY-MM-DD`; default today.
+    pub effective_date: Option<String>,
+}
+
+/// The payment method of the transaction an operation refers to.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum PaymentMethod {
+    Cc,
+    Ach,
+}
+
+/// The processor's handle on an earlier transaction (an authorization,
+/// a sale, an ACH debit): what a connector needs to refer to it again.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct ProcessorRef {
+    /// The [`ProcessorResponse::processor_reference`] of the original.
+    pub reference: String,
+    /// Its auth code, if it had one.
+    pub auth_code: Option<String>,
+    pub method: PaymentMethod,
+}
+
+/// Per-request checks that turn an approval into a decline (the product
+/// transaction's settings, or their `_override` request fields).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct AuthOptions {
+    /// Partial approvals accepted (`allow_partial_authorization`); without
+    /// it a partial approval is auto-reversed (1657).
+    pub allow_partial: bool,
+    /// `auto_decline_cvv`: a CVV result P, S, U or X declines (1656).
+    pub auto_decline_cvv: bool,
+    /// `auto_decline_street`: a failed street check declines (1655).
+    pub auto_decline_street: bool,
+    /// `auto_decline_zip`: a failed zip check declines (1655).
+    pub auto_decline_zip: bool,
+}
+
+/// sale (`capture` true) or authonly (`capture` false).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct AuthorizeRequest {
+    pub amount: i64,
+    pub card: CardData,
+    pub capture: bool,
+    pub options: AuthOptions,
+}
+
+/// authcomplete: capture an authorization for its amount or less.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct CaptureRequest {
+    pub original: ProcessorRef,
+    /// What the authorization approved.
+    pub authorized_amount: i64,
+    /// What to capture: at most `authorized_amount`.
+    pub amount: i64,
+}
+
+/// authincrement on an open authorization.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct IncrementRequest {
+    pub original: ProcessorRef,
+    pub authorized_amount: i64,
+    /// The `transaction_amount` sent with the increment (whether it is the
+    /// increment or the new total is not stated by the reference; the
+    /// service decides and the processor echoes it).
+    pub amount: i64,
+}
+
+/// void of a card transaction before settlement, or of an ACH one before
+/// the cut-off.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct VoidRequest {
+    pub original: ProcessorRef,
+}
+
+/// partialreversal: reduce an authorization or unsettled sale.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct PartialReversalRequest {
+    pub original: ProcessorRef,
+    pub original_amount: i64,
+    /// The reduced final amount, below `original_amount`.
+    pub new_amount: i64,
+    /// Whether the original was captured (a sale, 101) or is an open
+    /// authorization (102).
+    pub captured: bool,
+}
+
+/// refund of an earlier card or ACH transaction.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct RefundRequest {
+    pub original: ProcessorRef,
+    pub amount: i64,
+}
+
+/// An unreferenced card refund (money back to a card without an original).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct CreditRequest {
+    pub amount: i64,
+    pub card: CardData,
+}
+
+/// ACH debit or credit.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct AchRequest {
+    pub amount: i64,
+    pub account: AchData,
+}
+
+/// avsonly: the address (and CVV) checked without an amount.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct AvsOnlyRequest {
+    pub card: CardData,
+}
+
+/// force: post a sale with a voice authorization's code.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct ForceRequest {
+    pub amount: i64,
+    pub card: CardData,
+    /// Exactly 6 characters.
+    pub auth_code: String,
+}
+
+/// Settle (close) a batch.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct SettleRequest {
+    /// The gateway's batch id, for the connector's file name.
+    pub batch_id: String,
+    /// The amounts of the batch's transactions in cents, in the order they
+    /// entered the batch.
+    pub amounts: Vec<i64>,
+    /// Which settle attempt of this batch this is: 1 for the first.
+    pub attempt: u32,
+}
+
+/// The processor's answer to a transaction request.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct ProcessorResponse {
+    pub status_id: StatusId,
+    pub reason_code_id: ReasonCode,
+    /// Short processor text: `Test 1234` on approvals, the trigger's result
+    /// name on sandbox declines (`DENY`, `INSUFFICIENT_FUNDS`).
+    pub verbiage: String,
+    /// The processor's code and text (`response_message`).
+    pub response_message: String,
+    pub auth_code: Option<String>,
+    /// What was approved (less than requested on a partial approval, 0 on
+    /// a decline).
+    pub approved_amount: i64,
+    pub avs: Option<Avs>,
+    pub avs_enhanced: Option<AvsEnhanced>,
+    pub cvv_response: Option<CvvResponse>,
+    /// The processor's id of this operation, to refer to it later.
+    pub processor_reference: String,
+    /// How long the answer takes to arrive: the caller awaits it before
+    /// finishing the transaction. Never more than the time-out.
+    pub delay: Duration,
+    /// The answer did not arrive within the processor time-out; the
+    /// response is the time-out decline.
+    pub timed_out: bool,
+}
+
+impl ProcessorResponse {
+    pub fn is_approved(&self) -> bool {
+        self.status_id.is_approved()
+    }
+}
+
+/// The processor's answer to a settle request.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct SettleResponse {
+    pub outcome: SettleOutcome,
+    /// Set when settled.
+    pub settlement_file_name: Option<String>,
+}
+
+/// A request the processor could not take at all (as opposed to a decline,
+/// which is a [`ProcessorResponse`]).
+#[derive(Debug, thiserror::Error, PartialEq, Eq)]
+pub enum ProcessorError {
+    /// The request breaks a rule the gateway should have checked (capture
+    /// above the authorization, force without a 6-character code, ...).
+    #[error("invalid processor request: {0}")]
+    Invalid(String),
+    /// The processor does not offer this operation.
+    #[error("operation not supported by the processor: {0}")]
+    Unsupported(&'static str),
+    /// The processor could not be reached or answered nonsense.
+    #[error("processor unavailable: {0}")]
+    Unavailable(String),
+}
+
+pub type ProcessorResult<T = ProcessorResponse> = Result<T, ProcessorError>;
+
+/// An acquirer connector. Every method is synchronous and may block on the
+/// network: call it from `spawn_blocking`, outside any DB transaction, then
+/// await `delay`.
+pub trait Processor: Send + Sync {
+    /// A short name for logs and records (`sandbox`).
+    fn name(&self) -> &'static str;
+
+    /// sale (`capture` true: authorize and capture) or authonly.
+    fn authorize(&self, req: &AuthorizeRequest) -> ProcessorResult;
+
+    /// authcomplete: capture an authorization (for its amount or less).
+    fn capture(&self, req: &CaptureRequest) -> ProcessorResult;
+
+    /// authincrement.
+    fn increment(&self, req: &IncrementRequest) -> ProcessorResult;
+
+    /// void (card or ACH).
+    fn void(&self, req: &VoidRequest) -> ProcessorResult;
+
+    /// partialreversal.
+    fn partial_reversal(&self, req: &PartialReversalRequest) -> ProcessorResult;
+
+    /// refund of an earlier transaction (card or ACH).
+    fn refund(&self, req: &RefundRequest) -> ProcessorResult;
+
+    /// Unreferenced card refund.
+    fn credit(&self, req: &CreditRequest) -> ProcessorResult;
+
+    /// ACH debit (money from the account).
+    fn ach_debit(&self, req: &AchRequest) -> ProcessorResult;
+
+    /// ACH credit (money to the account).
+    fn ach_credit(&self, req: &AchRequest) -> ProcessorResult;
+
+    /// avsonly.
+    fn avs_only(&self, req: &AvsOnlyRequest) -> ProcessorResult;
+
+    /// force.
+    fn force(&self, req: &ForceRequest) -> ProcessorResult;
+
+    /// Close a batch.
+    fn settle(&self, req: &SettleRequest) -> ProcessorResult<SettleResponse>;
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::sync::Arc;
+
+    #[test]
+    fn trait_objects_are_shareable() {
+        fn assert_send_sync<T: Send + Sync + ?Sized>() {}
+        assert_send_sync::<dyn Processor>();
+        let p: Arc<dyn Processor> = Arc::new(SandboxProcessor::default());
+        assert_eq!(p.name(), "sandbox");
+        let handle = std::thread::spawn(move || p.name());
+        assert_eq!(handle.join().unwrap(), "sandbox");
+    }
+}
