@@ -591,3 +591,723 @@ impl Processor for SandboxProcessor {
         })
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const VISA: &str = "4111111111111111";
+    const AMEX: &str = "371449635398431";
+
+    fn card(pan: &str) -> CardData {
+        CardData {
+            pan: pan.into(),
+            exp_date: "1230".into(),
+            ..CardData::default()
+        }
+    }
+
+    fn sale(amount: i64) -> AuthorizeRequest {
+        AuthorizeRequest {
+            amount,
+            card: card(VISA),
+            capture: true,
+            options: AuthOptions::default(),
+        }
+    }
+
+    fn original(method: PaymentMethod) -> ProcessorRef {
+        ProcessorRef {
+            reference: "sbx-1".into(),
+            auth_code: Some("a1b2c3".into()),
+            method,
+        }
+    }
+
+    fn ach_account(routing: &str, number: &str) -> AchData {
+        AchData {
+            account_holder_name: "John Smith".into(),
+            account_number: number.into(),
+            routing: routing.into(),
+            account_type: AchAccountType::Checking,
+            sec_code: "PPD".into(),
+            check_number: None,
+            effective_date: None,
+        }
+    }
+
+    /// 3.1: every amount trigger, on a sale.
+    #[test]
+    fn card_amount_triggers() {
+        // (amount, status_id, reason_code_id, verbiage, approved amount)
+        let rows: &[(i64, u16, u16, &str, i64)] = &[
+            (500, 301, 1500, "DENY", 0),
+            (510, 301, 1510, "CALL", 0),
+            (520, 301, 1520, "PKUP", 0),
+            (530, 301, 1530, "RETRY", 0),
+            (540, 301, 1540, "SETUP", 0),
+            (601, 301, 1601, "GENERICFAIL", 0),
+            (602, 301, 1602, "CALL", 0),
+            (603, 301, 1603, "NOREPLY", 0),
+            (604, 301, 1604, "PICKUP_NOFRAUD", 0),
+            (605, 301, 1605, "PICKUP_FRAUD", 0),
+            (606, 301, 1606, "PICKUP_LOST", 0),
+            (607, 301, 1607, "PICKUP_STOLEN", 0),
+            (608, 301, 1608, "ACCTERROR", 0),
+            (609, 301, 1609, "ALREADY_REVERSED", 0),
+            (610, 301, 1610, "BAD_PIN", 0),
+            (611, 301, 1611, "CASHBACK_EXCEEDED", 0),
+            (612, 301, 1612, "CASHBACK_NOAVAIL", 0),
+            (613, 301, 1613, "CID_ERROR", 0),
+            (614, 301, 1614, "DATE_ERROR", 0),
+            (615, 301, 1615, "DO NOT HONOR", 0),
+            (616, 301, 1616, "INSUFFICIENT_FUNDS", 0),
+            (617, 301, 1617, "EXCEED_WITHDRAWAL_LIMIT", 0),
+            (618, 301, 1618, "INVALID_SERVICE_CODE", 0),
+            (619, 301, 1619, "EXCEED_ACTIVITY_LIMIT", 0),
+            (620, 301, 1620, "VIOLATION", 0),
+            (621, 301, 1621, "ENCRYPTION_ERROR", 0),
+            (622, 301, 1622, "CARD_EXPIRED", 0),
+            (623, 301, 1623, "REENTER", 0),
+            (624, 301, 1624, "SECURITY_VIOLATION", 0),
+            (625, 301, 1625, "NOT_PERMITTED_CARD", 0),
+            (626, 301, 1626, "NOT_PERMITTED_TRAN", 0),
+            (627, 301, 1627, "SYSTEM_ERROR", 0),
+            (628, 301, 1628, "BAD_MERCH_ID", 0),
+            (629, 301, 1629, "DUPLICATE_BATCH", 0),
+            (630, 301, 1630, "REJECTED_BATCH", 0),
+            (631, 301, 1631, "ACCOUNT_CLOSED", 0),
+            // Neighbours of the triggers approve in full.
+            (499, 101, 1000, "", 499),
+            (501, 101, 1000, "", 501),
+            (550, 101, 1000, "", 550),
+            (600, 101, 1000, "", 600),
+            (632, 101, 1000, "", 632),
+            (200, 101, 1000, "", 200),
+            (202, 101, 1000, "", 202),
+            (799, 101, 1000, "", 799),
+            (900, 101, 1000, "", 900),
+            (1000, 101, 1000, "", 1000),
+            (9_020_011, 101, 1000, "", 9_020_011),
+        ];
+        let sandbox = SandboxProcessor::default();
+        for &(amount, status, reason, verbiage, approved) in rows {
+            let r = sandbox.authorize(&sale(amount)).unwrap();
+            assert_eq!(
+                (r.status_id.code(), r.reason_code_id.code(), r.approved_amount),
+                (status, reason, approved),
+                "{amount}"
+            );
+            if status == 301 {
+                assert_eq!(r.verbiage, verbiage, "{amount}");
+                assert_eq!(reason, 1000 + amount as u16, "reason = 1000 + amount x 100");
+                assert_eq!(r.auth_code, None);
+                assert_eq!(r.response_message, ReasonCode(reason).label());
+            } else {
+                assert!(
+                    r.verbiage.starts_with("Test ") && r.verbiage.len() == 9,
+                    "{}",
+                    r.verbiage
+                );
+                let code = r.auth_code.unwrap();
+                assert!(
+                    code.len() == 6
+                        && code
+                            .bytes()
+                            .all(|b| b.is_ascii_digit() || (b'a'..=b'f').contains(&b))
+                );
+            }
+            assert_eq!((r.delay, r.timed_out), (Duration::ZERO, false));
+            // The same triggers on authonly.
+            let mut auth = sale(amount);
+            auth.capture = false;
+            let r = sandbox.authorize(&auth).unwrap();
+            let expected = if status == 101 { 102 } else { status };
+            assert_eq!(
+                (r.status_id.code(), r.reason_code_id.code()),
+                (expected, reason),
+                "authonly {amount}"
+            );
+        }
+    }
+
+    /// 3.1: $2.01 approves $1.00 when partial approvals are allowed.
+    #[test]
+    fn partial_approval() {
+        // (capture, allow_partial, status, reason, approved)
+        let rows: &[(bool, bool, u16, u16, i64)] = &[
+            (true, true, 101, 1201, 100),
+            (false, true, 102, 1201, 100),
+            (true, false, 301, 1657, 0),
+            (false, false, 301, 1657, 0),
+        ];
+        let sandbox = SandboxProcessor::default();
+        for &(capture, allow_partial, status, reason, approved) in rows {
+            let mut req = sale(201);
+            req.capture = capture;
+            req.options.allow_partial = allow_partial;
+            let r = sandbox.authorize(&req).unwrap();
+            assert_eq!(
+                (r.status_id.code(), r.reason_code_id.code(), r.approved_amount),
+                (status, reason, approved),
+                "capture {capture} allow {allow_partial}"
+            );
+        }
+    }
+
+    /// 3.1: $8.XX waits XX seconds and answers 1500; a wait reaching the
+    /// time-out (10 s by default) is the time-out decline.
+    #[test]
+    fn delays_and_time_out() {
+        // (timeout s, amount, delay s, timed out)
+        let rows: &[(u64, i64, u64, bool)] = &[
+            (10, 800, 0, false),
+            (10, 801, 1, false),
+            (10, 805, 5, false),
+            (10, 809, 9, false),
+            (10, 810, 10, true),
+            (10, 830, 10, true),
+            (10, 899, 10, true),
+            (30, 829, 29, false),
+            (30, 830, 30, true),
+            (2, 805, 2, true),
+        ];
+        for &(timeout, amount, delay, timed_out) in rows {
+            let sandbox = SandboxProcessor::with_timeout(Duration::from_secs(timeout));
+            let r = sandbox.authorize(&sale(amount)).unwrap();
+            assert_eq!(
+                (r.status_id, r.reason_code_id),
+                (StatusId::Declined, ReasonCode(1500)),
+                "{amount}"
+            );
+            assert_eq!(
+                (r.delay, r.timed_out),
+                (Duration::from_secs(delay), timed_out),
+                "{amount} / {timeout} s"
+            );
+            assert_eq!(r.verbiage, if timed_out { "TIMEOUT" } else { "DELAYED" });
+        }
+        assert_eq!(
+            SandboxProcessor::default().timeout(),
+            Duration::from_millis(10_000)
+        );
+    }
+
+    /// 3.2: AVS test values into avs and avs_enhanced.
+    /// A row's street or zip: `-` = not sent.
+    fn sent(value: &str) -> Option<String> {
+        (value != "-").then(|| value.to_string())
+    }
+
+    #[test]
+    fn avs_test_values() {
+        // (street, zip, avs ("-" = none), avs_enhanced, declined)
+        let rows: &[(&str, &str, &str, &str, bool)] = &[
+            ("5800 NW 39th AVE", "32606", "GOOD", "Y", false),
+            ("5800 nw 39th  ave", "32606", "GOOD", "Y", false),
+            ("5800 NW 39th AVE", "32606-1234", "GOOD", "X", false),
+            ("2831 NW 41st St STE J", "32615", "BAD", "N", true),
+            ("5800 NW 39th AVE", "99999", "ZIP", "A", false),
+            ("5800 NW 39th AVE", "-", "ZIP", "A", false),
+            ("1 Main St", "32606", "STREET", "Z", false),
+            ("-", "32606", "STREET", "Z", false),
+            ("1 Main St", "326061234", "STREET", "W", false),
+            ("1 Main St", "10001", "BAD", "N", false),
+            ("2831 NW 41st St STE J", "32606", "STREET", "Z", false),
+            ("2831 NW 41st St STE J", "-", "BAD", "N", false),
+            ("-", "-", "-", "V", false),
+            ("", " ", "-", "V", false),
+        ];
+        let sandbox = SandboxProcessor::default();
+        for &(street, zip, avs, enhanced, declined) in rows {
+            let mut req = sale(1000);
+            req.card.billing_street = sent(street);
+            req.card.billing_zip = sent(zip);
+            let r = sandbox.authorize(&req).unwrap();
+            assert_eq!(r.avs.map(|a| a.code()).unwrap_or("-"), avs, "{street:?} {zip:?}");
+            assert_eq!(
+                r.avs_enhanced.map(|a| a.code()),
+                Some(enhanced),
+                "{street:?} {zip:?}"
+            );
+            let expected = if declined { (301, 1655) } else { (101, 1000) };
+            assert_eq!(
+                (r.status_id.code(), r.reason_code_id.code()),
+                expected,
+                "{street:?} {zip:?}"
+            );
+        }
+    }
+
+    /// The auto-decline street and zip settings turn a failed check into a
+    /// decline (1655); an absent value is not checked.
+    #[test]
+    fn avs_auto_decline() {
+        // (street, zip, auto street, auto zip, declined)
+        let rows: &[(&str, &str, bool, bool, bool)] = &[
+            ("1 Main St", "32606", true, false, true),
+            ("1 Main St", "32606", false, true, false),
+            ("5800 NW 39th AVE", "10001", false, true, true),
+            ("5800 NW 39th AVE", "10001", true, false, false),
+            ("5800 NW 39th AVE", "32606", true, true, false),
+            ("-", "-", true, true, false),
+        ];
+        let sandbox = SandboxProcessor::default();
+        for &(street, zip, auto_street, auto_zip, declined) in rows {
+            let mut req = sale(1000);
+            req.card.billing_street = sent(street);
+            req.card.billing_zip = sent(zip);
+            req.options.auto_decline_street = auto_street;
+            req.options.auto_decline_zip = auto_zip;
+            let r = sandbox.authorize(&req).unwrap();
+            let expected = if declined { (301, 1655) } else { (101, 1000) };
+            assert_eq!(
+                (r.status_id.code(), r.reason_code_id.code()),
+                expected,
+                "{street:?} {zip:?}"
+            );
+        }
+    }
+
+    /// 3.2: CVV test values into cvv_response; P, S, U and X decline only
+    /// with auto_decline_cvv.
+    #[test]
+    fn cvv_test_values() {
+        // (card, cvv, cvv_response, declined with auto_decline_cvv)
+        let rows: &[(&str, Option<&str>, Option<&str>, bool)] = &[
+            (VISA, Some("999"), Some("M"), false),
+            (VISA, Some("123"), Some("N"), false),
+            (VISA, Some("555"), Some("N"), false),
+            (VISA, Some("124"), Some("P"), true),
+            (VISA, Some("125"), Some("S"), true),
+            (VISA, Some("126"), Some("U"), true),
+            (VISA, Some("127"), Some("X"), true),
+            (VISA, Some("1234"), Some("N"), false),
+            (VISA, None, None, false),
+            ("5454545454545454", Some("999"), Some("M"), false),
+            ("5454545454545454", Some("127"), Some("X"), true),
+            ("6011000995500000", Some("124"), Some("P"), true),
+            ("6011000995500000", Some("777"), Some("N"), false),
+            (AMEX, Some("1234"), Some("M"), false),
+            (AMEX, Some("9999"), Some("N"), false),
+            (AMEX, Some("4321"), Some("N"), false),
+            (AMEX, Some("9998"), Some("P"), true),
+            (AMEX, Some("9997"), Some("S"), true),
+            (AMEX, Some("9996"), Some("U"), true),
+            (AMEX, Some("9995"), Some("X"), true),
+            (AMEX, Some("999"), Some("N"), false),
+            (AMEX, Some("124"), Some("N"), false),
+            (AMEX, None, None, false),
+        ];
+        let sandbox = SandboxProcessor::default();
+        for &(pan, cvv, response, declines) in rows {
+            for auto in [false, true] {
+                let mut req = sale(1000);
+                req.card = card(pan);
+                req.card.cvv = cvv.map(String::from);
+                req.options.auto_decline_cvv = auto;
+                let r = sandbox.authorize(&req).unwrap();
+                assert_eq!(r.cvv_response.map(|c| c.code()), response, "{pan} {cvv:?}");
+                let expected = if auto && declines {
+                    (301, 1656)
+                } else {
+                    (101, 1000)
+                };
+                assert_eq!(
+                    (r.status_id.code(), r.reason_code_id.code()),
+                    expected,
+                    "{pan} {cvv:?} auto {auto}"
+                );
+            }
+        }
+    }
+
+    /// 3.3: every test card is a valid number and approves.
+    #[test]
+    fn test_cards() {
+        let rows: &[(&str, Brand)] = &[
+            ("4111111111111111", Brand::Visa),
+            ("4012888888881881", Brand::Visa),
+            ("4005562231212149", Brand::Visa),
+            ("4485271031055802", Brand::Visa),
+            ("4556773060150333", Brand::Visa),
+            ("4916065618219339", Brand::Visa),
+            ("4485420616463945", Brand::Visa),
+            ("4716677219134014", Brand::Visa),
+            ("4716917729443632", Brand::Visa),
+            ("6011000995500000", Brand::Discover),
+            ("371449635398431", Brand::Amex),
+            ("5454545454545454", Brand::Mastercard),
+            ("5405222222222226", Brand::Mastercard),
+            ("5288071301680537", Brand::Mastercard),
+            ("5435815271011988", Brand::Mastercard),
+            ("5470675332875417", Brand::Mastercard),
+            ("5565061411468182", Brand::Mastercard),
+            ("5568022953219547", Brand::Mastercard),
+            ("5560988568989757", Brand::Mastercard),
+            ("5566806760567334", Brand::Mastercard),
+        ];
+        let sandbox = SandboxProcessor::default();
+        for &(pan, brand) in rows {
+            assert!(crate::bins::brands::pan_ok(pan), "{pan}");
+            assert_eq!(brand_of(pan), Some(brand), "{pan}");
+            let mut req = sale(1234);
+            req.card = card(pan);
+            let r = sandbox.authorize(&req).unwrap();
+            assert_eq!(
+                (r.status_id.code(), r.reason_code_id.code(), r.approved_amount),
+                (101, 1000, 1234),
+                "{pan}"
+            );
+        }
+    }
+
+    /// 3.4: ACH debits and credits answer 131 Pending Origination with an
+    /// `AUTH NUM` code and no AVS or CVV.
+    #[test]
+    fn ach_pending_flow() {
+        // (routing, account number, status, reason)
+        let rows: &[(&str, &str, u16, u16)] = &[
+            ("072000326", "1234", 131, 1000),
+            ("072000326", "12345678901234567", 131, 1000),
+            ("021000021", "987654321", 131, 1000),
+            ("072000326", "123", 301, 1608),
+            ("072000326", "123456789012345678", 301, 1608),
+            ("072000326", "12ab5678", 301, 1608),
+            ("072000327", "123456789", 301, 1599),
+            ("12345678", "123456789", 301, 1599),
+        ];
+        let sandbox = SandboxProcessor::default();
+        for &(routing, number, status, reason) in rows {
+            let req = AchRequest {
+                amount: 1500,
+                account: ach_account(routing, number),
+            };
+            for r in [
+                sandbox.ach_debit(&req).unwrap(),
+                sandbox.ach_credit(&req).unwrap(),
+            ] {
+                assert_eq!(
+                    (r.status_id.code(), r.reason_code_id.code()),
+                    (status, reason),
+                    "{routing} {number}"
+                );
+                assert_eq!((r.avs, r.avs_enhanced, r.cvv_response), (None, None, None));
+                if status == 131 {
+                    let code = r.auth_code.unwrap();
+                    assert!(code.starts_with("AUTH NUM ") && code.len() == 16, "{code}");
+                    assert_eq!(r.approved_amount, 1500);
+                }
+            }
+        }
+    }
+
+    /// 1.1: the outcome of every action on the sandbox.
+    #[test]
+    fn action_outcomes() {
+        let sandbox = SandboxProcessor::default();
+        let cc = original(PaymentMethod::Cc);
+        let ach = original(PaymentMethod::Ach);
+        let mut authonly = sale(1000);
+        authonly.capture = false;
+        // (action, result, status_id, reason_code_id, approved amount)
+        let rows: Vec<(&str, ProcessorResponse, u16, u16, i64)> = vec![
+            ("sale", sandbox.authorize(&sale(1000)).unwrap(), 101, 1000, 1000),
+            ("authonly", sandbox.authorize(&authonly).unwrap(), 102, 1000, 1000),
+            (
+                "avsonly",
+                sandbox.avs_only(&AvsOnlyRequest { card: card(VISA) }).unwrap(),
+                121,
+                1000,
+                0,
+            ),
+            (
+                "force",
+                sandbox
+                    .force(&ForceRequest {
+                        amount: 1000,
+                        card: card(VISA),
+                        auth_code: "ABC123".into(),
+                    })
+                    .unwrap(),
+                101,
+                1002,
+                1000,
+            ),
+            (
+                "refund cc",
+                sandbox
+                    .refund(&RefundRequest {
+                        original: cc.clone(),
+                        amount: 400,
+                    })
+                    .unwrap(),
+                111,
+                1000,
+                400,
+            ),
+            (
+                "refund ach",
+                sandbox
+                    .refund(&RefundRequest {
+                        original: ach.clone(),
+                        amount: 400,
+                    })
+                    .unwrap(),
+                131,
+                1000,
+                400,
+            ),
+            (
+                "credit cc",
+                sandbox
+                    .credit(&CreditRequest {
+                        amount: 300,
+                        card: card(VISA),
+                    })
+                    .unwrap(),
+                111,
+                1000,
+                300,
+            ),
+            (
+                "authcomplete",
+                sandbox
+                    .capture(&CaptureRequest {
+                        original: cc.clone(),
+                        authorized_amount: 1000,
+                        amount: 800,
+                    })
+                    .unwrap(),
+                101,
+                1001,
+                800,
+            ),
+            (
+                "authincrement",
+                sandbox
+                    .increment(&IncrementRequest {
+                        original: cc.clone(),
+                        authorized_amount: 1000,
+                        amount: 700,
+                    })
+                    .unwrap(),
+                102,
+                1000,
+                700,
+            ),
+            (
+                "authincrement declined",
+                sandbox
+                    .increment(&IncrementRequest {
+                        original: cc.clone(),
+                        authorized_amount: 1000,
+                        amount: 616,
+                    })
+                    .unwrap(),
+                301,
+                1661,
+                0,
+            ),
+            (
+                "void cc",
+                sandbox.void(&VoidRequest { original: cc.clone() }).unwrap(),
+                201,
+                1200,
+                0,
+            ),
+            (
+                "void ach",
+                sandbox.void(&VoidRequest { original: ach }).unwrap(),
+                201,
+                1200,
+                0,
+            ),
+            (
+                "partialreversal sale",
+                sandbox
+                    .partial_reversal(&PartialReversalRequest {
+                        original: cc.clone(),
+                        original_amount: 1000,
+                        new_amount: 600,
+                        captured: true,
+                    })
+                    .unwrap(),
+                101,
+                1000,
+                600,
+            ),
+            (
+                "partialreversal authonly",
+                sandbox
+                    .partial_reversal(&PartialReversalRequest {
+                        original: cc.clone(),
+                        original_amount: 1000,
+                        new_amount: 600,
+                        captured: false,
+                    })
+                    .unwrap(),
+                102,
+                1000,
+                600,
+            ),
+        ];
+        for (action, r, status, reason, approved) in rows {
+            assert_eq!(
+                (r.status_id.code(), r.reason_code_id.code(), r.approved_amount),
+                (status, reason, approved),
+                "{action}"
+            );
+        }
+        let forced = sandbox
+            .force(&ForceRequest {
+                amount: 1000,
+                card: card(VISA),
+                auth_code: "ABC123".into(),
+            })
+            .unwrap();
+        assert_eq!(forced.auth_code.as_deref(), Some("ABC123"));
+        let completed = sandbox
+            .capture(&CaptureRequest {
+                original: cc.clone(),
+                authorized_amount: 1000,
+                amount: 1000,
+            })
+            .unwrap();
+        assert_eq!(completed.auth_code.as_deref(), Some("a1b2c3"));
+        // avsonly answers avs and cvv_response.
+        let mut avs_card = card(VISA);
+        avs_card.billing_street = Some(AVS_PASS_STREET.into());
+        avs_card.billing_zip = Some(AVS_PASS_ZIP.into());
+        avs_card.cvv = Some("999".into());
+        let r = sandbox.avs_only(&AvsOnlyRequest { card: avs_card }).unwrap();
+        assert_eq!(
+            (r.avs, r.avs_enhanced, r.cvv_response),
+            (Some(Avs::Good), Some(AvsEnhanced::Y), Some(CvvResponse::Match))
+        );
+        // References are unique.
+        let a = sandbox.authorize(&sale(1000)).unwrap().processor_reference;
+        let b = sandbox.authorize(&sale(1000)).unwrap().processor_reference;
+        assert_ne!(a, b);
+    }
+
+    /// Requests the gateway should never send are errors, not declines.
+    #[test]
+    fn invalid_requests() {
+        let sandbox = SandboxProcessor::default();
+        let cc = original(PaymentMethod::Cc);
+        let errors = [
+            sandbox.authorize(&sale(0)).unwrap_err(),
+            sandbox.authorize(&sale(-100)).unwrap_err(),
+            sandbox
+                .authorize(&AuthorizeRequest {
+                    card: card("4111-1111"),
+                    ..sale(1000)
+                })
+                .unwrap_err(),
+            sandbox
+                .capture(&CaptureRequest {
+                    original: cc.clone(),
+                    authorized_amount: 1000,
+                    amount: 1001,
+                })
+                .unwrap_err(),
+            sandbox
+                .partial_reversal(&PartialReversalRequest {
+                    original: cc.clone(),
+                    original_amount: 1000,
+                    new_amount: 1000,
+                    captured: true,
+                })
+                .unwrap_err(),
+            sandbox
+                .force(&ForceRequest {
+                    amount: 1000,
+                    card: card(VISA),
+                    auth_code: "ABC12".into(),
+                })
+                .unwrap_err(),
+            sandbox
+                .refund(&RefundRequest {
+                    original: cc,
+                    amount: 0,
+                })
+                .unwrap_err(),
+        ];
+        for e in errors {
+            assert!(matches!(e, ProcessorError::Invalid(_)), "{e}");
+        }
+    }
+
+    /// 3.6 through the trait: the settle decision and the file name.
+    #[test]
+    fn settle_through_the_trait() {
+        let sandbox = SandboxProcessor::default();
+        let settle = |amounts: Vec<i64>, attempt| {
+            sandbox
+                .settle(&SettleRequest {
+                    batch_id: "b1".into(),
+                    amounts,
+                    attempt,
+                })
+                .unwrap()
+        };
+        let ok = settle(vec![1000], 1);
+        assert_eq!(ok.outcome, SettleOutcome::Settled);
+        assert_eq!(ok.settlement_file_name.as_deref(), Some("sandbox-b1-1.csv"));
+        let failed = settle(vec![1000, 9_050_424], 1);
+        assert_eq!(
+            failed.outcome,
+            SettleOutcome::Failed {
+                status_message: "Settlement Amount is invalid.".into(),
+                reason_code_id: None
+            }
+        );
+        assert_eq!(failed.settlement_file_name, None);
+        assert!(matches!(
+            settle(vec![630, 1000], 1).outcome,
+            SettleOutcome::Failed { .. }
+        ));
+        assert_eq!(settle(vec![630, 1000], 2).outcome, SettleOutcome::Settled);
+    }
+
+    /// 1.6: the sandbox ACH status simulator's flow and charge-back reason.
+    #[test]
+    fn ach_status_flow_and_charge_back_reason() {
+        use StatusId::*;
+        // (from, to, allowed)
+        let rows: &[(StatusId, StatusId, bool)] = &[
+            (PendingOrigination, Originated, true),
+            (Originating, Originated, true),
+            (Originated, AchSettled, true),
+            (PendingOrigination, AchSettled, false),
+            (PendingOrigination, Originating, false),
+            (AchSettled, Originated, false),
+            (PendingOrigination, Declined, true),
+            (Originating, Voided, true),
+            (Originated, ChargedBack, true),
+            (AchSettled, ChargedBack, true),
+            (Declined, Originated, false),
+            (Voided, ChargedBack, false),
+            (ChargedBack, Declined, false),
+            (Approved, Voided, false),
+        ];
+        for &(from, to, allowed) in rows {
+            assert_eq!(ach_status_change_allowed(from, to), allowed, "{from:?} -> {to:?}");
+        }
+        // (amount, reason)
+        let reasons: &[(i64, u16)] = &[
+            (1022, 2122),
+            (1001, 2101),
+            (583, 2183),
+            (1047, 2147),
+            (1050, 2150),
+            (1048, 2101),
+            (1000, 2101),
+            (1099, 2101),
+        ];
+        for &(amount, reason) in reasons {
+            assert_eq!(ach_chargeback_reason(amount), ReasonCode(reason), "{amount}");
+        }
+    }
+}
