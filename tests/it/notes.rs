@@ -61,12 +61,7 @@ fn note_create_requires_a_valid_resource(app: &TestApp) {
     let r = post(json!({ "resource": "Contact", "resource_id": "" })).expect(422);
     assert_eq!(error_fields(&r), fields(&["resource_id"]), "{}", r.text);
 
-    for bad in [
-        "Transaction",
-        "Contacts",
-        "Note",
-        "Contact; DROP TABLE notes",
-    ] {
+    for bad in ["Transaction", "Contacts", "Note", "Contact; DROP TABLE notes"] {
         let r = post(json!({ "resource": bad, "resource_id": contact })).expect(422);
         assert_eq!(
             error_fields(&r),
