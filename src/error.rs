@@ -16,7 +16,11 @@ impl FieldErrors {
         Self::default()
     }
     pub fn add(&mut self, field: impl Into<String>, message: impl Into<String>) {
-        self.0.entry(field.into()).or_default().push(message.into());
+        let messages = self.0.entry(field.into()).or_default();
+        let message = message.into();
+        if !messages.contains(&message) {
+            messages.push(message);
+        }
     }
     pub fn is_empty(&self) -> bool {
         self.0.is_empty()

@@ -25,13 +25,28 @@ pub fn register(conn: &mut dyn Conn, keyring: &Keyring, now: i64) -> ApiResult<(
             keyring.current_key_id()
         )));
     }
-    let in_use = conn.query(&Sql::new("SELECT key_id FROM data_keys WHERE retired_ts IS NULL"))?;
-    let unknown: Vec<String> = in_use
+    let mut in_use: BTreeSet<String> = conn
+        .query(&Sql::new("SELECT key_id FROM data_keys WHERE retired_ts IS NULL"))?
         .iter()
-        .filter_map(|r| r[0].as_str())
-        .filter(|kid| !keyring.knows(kid))
-        .map(str::to_string)
+        .filter_map(|r| r[0].as_str().map(str::to_string))
         .collect();
+    // The values themselves: a node that kept sealing with a key after a
+    // rotation retired it leaves values only this scan finds.
+    for (table, column) in sealed_columns() {
+        let mut sql = Sql::new("SELECT DISTINCT substr(");
+        sql.push(column)
+            .push(", 1, 8) FROM ")
+            .push(table)
+            .push(" WHERE ")
+            .push(column)
+            .push(" IS NOT NULL");
+        for row in conn.query(&sql)? {
+            if let Some(kid) = row[0].as_str() {
+                in_use.insert(kid.to_string());
+            }
+        }
+    }
+    let unknown: Vec<String> = in_use.into_iter().filter(|kid| !keyring.knows(kid)).collect();
     if !unknown.is_empty() {
         return Err(ApiError::Internal(format!(
             "this database holds values sealed with data key(s) {} which this process does not have: \

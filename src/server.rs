@@ -81,7 +81,10 @@ pub async fn check_data_keys(
     tokio::task::spawn_blocking(move || {
         store
             .write_blocking(move |conn| crate::keys::register(conn, &keyring, chrono::Utc::now().timestamp()))
-            .map_err(|e| anyhow::anyhow!("{e}"))
+            .map_err(|e| match e {
+                crate::error::ApiError::Internal(message) => anyhow::anyhow!(message),
+                other => anyhow::anyhow!("{other}"),
+            })
     })
     .await?
 }

@@ -30,14 +30,29 @@ async fn vault_bininfo(
     State(app): State<AppState>,
     caller: Caller,
     IdPath(id): IdPath,
+    RawQuery(q): RawQuery,
 ) -> ApiResult<Response> {
     caller.perms.require(&ACCOUNT_VAULT.permission("read"))?;
+    // `?api_id=1[&location_id=]` names the vault by account_vault_api_id.
+    let pairs = query_pairs(q.as_deref());
+    let by_api_id = pairs
+        .iter()
+        .any(|(k, v)| k == "api_id" && (v == "1" || v == "true"));
+    let location_id = pairs
+        .iter()
+        .find(|(k, _)| k == "location_id")
+        .map(|(_, v)| v.clone())
+        .unwrap_or_else(|| caller.scope.location_id.clone());
     let cx = app.cx(&caller);
     let info = app
         .store
         .read(move |conn| {
-            let vault = query::find(conn, &ACCOUNT_VAULT, &cx.scope, &id)?
-                .ok_or_else(|| ApiError::not_found("accountvault"))?;
+            let found = if by_api_id {
+                query::find_by_api_id(conn, &ACCOUNT_VAULT, &cx.scope, &location_id, &id)?
+            } else {
+                query::find(conn, &ACCOUNT_VAULT, &cx.scope, &id)?
+            };
+            let vault = found.ok_or_else(|| ApiError::not_found("accountvault"))?;
             if vault.text("payment_method") != Some("cc") {
                 return Err(ApiError::field(
                     "payment_method",

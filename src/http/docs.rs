@@ -352,7 +352,7 @@ pub fn openapi(public_url: &str) -> Json {
                 "action": { "type": "string" },
                 "account_vault_id": { "type": "array", "items": { "type": "string" } },
                 "product_transaction_id": { "type": "array", "items": { "type": "string" } } } }))),
-            "responses": merge(json!({ "200": reply("what changed", json!({ "type": "object" })) }), &write_errors) } }),
+            "responses": merge(json!({ "201": reply("what changed", json!({ "type": "object" })) }), &write_errors) } }),
     );
     components.insert(
         "Error".into(),

@@ -96,7 +96,11 @@ async fn account_vault_updates(
         .store
         .write(move |conn| resources::accountvaultupdates::apply(&cx, conn, &request))
         .await?;
-    Ok(axum::Json(serde_json::json!({ "accountvaultupdate": report })).into_response())
+    Ok((
+        axum::http::StatusCode::CREATED,
+        axum::Json(serde_json::json!({ "accountvaultupdate": report })),
+    )
+        .into_response())
 }
 
 async fn readyz(State(app): State<AppState>) -> Response {

@@ -38,11 +38,8 @@ pub static ACCOUNT_VAULT: Resource = Resource {
             .secret()
             .pattern(Pattern::Digits)
             .doc("cc 13-19 digits (Luhn), ach 4-19; returned masked"),
-        Field::text("exp_date", 4, 4)
-            .pu()
-            .filter()
-            .pattern(Pattern::Digits)
-            .doc("MMYY, cc only"),
+        // Bounds are checked as MMYY by the rules, with a message that says so.
+        Field::text("exp_date", 1, 16).pu().filter().doc("MMYY, cc only"),
         Field::text("account_type", 1, 32)
             .post()
             .exact()
@@ -154,6 +151,9 @@ pub static ACCOUNT_VAULT: Resource = Resource {
 
 struct AccountVaultRules;
 
+/// The SEC codes of the reference's ACH processor profiles.
+const ACH_SEC_CODES: &[&str] = &["CCD", "PPD", "TEL", "WEB", "POP", "C21"];
+
 /// Where the payment data of a new vault comes from.
 enum Source {
     /// Card or bank numbers in the request.
@@ -233,7 +233,7 @@ fn check_card(cx: &Cx, record: &mut Record, errors: &mut FieldErrors, creating: 
                     match bins::brand_of(&pan) {
                         Some(brand) if !brand.accepts_length(pan.len()) => errors.add(
                             "account_number",
-                            format!("Account Number has the wrong length for a {} card.", brand.name()),
+                            format!("Account Number has the wrong length for this {} card.", brand.name()),
                         ),
                         Some(brand) => record.set("account_type", brand.account_type()),
                         None => errors.add(
@@ -246,7 +246,7 @@ fn check_card(cx: &Cx, record: &mut Record, errors: &mut FieldErrors, creating: 
                 }
             }
         }
-        for ach_only in ["routing", "is_company", "dob_year", "ssn4"] {
+        for ach_only in ["routing", "is_company", "dob_year", "ssn4", "ach_sec_code"] {
             if present(record, ach_only) {
                 errors.add(ach_only, format!("{ach_only} applies to ach accounts only."));
             }
@@ -296,8 +296,13 @@ fn check_bank(conn: &mut dyn Conn, cx: &Cx, record: &mut Record, errors: &mut Fi
     if present(record, "exp_date") {
         errors.add("exp_date", "exp_date applies to cc accounts only.");
     }
-    if !present(record, "ach_sec_code") {
-        record.set("ach_sec_code", "WEB");
+    match record.text("ach_sec_code") {
+        None => record.set("ach_sec_code", "WEB"),
+        Some(code) if !ACH_SEC_CODES.contains(&code) => errors.add(
+            "ach_sec_code",
+            format!("Ach Sec Code must be one of {}.", ACH_SEC_CODES.join(", ")),
+        ),
+        Some(_) => {}
     }
     // What the location's ACH processor profile requires.
     let location_id = record.text("location_id").unwrap_or_default().to_string();
@@ -409,6 +414,18 @@ impl Rules for AccountVaultRules {
             }
         }
         check_licence(new, &mut errors);
+        if new.get("ach_sec_code") != old.get("ach_sec_code") {
+            match (old.text("payment_method"), new.text("ach_sec_code")) {
+                (Some("cc"), Some(_)) => {
+                    errors.add("ach_sec_code", "ach_sec_code applies to ach accounts only.")
+                }
+                (_, Some(code)) if !ACH_SEC_CODES.contains(&code) => errors.add(
+                    "ach_sec_code",
+                    format!("Ach Sec Code must be one of {}.", ACH_SEC_CODES.join(", ")),
+                ),
+                _ => {}
+            }
+        }
         if old.text("payment_method") == Some("ach") && !present(new, "account_holder_name") {
             errors.add("account_holder_name", blank("account_holder_name"));
         }

@@ -226,6 +226,17 @@ fn bank_rules(app: &TestApp) {
     );
     refused(bank(&t, json!({ "account_type": "brokerage" })), "account_type");
     refused(bank(&t, json!({ "exp_date": "1230" })), "exp_date");
+    refused(bank(&t, json!({ "ach_sec_code": "XYZ" })), "ach_sec_code");
+    create(&t, bank(&t, json!({ "ach_sec_code": "PPD" }))).expect(201);
+    let mut no_holder = bank(&t, json!({}));
+    no_holder.as_object_mut().unwrap().remove("account_holder_name");
+    let r = create(&t, no_holder).expect(422);
+    assert_eq!(
+        r.errors("account_holder_name").len(),
+        1,
+        "one message, not repeated: {}",
+        r.text
+    );
     for missing in [
         "routing",
         "account_type",
@@ -470,7 +481,7 @@ fn account_vault_updates(app: &TestApp) {
     };
 
     // By vault ids; the default action subscribes; ach is ignored.
-    let r = send(json!({ "account_vault_id": [cards[0], ach] })).expect(200);
+    let r = send(json!({ "account_vault_id": [cards[0], ach] })).expect(201);
     let u = &r.body["accountvaultupdate"];
     assert_eq!(u["action"], "subscribe_all");
     assert_eq!(u["changed"], json!([cards[0]]));
@@ -480,7 +491,7 @@ fn account_vault_updates(app: &TestApp) {
     assert_eq!(subscribed(&ach), false);
     // By product transaction: all its card vaults.
     let pt = t.cred("cc_product_transaction_id");
-    let r = send(json!({ "action": "subscribe_all", "product_transaction_id": [pt] })).expect(200);
+    let r = send(json!({ "action": "subscribe_all", "product_transaction_id": [pt] })).expect(201);
     let mut changed: Vec<String> = r.body["accountvaultupdate"]["changed"]
         .as_array()
         .unwrap()
@@ -494,12 +505,12 @@ fn account_vault_updates(app: &TestApp) {
     assert_eq!(r.body["accountvaultupdate"]["unchanged"], json!([cards[0]]));
     // No vault is tied to an active recurring: recurring-only subscribes none,
     // non-recurring unsubscribes all.
-    let r = send(json!({ "action": "unsubscribe_non_recurring", "account_vault_id": cards })).expect(200);
+    let r = send(json!({ "action": "unsubscribe_non_recurring", "account_vault_id": cards })).expect(201);
     assert_eq!(
         r.body["accountvaultupdate"]["changed"].as_array().unwrap().len(),
         3
     );
-    let r = send(json!({ "action": "subscribe_recurring_only", "account_vault_id": cards })).expect(200);
+    let r = send(json!({ "action": "subscribe_recurring_only", "account_vault_id": cards })).expect(201);
     assert_eq!(
         r.body["accountvaultupdate"]["not_applicable"]
             .as_array()
@@ -508,8 +519,8 @@ fn account_vault_updates(app: &TestApp) {
         3
     );
     assert_eq!(subscribed(&cards[2]), false);
-    send(json!({ "action": "subscribe_all", "account_vault_id": [cards[2]] })).expect(200);
-    let r = send(json!({ "action": "unsubscribe_all", "account_vault_id": [cards[2]] })).expect(200);
+    send(json!({ "action": "subscribe_all", "account_vault_id": [cards[2]] })).expect(201);
+    let r = send(json!({ "action": "unsubscribe_all", "account_vault_id": [cards[2]] })).expect(201);
     assert_eq!(r.body["accountvaultupdate"]["changed"], json!([cards[2]]));
     // The change log records it.
     let logs = t
@@ -640,6 +651,8 @@ fn keys_rotate(engine: Engine) {
             });
         }
     });
+    // A value sealed under the old key, kept to play a lagging node later.
+    let stale_ciphertext = db(&app).text("SELECT account_number FROM account_vaults WHERE id = ?", &[&id]);
     // New primary key, the old one as previous: the server keeps working.
     let old_key = app.data_key.clone();
     let new_key = String::from_utf8(
@@ -757,6 +770,28 @@ fn keys_rotate(engine: Engine) {
     let v = t.get(&format!("/v2/accountvaults/{id}")).expect(200);
     assert_eq!(v.body["accountvault"]["dl_number"], "XXXXX0001");
     assert_eq!(v.body["accountvault"]["account_number"], "XXXXXXXX9012");
+
+    // A node that missed the restart keeps sealing with the retired key:
+    // the next process refuses to start rather than read nothing back.
+    db(&app).exec(
+        "UPDATE account_vaults SET account_number = ? WHERE id = ?",
+        &[&stale_ciphertext, &id],
+    );
+    let refused = Command::new(BIN)
+        .args(["bootstrap", "--json"])
+        .env("FERROGATE_DATABASE_URL", &app.database_url)
+        .env("FERROGATE_DATA_KEY", &new_key)
+        .output()
+        .unwrap();
+    assert!(
+        !refused.status.success(),
+        "values under an unknown key are refused at start"
+    );
+    let err = String::from_utf8_lossy(&refused.stderr);
+    assert!(
+        err.contains("FERROGATE_DATA_KEY") && !err.contains("internal error"),
+        "{err}"
+    );
 }
 
 /// `GET /v2/accountvaults/{id}/bininfo`: the card product from the built-in
@@ -770,6 +805,13 @@ fn vault_bininfo(app: &TestApp) {
     );
     let ach = str_of(&create(&t, bank(&t, json!({}))).expect(201).body["accountvault"]["id"]);
     let info = t.get(&format!("/v2/accountvaults/{disc}/bininfo")).expect(200);
+    t.put(
+        &format!("/v2/accountvaults/{disc}"),
+        json!({ "accountvault": { "account_vault_api_id": "discbin" } }),
+    )
+    .expect(200);
+    let by_api = t.get("/v2/accountvaults/discbin/bininfo?api_id=1").expect(200);
+    assert_eq!(by_api.body, info.body, "the same vault by its api id");
     let b = &info.body["bininfo"];
     assert_eq!(b["detail_card_product"], "D", "{b}");
     assert_eq!(
@@ -839,7 +881,7 @@ fn recurring_ties_and_deletes(app: &TestApp) {
             "/v2/accountvaultupdates",
             json!({ "accountvaultupdate": { "action": action, "account_vault_id": [tied, free] } }),
         )
-        .expect(200)
+        .expect(201)
         .body["accountvaultupdate"]
             .clone()
     };

@@ -83,6 +83,24 @@ impl Db {
         }
     }
 
+    /// The text a one-row, one-column query answers.
+    pub fn text(&mut self, sql: &str, params: &[&str]) -> String {
+        match self {
+            Db::Sqlite(c) => c
+                .query_row(sql, rusqlite::params_from_iter(params.iter()), |r| r.get(0))
+                .unwrap_or_else(|e| panic!("{sql}: {e}")),
+            Db::Postgres(c) => {
+                let p: Vec<&(dyn postgres::types::ToSql + Sync)> = params
+                    .iter()
+                    .map(|s| s as &(dyn postgres::types::ToSql + Sync))
+                    .collect();
+                c.query_one(numbered(sql).as_str(), &p)
+                    .unwrap_or_else(|e| panic!("{sql}: {e}"))
+                    .get::<_, String>(0)
+            }
+        }
+    }
+
     /// The integer a one-row, one-column query answers.
     pub fn count(&mut self, sql: &str, params: &[&str]) -> i64 {
         match self {
