@@ -241,6 +241,9 @@ pub struct Resource {
     pub expands: &'static [Expand],
     /// Extra list parameters the rules understand.
     pub list_params: &'static [&'static str],
+    /// Members the rules add to every rendered record: (name, JSON type,
+    /// description), for the OpenAPI document.
+    pub computed: &'static [(&'static str, &'static str, &'static str)],
     pub rules: &'static dyn Rules,
     pub doc: &'static str,
 }

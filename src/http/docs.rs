@@ -104,6 +104,12 @@ fn schemas(res: &Resource) -> (Json, Json, Json) {
             }
         }
     }
+    for (name, kind, doc) in res.computed {
+        record.insert(
+            (*name).into(),
+            json!({ "type": kind, "description": doc, "readOnly": true, "nullable": true }),
+        );
+    }
     record.insert("_links".into(), json!({ "type": "object" }));
     let mut update = json!({ "type": "object", "properties": update, "additionalProperties": false });
     if !update_required.is_empty() {

@@ -145,6 +145,11 @@ pub static ACCOUNT_VAULT: Resource = Resource {
         Expand::Changelogs,
     ],
     list_params: &[],
+    computed: &[(
+        "expiring_in_months",
+        "integer",
+        "months until exp_date (0: this month, negative: expired); null for ach",
+    )],
     rules: &AccountVaultRules,
     doc: "A token standing for a card or bank account: use account_vault_id instead of card data.",
 };

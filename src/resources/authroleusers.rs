@@ -48,6 +48,7 @@ pub static AUTH_ROLE_USER: Resource = Resource {
         },
     ],
     list_params: &[],
+    computed: &[],
     rules: &AuthRoleUserRules,
     doc: "A role held by a user.",
 };

@@ -107,6 +107,7 @@ pub static CONTACT: Resource = Resource {
         Expand::Changelogs,
     ],
     list_params: &[],
+    computed: &[],
     rules: &ContactRules,
     doc: "A customer: its vaulted accounts, transactions, recurrings and invoices hang off it.",
 };

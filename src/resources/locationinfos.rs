@@ -44,6 +44,27 @@ pub static LOCATION_INFO: Resource = Resource {
     unique: None,
     expands: &[Expand::Custom("terminals")],
     list_params: &["relationship", "product_transaction_active"],
+    computed: &[
+        (
+            "product_transactions",
+            "array",
+            "the location's deposit accounts with their settings",
+        ),
+        ("product_file", "object", "null until file products exist"),
+        (
+            "product_accountvault",
+            "object",
+            "null until vault products exist",
+        ),
+        (
+            "product_recurring",
+            "object",
+            "null until recurring products exist",
+        ),
+        ("branding_domain", "object", "null until branding domains exist"),
+        ("terminals", "array", "the location's terminals"),
+        ("tags", "array", "the location's tags"),
+    ],
     rules: &LocationInfoRules,
     doc: "A location with its product transactions and related settings (read only).",
 };

@@ -108,6 +108,7 @@ pub static LOCATION: Resource = Resource {
         Expand::Changelogs,
     ],
     list_params: &[],
+    computed: &[],
     rules: &LocationRules,
     doc: "A merchant, or a level above merchants: locations form a tree through parent_id.",
 };

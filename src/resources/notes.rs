@@ -46,6 +46,7 @@ pub static NOTE: Resource = Resource {
         Expand::Changelogs,
     ],
     list_params: &[],
+    computed: &[],
     rules: &NoteRules,
     doc: "A note on a record.",
 };

@@ -36,6 +36,19 @@ pub static PRODUCT_TRANSACTION: Resource = Resource {
         column: "location_id",
     }],
     list_params: &[],
+    computed: &[
+        ("velocity_settings", "object", "velocity limits (0: no limit)"),
+        (
+            "processor_data",
+            "object",
+            "ach: terminals[] with terminal_id, sec_code, actions[], required[]",
+        ),
+        (
+            "current_batch",
+            "object",
+            "the open batch, once transactions exist",
+        ),
+    ],
     rules: &ProductTransactionRules,
     doc: "A deposit account of a location (read only here; created by bootstrap).",
 };

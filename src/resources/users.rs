@@ -88,6 +88,10 @@ pub static USER: Resource = Resource {
         Expand::Changelogs,
     ],
     list_params: &[],
+    computed: &[
+        ("user_api_key", "string", "write-only: always null"),
+        ("user_hash_key", "string", "write-only: always null"),
+    ],
     rules: &UserRules,
     doc: "A user of the API. Has no permission until a role is attached through authroleusers.",
 };
