@@ -1,18 +1,12 @@
-//! One clock for every "now". Tests and the sandbox may shift it.
-
-use std::sync::atomic::{AtomicI64, Ordering};
+//! One clock for every "now": handlers read it from the application state,
+//! so a test clock that moves time (recurring runs, reminders) replaces it
+//! in one place.
 
 #[derive(Debug, Default)]
-pub struct Clock {
-    /// Seconds added to the system time.
-    offset: AtomicI64,
-}
+pub struct Clock;
 
 impl Clock {
     pub fn now_ts(&self) -> i64 {
-        chrono::Utc::now().timestamp() + self.offset.load(Ordering::Relaxed)
-    }
-    pub fn advance(&self, seconds: i64) {
-        self.offset.fetch_add(seconds, Ordering::Relaxed);
+        chrono::Utc::now().timestamp()
     }
 }

@@ -30,7 +30,7 @@ pub async fn serve(args: ServeArgs) -> anyhow::Result<()> {
     let state = AppState {
         store: store.clone(),
         keyring,
-        clock: Arc::new(Clock::default()),
+        clock: Arc::new(Clock),
         public_url: Arc::from(public_url.as_str()),
         metrics: Arc::new(Metrics::default()),
     };

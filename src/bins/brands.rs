@@ -256,29 +256,7 @@ pub fn pan_ok(pan: &str) -> bool {
 mod tests {
     use super::*;
 
-    /// The reference's test cards (reference facts 3.3).
-    const TEST_CARDS: &[(&str, Brand)] = &[
-        ("4111111111111111", Brand::Visa),
-        ("4012888888881881", Brand::Visa),
-        ("4005562231212149", Brand::Visa),
-        ("4485271031055802", Brand::Visa),
-        ("4556773060150333", Brand::Visa),
-        ("4916065618219339", Brand::Visa),
-        ("4485420616463945", Brand::Visa),
-        ("4716677219134014", Brand::Visa),
-        ("4716917729443632", Brand::Visa),
-        ("5454545454545454", Brand::Mastercard),
-        ("5405222222222226", Brand::Mastercard),
-        ("5288071301680537", Brand::Mastercard),
-        ("5435815271011988", Brand::Mastercard),
-        ("5470675332875417", Brand::Mastercard),
-        ("5565061411468182", Brand::Mastercard),
-        ("5568022953219547", Brand::Mastercard),
-        ("5560988568989757", Brand::Mastercard),
-        ("5566806760567334", Brand::Mastercard),
-        ("6011000995500000", Brand::Discover),
-        ("371449635398431", Brand::Amex),
-    ];
+    use crate::processor::sandbox::TEST_CARDS;
 
     #[test]
     fn reference_test_cards_have_brand_length_and_luhn() {

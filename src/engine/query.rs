@@ -117,19 +117,6 @@ pub fn find_by_api_id(
     Ok(conn.query_one(&sql)?.map(|row| Record::from_row(res, row)))
 }
 
-/// Whether a location id is inside the scope.
-pub fn location_in_scope(conn: &mut dyn Conn, scope: &TenantScope, id: &str) -> Result<bool, DbError> {
-    if !crate::ids::looks_like_id(id) {
-        return Ok(false);
-    }
-    let (lower, upper) = scope.bounds();
-    let sql = Sql::with(
-        "SELECT 1 FROM locations WHERE id = ? AND path >= ? AND path < ?",
-        vec![id.into(), lower.into(), upper.into()],
-    );
-    Ok(conn.query_one(&sql)?.is_some())
-}
-
 #[derive(Clone, Debug)]
 enum Condition {
     In(&'static str, Vec<Value>),

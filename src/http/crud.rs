@@ -16,7 +16,7 @@ use axum::http::StatusCode;
 use axum::response::{IntoResponse, Response};
 use axum::routing::{get, MethodRouter};
 use axum::{Json, Router};
-use serde_json::{json, Map, Value as JsonValue};
+use serde_json::{Map, Value as JsonValue};
 
 /// Which verbs a resource serves.
 #[derive(Clone, Copy)]
@@ -282,9 +282,4 @@ async fn delete(
         })
         .await?;
     Ok(StatusCode::NO_CONTENT.into_response())
-}
-
-/// `{"errors": ...}` as a JSON value, for handlers that build their own.
-pub fn errors_json(errors: &FieldErrors) -> JsonValue {
-    json!({ "errors": errors.to_json() })
 }

@@ -24,6 +24,31 @@ use super::settlement::{settle_outcome, SettleOutcome};
 use super::*;
 use crate::bins::brands::{brand_of, Brand};
 
+/// The reference's sandbox test cards (reference facts 3.3) and their
+/// brands; any future expiry works with them.
+pub const TEST_CARDS: &[(&str, Brand)] = &[
+    ("4111111111111111", Brand::Visa),
+    ("4012888888881881", Brand::Visa),
+    ("4005562231212149", Brand::Visa),
+    ("4485271031055802", Brand::Visa),
+    ("4556773060150333", Brand::Visa),
+    ("4916065618219339", Brand::Visa),
+    ("4485420616463945", Brand::Visa),
+    ("4716677219134014", Brand::Visa),
+    ("4716917729443632", Brand::Visa),
+    ("6011000995500000", Brand::Discover),
+    ("371449635398431", Brand::Amex),
+    ("5454545454545454", Brand::Mastercard),
+    ("5405222222222226", Brand::Mastercard),
+    ("5288071301680537", Brand::Mastercard),
+    ("5435815271011988", Brand::Mastercard),
+    ("5470675332875417", Brand::Mastercard),
+    ("5565061411468182", Brand::Mastercard),
+    ("5568022953219547", Brand::Mastercard),
+    ("5560988568989757", Brand::Mastercard),
+    ("5566806760567334", Brand::Mastercard),
+];
+
 /// The sandbox's result names of the decline triggers (3.1), by amount in
 /// cents. Each declines with reason `1000 + cents`.
 pub const DECLINE_TRIGGERS: &[(i64, &str)] = &[
@@ -925,28 +950,7 @@ mod tests {
     /// 3.3: every test card is a valid number and approves.
     #[test]
     fn test_cards() {
-        let rows: &[(&str, Brand)] = &[
-            ("4111111111111111", Brand::Visa),
-            ("4012888888881881", Brand::Visa),
-            ("4005562231212149", Brand::Visa),
-            ("4485271031055802", Brand::Visa),
-            ("4556773060150333", Brand::Visa),
-            ("4916065618219339", Brand::Visa),
-            ("4485420616463945", Brand::Visa),
-            ("4716677219134014", Brand::Visa),
-            ("4716917729443632", Brand::Visa),
-            ("6011000995500000", Brand::Discover),
-            ("371449635398431", Brand::Amex),
-            ("5454545454545454", Brand::Mastercard),
-            ("5405222222222226", Brand::Mastercard),
-            ("5288071301680537", Brand::Mastercard),
-            ("5435815271011988", Brand::Mastercard),
-            ("5470675332875417", Brand::Mastercard),
-            ("5565061411468182", Brand::Mastercard),
-            ("5568022953219547", Brand::Mastercard),
-            ("5560988568989757", Brand::Mastercard),
-            ("5566806760567334", Brand::Mastercard),
-        ];
+        let rows = TEST_CARDS;
         let sandbox = SandboxProcessor::default();
         for &(pan, brand) in rows {
             assert!(crate::bins::brands::pan_ok(pan), "{pan}");

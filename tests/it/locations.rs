@@ -65,6 +65,14 @@ fn numbered(sql: &str) -> String {
     out
 }
 
+/// Text parameters as the PostgreSQL client takes them.
+fn pg_params<'a>(params: &'a [&'a str]) -> Vec<&'a (dyn postgres::types::ToSql + Sync)> {
+    params
+        .iter()
+        .map(|s| s as &(dyn postgres::types::ToSql + Sync))
+        .collect()
+}
+
 impl Db {
     /// Runs one statement with text parameters written `?`.
     pub fn exec(&mut self, sql: &str, params: &[&str]) -> u64 {
@@ -72,51 +80,36 @@ impl Db {
             Db::Sqlite(c) => c
                 .execute(sql, rusqlite::params_from_iter(params.iter()))
                 .unwrap_or_else(|e| panic!("{sql}: {e}")) as u64,
-            Db::Postgres(c) => {
-                let p: Vec<&(dyn postgres::types::ToSql + Sync)> = params
-                    .iter()
-                    .map(|s| s as &(dyn postgres::types::ToSql + Sync))
-                    .collect();
-                c.execute(numbered(sql).as_str(), &p)
-                    .unwrap_or_else(|e| panic!("{sql}: {e}"))
-            }
+            Db::Postgres(c) => c
+                .execute(numbered(sql).as_str(), &pg_params(params))
+                .unwrap_or_else(|e| panic!("{sql}: {e}")),
+        }
+    }
+
+    /// The value a one-row, one-column query answers.
+    fn scalar<T>(&mut self, sql: &str, params: &[&str]) -> T
+    where
+        T: rusqlite::types::FromSql + for<'r> postgres::types::FromSql<'r>,
+    {
+        match self {
+            Db::Sqlite(c) => c
+                .query_row(sql, rusqlite::params_from_iter(params.iter()), |r| r.get(0))
+                .unwrap_or_else(|e| panic!("{sql}: {e}")),
+            Db::Postgres(c) => c
+                .query_one(numbered(sql).as_str(), &pg_params(params))
+                .unwrap_or_else(|e| panic!("{sql}: {e}"))
+                .get::<_, T>(0),
         }
     }
 
     /// The text a one-row, one-column query answers.
     pub fn text(&mut self, sql: &str, params: &[&str]) -> String {
-        match self {
-            Db::Sqlite(c) => c
-                .query_row(sql, rusqlite::params_from_iter(params.iter()), |r| r.get(0))
-                .unwrap_or_else(|e| panic!("{sql}: {e}")),
-            Db::Postgres(c) => {
-                let p: Vec<&(dyn postgres::types::ToSql + Sync)> = params
-                    .iter()
-                    .map(|s| s as &(dyn postgres::types::ToSql + Sync))
-                    .collect();
-                c.query_one(numbered(sql).as_str(), &p)
-                    .unwrap_or_else(|e| panic!("{sql}: {e}"))
-                    .get::<_, String>(0)
-            }
-        }
+        self.scalar(sql, params)
     }
 
     /// The integer a one-row, one-column query answers.
     pub fn count(&mut self, sql: &str, params: &[&str]) -> i64 {
-        match self {
-            Db::Sqlite(c) => c
-                .query_row(sql, rusqlite::params_from_iter(params.iter()), |r| r.get(0))
-                .unwrap_or_else(|e| panic!("{sql}: {e}")),
-            Db::Postgres(c) => {
-                let p: Vec<&(dyn postgres::types::ToSql + Sync)> = params
-                    .iter()
-                    .map(|s| s as &(dyn postgres::types::ToSql + Sync))
-                    .collect();
-                c.query_one(numbered(sql).as_str(), &p)
-                    .unwrap_or_else(|e| panic!("{sql}: {e}"))
-                    .get::<_, i64>(0)
-            }
-        }
+        self.scalar(sql, params)
     }
 
     /// Every `table.column` of the database whose text contains `needle`.
