@@ -49,6 +49,9 @@ impl FieldErrors {
 pub enum ApiError {
     #[error("validation failed")]
     Validation(FieldErrors),
+    /// A 422 whose `errors` nest (Level 3: `level3_data[].line_items[]`).
+    #[error("validation failed")]
+    NestedValidation(Json),
     /// A validation-shaped body with another status (location delete: 409).
     #[error("conflict")]
     Conflict(FieldErrors),
@@ -87,7 +90,7 @@ impl ApiError {
     }
     pub fn status(&self) -> StatusCode {
         match self {
-            ApiError::Validation(_) => StatusCode::UNPROCESSABLE_ENTITY,
+            ApiError::Validation(_) | ApiError::NestedValidation(_) => StatusCode::UNPROCESSABLE_ENTITY,
             ApiError::Conflict(_) => StatusCode::CONFLICT,
             ApiError::BadRequest(_) => StatusCode::BAD_REQUEST,
             ApiError::Unauthorized(_) => StatusCode::UNAUTHORIZED,
@@ -107,6 +110,7 @@ impl ApiError {
             ApiError::Validation(errors) | ApiError::Conflict(errors) => {
                 json!({ "errors": errors.to_json() })
             }
+            ApiError::NestedValidation(errors) => json!({ "errors": errors }),
             other => {
                 let message = match other {
                     ApiError::BadRequest(m)

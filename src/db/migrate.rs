@@ -39,6 +39,12 @@ pub const MIGRATIONS: &[Migration] = &[
         include_str!("../../migrations/0006_data_keys.sql"),
         "",
     ),
+    (
+        7,
+        "transactions",
+        include_str!("../../migrations/0007_transactions.sql"),
+        "",
+    ),
 ];
 
 /// Applies every migration not yet recorded. Returns how many ran.

@@ -272,6 +272,45 @@ impl Store {
         .await
     }
 
+    /// Marks this process alive for the other nodes sharing the database
+    /// (PostgreSQL: an advisory lock held on a connection of its own). A
+    /// SQLite database has one serving process, so nothing is needed.
+    pub fn hold_node_lock(&self, node_id: &str) -> anyhow::Result<()> {
+        match &*self.engine {
+            Engine::Sqlite(_) => Ok(()),
+            Engine::Postgres(p) => p.hold_node_lock(node_id),
+        }
+    }
+
+    /// Whether the node that wrote `node_id` is gone. On SQLite every node
+    /// but this one is (one process serves a database file).
+    pub async fn node_is_dead(&self, node_id: &str, me: &str) -> ApiResult<bool> {
+        if node_id == me {
+            return Ok(false);
+        }
+        if self.dialect() == Dialect::Sqlite {
+            return Ok(true);
+        }
+        let node = node_id.to_string();
+        self.read(move |conn| {
+            let got = conn
+                .query_one(&Sql::with(
+                    "SELECT CAST(CASE WHEN pg_try_advisory_lock(hashtextextended(?, 0)) THEN 1 ELSE 0 END AS BIGINT)",
+                    vec![node.clone().into()],
+                ))?
+                .and_then(|r| r[0].as_int())
+                == Some(1);
+            if got {
+                conn.query(&Sql::with(
+                    "SELECT CAST(CASE WHEN pg_advisory_unlock(hashtextextended(?, 0)) THEN 1 ELSE 0 END AS BIGINT)",
+                    vec![node.into()],
+                ))?;
+            }
+            Ok(got)
+        })
+        .await
+    }
+
     /// SQLite group commit counters: (commits, jobs). None on PostgreSQL.
     pub fn writer_stats(&self) -> Option<(u64, u64)> {
         match &*self.engine {

@@ -10,6 +10,7 @@ use postgres::{Client, NoTls, Statement};
 use std::collections::HashMap;
 
 pub struct PgStore {
+    url: String,
     pool: Pool<PgConn>,
 }
 
@@ -169,7 +170,43 @@ impl PgStore {
             // Fail fast at start-up with the real reason.
             PgConn::connect(url)?;
         }
-        Ok(PgStore { pool })
+        Ok(PgStore {
+            pool,
+            url: url.to_string(),
+        })
+    }
+
+    /// Holds a session-level advisory lock named after this process for as
+    /// long as the process lives, on a connection of its own: other nodes
+    /// probe the lock to tell a live node from a dead one. The connection
+    /// is re-established (and the lock retaken) if it drops.
+    pub fn hold_node_lock(&self, node_id: &str) -> anyhow::Result<()> {
+        let url = self.url.clone();
+        let node = node_id.to_string();
+        let take = move |url: &str, node: &str| -> anyhow::Result<PgConn> {
+            let mut conn = PgConn::connect(url)?;
+            conn.client
+                .execute("SELECT pg_advisory_lock(hashtextextended($1, 0))", &[&node])?;
+            Ok(conn)
+        };
+        let first = take(&url, &node)?;
+        std::thread::Builder::new()
+            .name("node-lock".into())
+            .spawn(move || {
+                let mut conn = Some(first);
+                loop {
+                    std::thread::sleep(std::time::Duration::from_secs(2));
+                    let alive = conn
+                        .as_mut()
+                        .is_some_and(|c| c.client.simple_query("SELECT 1").is_ok());
+                    if !alive {
+                        conn = take(&url, &node)
+                            .map_err(|e| tracing::warn!(error = %e, "node lock lost; retrying"))
+                            .ok();
+                    }
+                }
+            })?;
+        Ok(())
     }
 
     pub fn read<T>(&self, job: impl FnOnce(&mut dyn Conn) -> ApiResult<T>) -> ApiResult<T> {

@@ -335,6 +335,8 @@ pub fn to_json(field: &Field, value: &Value) -> Json {
     match (field.kind, value) {
         (_, Value::Null) => Json::Null,
         (Kind::Flag, Value::Int(i)) => Json::Bool(*i != 0),
+        (Kind::Money { .. }, Value::Int(i)) => Json::String(crate::money::format(*i)),
+        (Kind::Json { .. }, Value::Text(s)) => serde_json::from_str(s).unwrap_or(Json::Null),
         (_, Value::Int(i)) => json!(i),
         (_, Value::Text(s)) => Json::String(s.clone()),
     }

@@ -139,7 +139,6 @@ pub struct ListQuery {
     pub raw: Vec<(String, String)>,
 }
 
-pub const DEFAULT_PAGE_SIZE: u64 = 20;
 pub const MAX_PAGE_SIZE: u64 = 100;
 /// Longest accepted list parameter value.
 pub const MAX_PARAM_BYTES: usize = 1024;
@@ -168,7 +167,7 @@ impl ListQuery {
         let mut errors = FieldErrors::new();
         let mut q = ListQuery {
             page: 1,
-            page_size: DEFAULT_PAGE_SIZE,
+            page_size: res.page_size,
             sort: res.field(res.default_sort.0).expect("default sort is declared"),
             descending: res.default_sort.1,
             expand: Vec::new(),
@@ -393,6 +392,11 @@ fn parse_int(f: &Field, s: &str) -> Result<Value, String> {
             .map(|b| Value::Int(b as i64))
             .ok_or_else(|| "Must be 1 or 0.".to_string());
     }
+    if let Kind::Money { max } = f.kind {
+        return crate::money::parse_text(s.trim(), max)
+            .map(Value::Int)
+            .map_err(|_| "Must be an amount such as 10.00.".to_string());
+    }
     s.trim()
         .parse::<i64>()
         .map(Value::Int)
@@ -466,7 +470,8 @@ fn condition(
                     .to_string()
             })
         }
-        Kind::Int { .. } | Kind::Flag => int_condition(f, value).map(Some),
+        Kind::Int { .. } | Kind::Flag | Kind::Money { .. } => int_condition(f, value).map(Some),
+        Kind::Json { .. } => Err("This field cannot be filtered.".to_string()),
     }
 }
 

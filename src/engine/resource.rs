@@ -18,6 +18,12 @@ pub enum Kind {
     Date,
     /// Epoch seconds, system generated.
     Ts,
+    /// Money: cents inside, a two-decimal string outside; accepts numbers
+    /// and decimal strings up to `max` cents.
+    Money { max: i64 },
+    /// A JSON object or array of at most `max` characters of text, stored
+    /// as text and returned parsed.
+    Json { max: u32 },
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -105,6 +111,12 @@ impl Field {
     }
     pub const fn date(name: &'static str) -> Field {
         Field::base(name, Kind::Date)
+    }
+    pub const fn money(name: &'static str, max: i64) -> Field {
+        Field::base(name, Kind::Money { max })
+    }
+    pub const fn json(name: &'static str, max: u32) -> Field {
+        Field::base(name, Kind::Json { max })
     }
     pub const fn ts(name: &'static str) -> Field {
         Field::base(name, Kind::Ts).filter().sort()
@@ -233,6 +245,8 @@ pub struct Resource {
     pub fields: &'static [Field],
     /// (field, descending)
     pub default_sort: (&'static str, bool),
+    /// Records per page when the request does not say.
+    pub page_size: u64,
     pub scope: Scope,
     /// Column addressed by `/{api_id}?api_id=1&location_id=...`.
     pub api_id: Option<&'static str>,

@@ -219,6 +219,28 @@ pub fn convert(field: &Field, raw: &Json) -> Result<Value, String> {
             Ok(Value::Text(s))
         }
         Kind::Ts => Err(format!("{name} cannot be set.")),
+        Kind::Money { max } => match raw {
+            Json::String(s) if s.trim().is_empty() => Ok(Value::Null),
+            _ => crate::money::parse(raw, max)
+                .map(Value::Int)
+                .map_err(|why| format!("{name} {why}.")),
+        },
+        Kind::Json { max } => match raw {
+            Json::Object(_) | Json::Array(_) => {
+                let text = raw.to_string();
+                if text.chars().count() > max as usize {
+                    return Err(format!("{name} should contain at most {max} characters."));
+                }
+                Ok(Value::Text(text))
+            }
+            Json::String(s) if s.trim().is_empty() => Ok(Value::Null),
+            // JSON sent as a string is accepted when it parses.
+            Json::String(s) => match serde_json::from_str::<Json>(s) {
+                Ok(v @ (Json::Object(_) | Json::Array(_))) => convert(field, &v),
+                _ => Err(format!("{name} must be a JSON object or array.")),
+            },
+            _ => Err(format!("{name} must be a JSON object or array.")),
+        },
     }
 }
 

@@ -177,7 +177,7 @@ async fn create(
     Ok(one(res, status, JsonValue::Object(engine::render(&cx, &record))))
 }
 
-async fn read(
+pub async fn read(
     res: &'static Resource,
     State(app): State<AppState>,
     caller: Caller,
@@ -202,7 +202,7 @@ async fn read(
     Ok(one(res, StatusCode::OK, body))
 }
 
-async fn list(
+pub async fn list(
     res: &'static Resource,
     State(app): State<AppState>,
     caller: Caller,

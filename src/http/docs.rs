@@ -2,7 +2,7 @@
 //! validation, and a `/docs` page that renders it with no outside assets.
 
 use super::{AppState, MOUNTED};
-use crate::engine::query::{DEFAULT_PAGE_SIZE, MAX_PAGE_SIZE};
+use crate::engine::query::MAX_PAGE_SIZE;
 use crate::engine::resource::{Field, Kind, Resource};
 use axum::extract::State;
 use axum::response::{Html, IntoResponse, Response};
@@ -28,6 +28,12 @@ fn field_schema(f: &Field) -> Json {
         Kind::Flag => json!({ "type": "boolean", "description": "accepts 1/0, true/false" }),
         Kind::Date => json!({ "type": "string", "format": "date" }),
         Kind::Ts => json!({ "type": "integer", "description": "epoch seconds" }),
+        Kind::Money { .. } => {
+            json!({ "type": "string", "pattern": "^[0-9]+\\.[0-9]{2}$", "description": "amount with 2 decimals; a number or decimal string is accepted on input" })
+        }
+        Kind::Json { max } => {
+            json!({ "description": format!("JSON object or array, at most {max} characters") })
+        }
     };
     let mut notes = Vec::new();
     if let Some(d) = s.get("description").and_then(Json::as_str) {
@@ -155,7 +161,10 @@ fn filter_doc(f: &Field) -> &'static str {
             "epoch seconds, a|b range, or today, yesterday, this week, last week, last 30 days, \
              last 90 days, this month, last month, custom (with <field>_from / <field>_to)"
         }
-        Kind::Int { .. } | Kind::Date => "exact; a|b inclusive range; a comma list matches any",
+        Kind::Int { .. } | Kind::Date | Kind::Money { .. } => {
+            "exact; a|b inclusive range; a comma list matches any"
+        }
+        Kind::Json { .. } => "not filterable",
         Kind::Id => "exact; a comma list matches any",
     }
 }
@@ -192,6 +201,12 @@ pub fn openapi(public_url: &str) -> Json {
     );
     for (res, verbs) in MOUNTED {
         let (record, create, update) = schemas(res);
+        // A transaction PUT carries an action and the fields it accepts.
+        let update = if res.name == "transaction" {
+            create.clone()
+        } else {
+            update
+        };
         let name = res.name;
         components.insert(name.into(), record);
         let rref = json!({ "$ref": format!("#/components/schemas/{name}") });
@@ -215,7 +230,7 @@ pub fn openapi(public_url: &str) -> Json {
             .chain([
                 json!({ "name": "page", "in": "query", "schema": { "type": "integer", "minimum": 1, "default": 1 } }),
                 json!({ "name": "page_size", "in": "query",
-                    "schema": { "type": "integer", "minimum": 1, "maximum": MAX_PAGE_SIZE, "default": DEFAULT_PAGE_SIZE } }),
+                    "schema": { "type": "integer", "minimum": 1, "maximum": MAX_PAGE_SIZE, "default": res.page_size } }),
                 json!({ "name": "sort", "in": "query", "schema": { "type": "string" },
                     "description": format!("field, or -field for descending; default {default_sort}") }),
                 json!({ "name": "expand", "in": "query", "schema": { "type": "string" }, "description": expand_list(res) }),
@@ -359,6 +374,53 @@ pub fn openapi(public_url: &str) -> Json {
                 "account_vault_id": { "type": "array", "items": { "type": "string" } },
                 "product_transaction_id": { "type": "array", "items": { "type": "string" } } } }))),
             "responses": merge(json!({ "201": reply("what changed", json!({ "type": "object" })) }), &write_errors) } }),
+    );
+    let id_param = json!([{ "name": "id", "in": "path", "required": true, "schema": { "type": "string" } }]);
+    let tx_ref = envelope(
+        "transaction",
+        json!({ "$ref": "#/components/schemas/transaction" }),
+    );
+    paths.insert(
+        "/v2/transactions/{id}/bininfo".into(),
+        json!({ "get": { "summary": "BIN information of a card transaction", "tags": ["transactions"],
+            "parameters": id_param.clone(),
+            "responses": merge(json!({ "200": reply("the bininfo record", json!({ "type": "object" })) }), &read_errors) } }),
+    );
+    paths.insert(
+        "/v2/developer/transactions/{id}".into(),
+        json!({ "put": { "summary": "Sandbox ACH status simulator", "tags": ["transactions"],
+            "description": "Only status_id changes: 131/132 -> 133 -> 134, or any of these -> 201, 301 or 331 (final).                 331 takes its return reason from the amount's cents (10.22 -> 2122, R22).",
+            "parameters": id_param.clone(),
+            "requestBody": body(envelope("transaction", json!({ "type": "object", "properties": { "status_id": { "type": "integer" } } }))),
+            "responses": merge(json!({ "200": reply("the transaction", tx_ref.clone()) }), &write_errors) } }),
+    );
+    paths.insert(
+        "/v2/transactionbatches/{id}/settle".into(),
+        json!({ "post": { "summary": "Settle (close) a batch", "tags": ["transactionbatches"],
+            "description": "Permission transactionbatches.settle. Settled: is_open 0, processing_status_id 2, batch_close_ts,                 settlement_file_name, and every transaction's settle_date. A failed settlement answers 200 with                 processing_status_id 3 and the processor's status_message; settle again after fixing the cause.",
+            "parameters": id_param.clone(),
+            "responses": merge(json!({ "200": reply("the batch", envelope("transactionbatch", json!({ "$ref": "#/components/schemas/transactionbatch" }))) }), &write_errors) } }),
+    );
+    let l3 = envelope(
+        "transactionlevel3",
+        json!({ "type": "object", "properties": {
+        "id": { "type": "string" }, "transaction_id": { "type": "string" }, "level3_data": { "type": "object" } } }),
+    );
+    paths.insert(
+        "/v2/transactionlevel3s".into(),
+        json!({ "post": { "summary": "Attach Level 3 data to a card transaction (replaces any earlier data whole)",
+            "tags": ["transactionlevel3s"],
+            "description": "Nested errors: errors.level3_data[].line_items[].<field>[]. A transaction that cannot take                 Level 3 data answers 422 'not qualified for level 3'.",
+            "requestBody": body(l3.clone()),
+            "responses": merge(json!({ "201": reply("stored", l3.clone()) }), &write_errors) } }),
+    );
+    paths.insert(
+        "/v2/transactionlevel3s/{id}".into(),
+        json!({ "parameters": id_param,
+            "get": { "summary": "Read Level 3 data", "tags": ["transactionlevel3s"],
+                "responses": merge(json!({ "200": reply("the record", l3) }), &read_errors) },
+            "delete": { "summary": "Delete Level 3 data (422 once the transaction is settled)", "tags": ["transactionlevel3s"],
+                "responses": merge(json!({ "204": { "description": "deleted" } }), &read_errors) } }),
     );
     components.insert(
         "Error".into(),

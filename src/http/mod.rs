@@ -6,6 +6,7 @@ pub mod crud;
 pub mod docs;
 pub mod extract;
 pub mod metrics;
+mod transactions;
 mod users;
 
 use crate::clock::Clock;
@@ -34,6 +35,7 @@ pub struct AppState {
     pub clock: Arc<Clock>,
     pub public_url: Arc<str>,
     pub metrics: Arc<metrics::Metrics>,
+    pub payments: crate::payments::Payments,
 }
 
 /// The declared resources served by the generic routes, with their verbs.
@@ -54,15 +56,29 @@ pub static MOUNTED: &[(&Resource, crud::Verbs)] = &[
             delete: true,
         },
     ),
+    (
+        &resources::TRANSACTION,
+        crud::Verbs {
+            create: true,
+            update: true,
+            delete: false,
+        },
+    ),
+    (&resources::TRANSACTION_BATCH, crud::READ_ONLY),
 ];
 
 pub fn app(state: AppState) -> Router {
-    let mut api = Router::new().merge(users::routes()).merge(bins::routes()).route(
-        "/v2/accountvaultupdates",
-        axum::routing::post(account_vault_updates),
-    );
+    let mut api = Router::new()
+        .merge(users::routes())
+        .merge(bins::routes())
+        .merge(transactions::routes())
+        .route(
+            "/v2/accountvaultupdates",
+            axum::routing::post(account_vault_updates),
+        );
     for (res, verbs) in MOUNTED {
-        if res.name != "user" {
+        // Users, transactions and batches add their own actions.
+        if !matches!(res.name, "user" | "transaction" | "transactionbatch") {
             api = api.merge(crud::routes(res, *verbs));
         }
     }

@@ -107,6 +107,10 @@ pub struct AuthOptions {
 /// sale (`capture` true) or authonly (`capture` false).
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct AuthorizeRequest {
+    /// The gateway's id of the transaction this request creates: a
+    /// connector sends it as its merchant reference, so an unconfirmed
+    /// request can be reversed by it (see [`Processor::reverse`]).
+    pub gateway_id: String,
     pub amount: i64,
     pub card: CardData,
     pub capture: bool,
@@ -156,6 +160,10 @@ pub struct PartialReversalRequest {
 /// refund of an earlier card or ACH transaction.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct RefundRequest {
+    /// The gateway's id of the transaction this request creates: a
+    /// connector sends it as its merchant reference, so an unconfirmed
+    /// request can be reversed by it (see [`Processor::reverse`]).
+    pub gateway_id: String,
     pub original: ProcessorRef,
     pub amount: i64,
 }
@@ -163,6 +171,10 @@ pub struct RefundRequest {
 /// An unreferenced card refund (money back to a card without an original).
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct CreditRequest {
+    /// The gateway's id of the transaction this request creates: a
+    /// connector sends it as its merchant reference, so an unconfirmed
+    /// request can be reversed by it (see [`Processor::reverse`]).
+    pub gateway_id: String,
     pub amount: i64,
     pub card: CardData,
 }
@@ -170,6 +182,10 @@ pub struct CreditRequest {
 /// ACH debit or credit.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct AchRequest {
+    /// The gateway's id of the transaction this request creates: a
+    /// connector sends it as its merchant reference, so an unconfirmed
+    /// request can be reversed by it (see [`Processor::reverse`]).
+    pub gateway_id: String,
     pub amount: i64,
     pub account: AchData,
 }
@@ -183,10 +199,24 @@ pub struct AvsOnlyRequest {
 /// force: post a sale with a voice authorization's code.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct ForceRequest {
+    /// The gateway's id of the transaction this request creates: a
+    /// connector sends it as its merchant reference, so an unconfirmed
+    /// request can be reversed by it (see [`Processor::reverse`]).
+    pub gateway_id: String,
     pub amount: i64,
     pub card: CardData,
     /// Exactly 6 characters.
     pub auth_code: String,
+}
+
+/// Reverse whatever an unconfirmed request did: the gateway lost the
+/// answer (a crash, a time-out) and does not know whether the processor
+/// approved. Named by the gateway id the request carried.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct ReversalRequest {
+    pub gateway_id: String,
+    pub amount: i64,
+    pub method: PaymentMethod,
 }
 
 /// Settle (close) a batch.
@@ -299,6 +329,10 @@ pub trait Processor: Send + Sync {
 
     /// force.
     fn force(&self, req: &ForceRequest) -> ProcessorResult;
+
+    /// Timeout reversal: undo the request sent for `gateway_id`, if it
+    /// reached the processor at all. Must be safe to repeat.
+    fn reverse(&self, req: &ReversalRequest) -> ProcessorResult;
 
     /// Close a batch.
     fn settle(&self, req: &SettleRequest) -> ProcessorResult<SettleResponse>;

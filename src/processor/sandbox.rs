@@ -606,6 +606,11 @@ impl Processor for SandboxProcessor {
         ))
     }
 
+    fn reverse(&self, _req: &ReversalRequest) -> ProcessorResult {
+        // The sandbox keeps no state: whatever was approved is undone.
+        Ok(self.answer(StatusId::Voided, ReasonCode::VOIDED, 0, None))
+    }
+
     fn settle(&self, req: &SettleRequest) -> ProcessorResult<SettleResponse> {
         let outcome = settle_outcome(&req.amounts, req.attempt);
         let settlement_file_name = (outcome == SettleOutcome::Settled)
@@ -634,6 +639,7 @@ mod tests {
 
     fn sale(amount: i64) -> AuthorizeRequest {
         AuthorizeRequest {
+            gateway_id: "t1".into(),
             amount,
             card: card(VISA),
             capture: true,
@@ -984,6 +990,7 @@ mod tests {
         let sandbox = SandboxProcessor::default();
         for &(routing, number, status, reason) in rows {
             let req = AchRequest {
+                gateway_id: "t1".into(),
                 amount: 1500,
                 account: ach_account(routing, number),
             };
@@ -1029,6 +1036,7 @@ mod tests {
                 "force",
                 sandbox
                     .force(&ForceRequest {
+                        gateway_id: "t1".into(),
                         amount: 1000,
                         card: card(VISA),
                         auth_code: "ABC123".into(),
@@ -1042,6 +1050,7 @@ mod tests {
                 "refund cc",
                 sandbox
                     .refund(&RefundRequest {
+                        gateway_id: "t1".into(),
                         original: cc.clone(),
                         amount: 400,
                     })
@@ -1054,6 +1063,7 @@ mod tests {
                 "refund ach",
                 sandbox
                     .refund(&RefundRequest {
+                        gateway_id: "t1".into(),
                         original: ach.clone(),
                         amount: 400,
                     })
@@ -1066,6 +1076,7 @@ mod tests {
                 "credit cc",
                 sandbox
                     .credit(&CreditRequest {
+                        gateway_id: "t1".into(),
                         amount: 300,
                         card: card(VISA),
                     })
@@ -1165,6 +1176,7 @@ mod tests {
         }
         let forced = sandbox
             .force(&ForceRequest {
+                gateway_id: "t1".into(),
                 amount: 1000,
                 card: card(VISA),
                 auth_code: "ABC123".into(),
@@ -1205,6 +1217,7 @@ mod tests {
             sandbox.authorize(&sale(-100)).unwrap_err(),
             sandbox
                 .authorize(&AuthorizeRequest {
+                    gateway_id: "t1".into(),
                     card: card("4111-1111"),
                     ..sale(1000)
                 })
@@ -1226,6 +1239,7 @@ mod tests {
                 .unwrap_err(),
             sandbox
                 .force(&ForceRequest {
+                    gateway_id: "t1".into(),
                     amount: 1000,
                     card: card(VISA),
                     auth_code: "ABC12".into(),
@@ -1233,6 +1247,7 @@ mod tests {
                 .unwrap_err(),
             sandbox
                 .refund(&RefundRequest {
+                    gateway_id: "t1".into(),
                     original: cc,
                     amount: 0,
                 })

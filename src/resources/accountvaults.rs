@@ -119,6 +119,7 @@ pub static ACCOUNT_VAULT: Resource = Resource {
         Field::ts("modified_ts"),
     ],
     default_sort: ("id", true),
+    page_size: 20,
     scope: Scope::Column("location_id"),
     api_id: Some("account_vault_api_id"),
     unique: Some("account_vault_api_id"),
@@ -358,6 +359,69 @@ fn api_id_taken(conn: &mut dyn Conn, cx: &Cx, record: &Record) -> ApiResult<bool
     }
 }
 
+/// Fills a new vault from the account of an earlier transaction (its
+/// sealed number, expiry or bank details); what the request sends wins.
+fn from_transaction(cx: &Cx, conn: &mut dyn Conn, input: &mut CreateInput) -> ApiResult<()> {
+    let id = input
+        .transient
+        .get("previous_transaction_id")
+        .and_then(Json::as_str)
+        .unwrap_or_default()
+        .to_string();
+    let invalid = || {
+        ApiError::field(
+            "previous_transaction_id",
+            "previous_transaction_id provided is not valid",
+        )
+    };
+    let tx = query::find(conn, &super::TRANSACTION, &cx.scope, &id)?.ok_or_else(invalid)?;
+    let source = crate::payments::service::account_of(cx, &tx).ok_or_else(invalid)?;
+    let record = &mut input.record;
+    if !record.get("account_number").is_null() {
+        return Err(ApiError::field(
+            "account_number",
+            "Send account_number or previous_transaction_id, not both.",
+        ));
+    }
+    let method = tx.text("payment_method").unwrap_or("cc").to_string();
+    if let Some(sent) = record.text("payment_method") {
+        if sent != method {
+            return Err(ApiError::field(
+                "payment_method",
+                format!("The previous transaction is a {method} transaction."),
+            ));
+        }
+    }
+    record.set("payment_method", method);
+    let mut fill = |name: &str, value: Option<String>| {
+        if record.get(name).is_null() {
+            record.set(name, value);
+        }
+    };
+    fill(
+        "account_holder_name",
+        tx.text("account_holder_name").map(str::to_string),
+    );
+    fill("billing_zip", tx.text("billing_zip").map(str::to_string));
+    fill("billing_address", tx.text("billing_street").map(str::to_string));
+    match source {
+        crate::payments::source::Source::Card(card) => {
+            fill("exp_date", Some(card.data.exp_date));
+            record.set("account_number", card.data.pan);
+        }
+        crate::payments::source::Source::Bank(bank) => {
+            fill("routing", Some(bank.routing));
+            fill("account_type", tx.text("account_type").map(str::to_string));
+            fill("ach_sec_code", Some(bank.sec_code.clone()));
+            if record.get("is_company").is_null() {
+                record.set("is_company", (bank.sec_code == "CCD") as i64);
+            }
+            record.set("account_number", bank.account_number);
+        }
+    }
+    Ok(())
+}
+
 impl Rules for AccountVaultRules {
     fn before_create(
         &self,
@@ -370,12 +434,7 @@ impl Rules for AccountVaultRules {
             // No ticket or transaction exists yet for these to name; the
             // hosted-form and transaction features resolve them here.
             Source::Ticket => return Err(ApiError::field("ticket", "ticket provided is not valid")),
-            Source::PreviousTransaction => {
-                return Err(ApiError::field(
-                    "previous_transaction_id",
-                    "previous_transaction_id provided is not valid",
-                ))
-            }
+            Source::PreviousTransaction => from_transaction(cx, conn, input)?,
         }
         let record = &mut input.record;
         let mut errors = FieldErrors::new();

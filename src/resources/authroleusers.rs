@@ -32,6 +32,7 @@ pub static AUTH_ROLE_USER: Resource = Resource {
         Field::ts("modified_ts"),
     ],
     default_sort: ("id", true),
+    page_size: 20,
     scope: Scope::Column("location_id"),
     api_id: None,
     unique: Some("auth_role_id"),

@@ -84,6 +84,7 @@ pub static CONTACT: Resource = Resource {
         Field::ts("modified_ts"),
     ],
     default_sort: ("created_ts", true),
+    page_size: 20,
     scope: Scope::Column("location_id"),
     api_id: Some("contact_api_id"),
     unique: Some("contact_api_id"),

@@ -39,6 +39,7 @@ pub static LOCATION_INFO: Resource = Resource {
         Field::ts("created_ts").hidden(),
     ],
     default_sort: ("created_ts", true),
+    page_size: 20,
     scope: Scope::Location,
     api_id: None,
     unique: None,

@@ -85,6 +85,7 @@ pub static LOCATION: Resource = Resource {
         Field::ts("modified_ts"),
     ],
     default_sort: ("id", true),
+    page_size: 20,
     scope: Scope::Location,
     api_id: None,
     unique: None,

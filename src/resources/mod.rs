@@ -9,6 +9,8 @@ pub mod locationinfos;
 pub mod locations;
 pub mod notes;
 pub mod product_transactions;
+pub mod transactionbatches;
+pub mod transactions;
 pub mod users;
 
 pub use accountvaults::ACCOUNT_VAULT;
@@ -18,6 +20,8 @@ pub use locationinfos::LOCATION_INFO;
 pub use locations::LOCATION;
 pub use notes::NOTE;
 pub use product_transactions::PRODUCT_TRANSACTION;
+pub use transactionbatches::TRANSACTION_BATCH;
+pub use transactions::TRANSACTION;
 pub use users::USER;
 
 use crate::engine::resource::Resource;
@@ -32,6 +36,8 @@ pub static ALL: &[&Resource] = &[
     &USER,
     &AUTH_ROLE_USER,
     &ACCOUNT_VAULT,
+    &TRANSACTION,
+    &TRANSACTION_BATCH,
 ];
 
 #[cfg(test)]

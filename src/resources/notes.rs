@@ -33,6 +33,7 @@ pub static NOTE: Resource = Resource {
         Field::ts("modified_ts"),
     ],
     default_sort: ("id", true),
+    page_size: 20,
     scope: Scope::Column("location_id"),
     api_id: None,
     unique: None,

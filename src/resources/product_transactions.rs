@@ -27,6 +27,7 @@ pub static PRODUCT_TRANSACTION: Resource = Resource {
         Field::ts("modified_ts"),
     ],
     default_sort: ("id", true),
+    page_size: 20,
     scope: Scope::Column("location_id"),
     api_id: None,
     unique: None,
@@ -90,9 +91,11 @@ pub fn default_velocity() -> Json {
     Json::Object(names.iter().map(|n| (n.to_string(), json!(0))).collect())
 }
 
-/// Settings of a new sandbox product transaction. ACH accounts carry the
-/// terminal profile of the reference's ACH processor: WEB block 2310
-/// (base requirements, debit/refund/void).
+/// Settings of a new sandbox product transaction. ACH accounts carry two
+/// terminal profiles of the reference's ACH processor: WEB block 2310
+/// (base requirements, debit/refund/void) and CCD block 2910, which adds
+/// credit (merchant-initiated credits use SEC code CCD). The request's
+/// `ach_sec_code` picks the profile.
 pub fn default_settings(payment_method: &str) -> Json {
     let mut s = json!({
         "receipt_header": null,
@@ -129,12 +132,18 @@ pub fn default_settings(payment_method: &str) -> Json {
         "velocity_settings": default_velocity(),
     });
     if payment_method == "ach" {
+        let base = ["account_holder_name", "routing", "account_number", "account_type"];
         s["processor_data"] = json!({
             "terminals": [{
                 "terminal_id": "2310",
                 "sec_code": "WEB",
                 "actions": ["debit", "refund", "void"],
-                "required": ["account_holder_name", "routing", "account_number", "account_type"],
+                "required": base,
+            }, {
+                "terminal_id": "2910",
+                "sec_code": "CCD",
+                "actions": ["debit", "credit", "refund", "void"],
+                "required": base,
             }]
         });
     }

@@ -71,6 +71,7 @@ pub static USER: Resource = Resource {
         Field::ts("modified_ts"),
     ],
     default_sort: ("id", true),
+    page_size: 20,
     scope: Scope::Column("location_id"),
     api_id: None,
     unique: Some("username"),

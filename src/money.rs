@@ -1,0 +1,110 @@
+//! Money: integer minor units (cents) inside, two-decimal strings outside.
+//! Amounts arrive as JSON numbers or decimal strings and are parsed from
+//! their text, never through a float.
+
+use serde_json::Value as Json;
+
+/// Parses `12`, `12.5`, `"12.50"` into cents. At most two decimals, no
+/// sign, no exponent. `max_cents` bounds the value.
+pub fn parse(raw: &Json, max_cents: i64) -> Result<i64, &'static str> {
+    let text = match raw {
+        // A JSON number's text is its shortest round-trip form: 10.01 stays
+        // "10.01", so no float arithmetic touches the value.
+        Json::Number(n) => n.to_string(),
+        Json::String(s) => s.trim().to_string(),
+        _ => return Err("must be a number or a decimal string"),
+    };
+    parse_text(&text, max_cents)
+}
+
+pub fn parse_text(text: &str, max_cents: i64) -> Result<i64, &'static str> {
+    let (whole, frac) = match text.split_once('.') {
+        Some((w, f)) => (w, f),
+        None => (text, ""),
+    };
+    if whole.is_empty() && frac.is_empty() {
+        return Err("must be a number or a decimal string");
+    }
+    if !whole.bytes().all(|b| b.is_ascii_digit()) || !frac.bytes().all(|b| b.is_ascii_digit()) {
+        return Err("must be a positive decimal number such as 10.00");
+    }
+    // Trailing zeros beyond the cents are harmless (10.500).
+    let frac = frac.trim_end_matches('0');
+    if frac.len() > 2 {
+        return Err("must have at most 2 decimal places");
+    }
+    let whole = whole.trim_start_matches('0');
+    if whole.len() > 15 {
+        return Err("is too large");
+    }
+    let units: i64 = if whole.is_empty() {
+        0
+    } else {
+        whole.parse().map_err(|_| "is too large")?
+    };
+    let cents: i64 = format!("{frac:0<2}").parse().unwrap_or(0);
+    let total = units
+        .checked_mul(100)
+        .and_then(|u| u.checked_add(cents))
+        .ok_or("is too large")?;
+    if total > max_cents {
+        return Err("is too large");
+    }
+    Ok(total)
+}
+
+/// `1234` -> `"12.34"`; negative amounts keep their sign.
+pub fn format(cents: i64) -> String {
+    let sign = if cents < 0 { "-" } else { "" };
+    let abs = cents.unsigned_abs();
+    format!("{sign}{}.{:02}", abs / 100, abs % 100)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    #[test]
+    fn amounts_parse_from_text_without_floats() {
+        let max = 999_999_999;
+        for (raw, cents) in [
+            (json!(10), 1000),
+            (json!(10.01), 1001),
+            (json!("10.01"), 1001),
+            (json!("0.1"), 10),
+            (json!(".5"), 50),
+            (json!("7."), 700),
+            (json!("10.500"), 1050),
+            (json!(0.29), 29),
+            (json!(1.15), 115),
+            (json!("90504.24"), 9_050_424),
+            (json!("0"), 0),
+        ] {
+            assert_eq!(parse(&raw, max), Ok(cents), "{raw}");
+        }
+        for raw in [
+            json!("10.001"),
+            json!("-1"),
+            json!("1e3"),
+            json!("abc"),
+            json!(""),
+            json!("."),
+            json!(true),
+            json!(-5),
+            json!("10000000.00"),
+            json!("99999999999999999999"),
+            json!(1e300),
+        ] {
+            assert!(parse(&raw, max).is_err(), "{raw}");
+        }
+    }
+
+    #[test]
+    fn amounts_format_with_two_decimals() {
+        assert_eq!(format(0), "0.00");
+        assert_eq!(format(5), "0.05");
+        assert_eq!(format(1234), "12.34");
+        assert_eq!(format(-250), "-2.50");
+    }
+}

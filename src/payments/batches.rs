@@ -1,0 +1,224 @@
+//! Batches: approved card sales, completions, forces and refunds enter the
+//! open batch of their product transaction (one is opened when none is);
+//! settling closes it through the processor.
+
+use crate::db::{Conn, Sql};
+use crate::engine::events::{self, Action};
+use crate::engine::record::Record;
+use crate::engine::{update_record, Cx};
+use crate::error::{ApiError, ApiResult};
+use crate::ids::new_id;
+use crate::processor::{ProcessingStatus, SettleOutcome, SettleResponse, StatusId};
+use crate::resources::TRANSACTION_BATCH;
+
+fn open_batch(conn: &mut dyn Conn, product_transaction_id: &str) -> ApiResult<Option<(String, i64)>> {
+    let row = conn.query_one(&Sql::with(
+        "SELECT id, batch_num FROM transaction_batches WHERE product_transaction_id = ? AND is_open = 1",
+        vec![product_transaction_id.into()],
+    ))?;
+    Ok(row.map(|r| {
+        (
+            r[0].as_str().unwrap_or_default().to_string(),
+            r[1].as_int().unwrap_or(0),
+        )
+    }))
+}
+
+/// Puts an approved transaction into its product transaction's open batch
+/// (opening batch `n + 1` if there is none) and sets its `batch`,
+/// `transaction_batch_id` and `batch_seq`. `signed_amount` is negative
+/// for refunds.
+pub fn enter(cx: &Cx, conn: &mut dyn Conn, tx: &mut Record, signed_amount: i64) -> ApiResult<()> {
+    let pt = tx.text("product_transaction_id").unwrap_or_default().to_string();
+    let location = tx.text("location_id").unwrap_or_default().to_string();
+    let mut batch = open_batch(conn, &pt)?;
+    // A concurrent writer may open the batch first (PostgreSQL): the
+    // insert then does nothing and the second look finds theirs.
+    for _ in 0..3 {
+        if batch.is_some() {
+            break;
+        }
+        let next = conn.query_int(&Sql::with(
+            "SELECT COALESCE(MAX(batch_num), 0) FROM transaction_batches WHERE product_transaction_id = ?",
+            vec![pt.clone().into()],
+        ))? + 1;
+        let mut record = Record::empty(&TRANSACTION_BATCH);
+        let id = new_id();
+        record.set("id", id.clone());
+        record.set("batch_num", next);
+        record.set("product_transaction_id", pt.clone());
+        record.set("location_id", location.clone());
+        record.set("created_ts", cx.now);
+        record.set("modified_ts", cx.now);
+        record.set("processing_status_id", ProcessingStatus::ToSettle.code() as i64);
+        record.set("is_open", 1);
+        record.set("transaction_count", 0);
+        record.set("total_amount", 0);
+        record.set("settle_attempts", 0);
+        record.set("created_user_id", cx.user_id.clone());
+        record.set("modified_user_id", cx.user_id.clone());
+        let columns: Vec<&str> = TRANSACTION_BATCH.stored().map(|f| f.column).collect();
+        let mut sql = Sql::new("INSERT INTO transaction_batches (");
+        sql.push(&columns.join(", ")).push(") VALUES (");
+        for (i, v) in record.values.iter().enumerate() {
+            if i > 0 {
+                sql.push(", ");
+            }
+            sql.bind(v.clone());
+        }
+        sql.push(") ON CONFLICT DO NOTHING");
+        if conn.execute(&sql)? == 1 {
+            events::record(conn, cx, Action::Create, &record, &[])?;
+            batch = Some((id, next));
+        } else {
+            batch = open_batch(conn, &pt)?;
+        }
+    }
+    let Some((batch_id, batch_num)) = batch else {
+        return Err(ApiError::Unavailable(
+            "The batch could not be opened; retry shortly.".into(),
+        ));
+    };
+    let seq = conn
+        .query_one(&Sql::with(
+            "UPDATE transaction_batches SET transaction_count = transaction_count + 1, \
+             total_amount = total_amount + ?, modified_ts = ? WHERE id = ? RETURNING transaction_count",
+            vec![signed_amount.into(), cx.now.into(), batch_id.clone().into()],
+        ))?
+        .and_then(|r| r[0].as_int())
+        .unwrap_or(1);
+    tx.set("transaction_batch_id", batch_id);
+    tx.set("batch", batch_num.to_string());
+    tx.set("batch_seq", seq);
+    Ok(())
+}
+
+/// Changes a batched transaction's weight in its batch: `count` -1 when it
+/// leaves (void), `amount` the signed change of the total.
+pub fn adjust(conn: &mut dyn Conn, cx: &Cx, tx: &Record, count: i64, amount: i64) -> ApiResult<()> {
+    if let Some(batch) = tx.text("transaction_batch_id") {
+        conn.execute(&Sql::with(
+            "UPDATE transaction_batches SET transaction_count = transaction_count + ?, \
+             total_amount = total_amount + ?, modified_ts = ? WHERE id = ?",
+            vec![count.into(), amount.into(), cx.now.into(), batch.into()],
+        ))?;
+    }
+    Ok(())
+}
+
+/// Starts settling: the batch closes to new transactions and shows
+/// Processing (5). Returns the batch as it was, the amounts to settle in
+/// the order they entered, and the attempt number.
+pub fn begin_settle(conn: &mut dyn Conn, cx: &Cx, batch: &Record) -> ApiResult<(Vec<i64>, u32)> {
+    let status = batch.int("processing_status_id").unwrap_or(1);
+    if status == ProcessingStatus::Settled.code() as i64 {
+        return Err(ApiError::field("id", "The batch is already settled."));
+    }
+    if status == ProcessingStatus::ForcedClosed.code() as i64 {
+        return Err(ApiError::field(
+            "id",
+            "The batch was force-closed and cannot settle.",
+        ));
+    }
+    let changed = conn.execute(&Sql::with(
+        "UPDATE transaction_batches SET is_open = 0, processing_status_id = ?, \
+         settle_attempts = settle_attempts + 1, modified_ts = ? WHERE id = ? AND processing_status_id IN (?, ?, ?)",
+        vec![
+            (ProcessingStatus::Processing.code() as i64).into(),
+            cx.now.into(),
+            batch.id().into(),
+            (ProcessingStatus::ToSettle.code() as i64).into(),
+            (ProcessingStatus::Error.code() as i64).into(),
+            (ProcessingStatus::Reprocess.code() as i64).into(),
+        ],
+    ))?;
+    if changed == 0 {
+        return Err(ApiError::field(
+            "id",
+            "The batch is being settled; retry shortly.",
+        ));
+    }
+    let rows = conn.query(&Sql::with(
+        "SELECT transaction_amount FROM transactions WHERE transaction_batch_id = ? \
+         AND status_id NOT IN (?, ?) ORDER BY batch_seq ASC",
+        vec![
+            batch.id().into(),
+            (StatusId::Voided.code() as i64).into(),
+            (StatusId::Declined.code() as i64).into(),
+        ],
+    ))?;
+    let amounts = rows.iter().filter_map(|r| r[0].as_int()).collect();
+    let attempt = batch.int("settle_attempts").unwrap_or(0) + 1;
+    Ok((amounts, attempt as u32))
+}
+
+/// Records the processor's answer: Settled (2) with `batch_close_ts`,
+/// `settlement_file_name` and each transaction's `settle_date`; or Error
+/// (3) with `status_message`. `before` is the batch as it was before
+/// `begin_settle`, so the change log shows the whole transition.
+pub fn finish_settle(
+    conn: &mut dyn Conn,
+    cx: &Cx,
+    before: Record,
+    answer: Result<SettleResponse, String>,
+    settle_date: &str,
+) -> ApiResult<Record> {
+    let mut changes = vec![("is_open", 0.into())];
+    let attempts = before.int("settle_attempts").unwrap_or(0) + 1;
+    changes.push(("settle_attempts", attempts.into()));
+    match answer {
+        Ok(SettleResponse {
+            outcome: SettleOutcome::Settled,
+            settlement_file_name,
+        }) => {
+            changes.push((
+                "processing_status_id",
+                (ProcessingStatus::Settled.code() as i64).into(),
+            ));
+            changes.push(("batch_close_ts", cx.now.into()));
+            changes.push(("settlement_file_name", settlement_file_name.into()));
+            changes.push(("status_message", crate::db::Value::Null));
+            conn.execute(&Sql::with(
+                "UPDATE transactions SET settle_date = ?, modified_ts = ? WHERE transaction_batch_id = ?",
+                vec![settle_date.into(), cx.now.into(), before.id().into()],
+            ))?;
+        }
+        Ok(SettleResponse {
+            outcome: SettleOutcome::Failed { status_message, .. },
+            ..
+        }) => {
+            changes.push((
+                "processing_status_id",
+                (ProcessingStatus::Error.code() as i64).into(),
+            ));
+            changes.push(("status_message", status_message.into()));
+        }
+        Err(message) => {
+            changes.push((
+                "processing_status_id",
+                (ProcessingStatus::Error.code() as i64).into(),
+            ));
+            changes.push(("status_message", message.into()));
+        }
+    }
+    let input = crate::engine::validate::UpdateInput {
+        changes: changes
+            .into_iter()
+            .map(|(name, v)| (TRANSACTION_BATCH.field(name).expect("declared"), v))
+            .collect(),
+    };
+    let final_status = input
+        .changes
+        .iter()
+        .find(|(f, _)| f.name == "processing_status_id")
+        .map(|(_, v)| v.clone())
+        .unwrap_or(crate::db::Value::Null);
+    // The log compares with `before`; the row itself shows Processing and
+    // must end in the final status even when that equals `before`'s.
+    let record = update_record(cx, conn, before, input)?;
+    conn.execute(&Sql::with(
+        "UPDATE transaction_batches SET processing_status_id = ?, is_open = 0, settle_attempts = ? WHERE id = ?",
+        vec![final_status, attempts.into(), record.id().into()],
+    ))?;
+    Ok(record)
+}

@@ -1,0 +1,223 @@
+//! Reconciling what a crash left behind. A transaction still `pending`
+//! whose node is gone may or may not have reached the processor: it is
+//! reversed there by its gateway id (a timeout reversal) and recorded as
+//! declined, so no money moves without an acknowledged record. A PUT
+//! action left marked is unmarked (its outcome is unknown; the caller
+//! retries). A batch left Processing goes to Re-process (4) so it can be
+//! settled again. Runs at start and then periodically; on PostgreSQL
+//! several nodes may run it at once (every step is a compare-and-set).
+
+use super::idempotency;
+use super::service::Payments;
+use super::state::PENDING;
+use crate::db::{Conn, Sql, Store, Value};
+use crate::engine::events::{self, Action};
+use crate::engine::query::TenantScope;
+use crate::engine::record::Record;
+use crate::engine::Cx;
+use crate::error::ApiResult;
+use crate::processor::{PaymentMethod, ProcessingStatus, ReasonCode, ReversalRequest, StatusId};
+use crate::resources::TRANSACTION;
+use std::collections::BTreeSet;
+use std::sync::Arc;
+
+/// Own pending rows older than this are orphans too (their completion
+/// write failed, for example during a database outage).
+const OWN_ORPHAN_SECS: i64 = 120;
+
+/// What one pass did.
+#[derive(Debug, Default, PartialEq, Eq)]
+pub struct Report {
+    pub reversed: usize,
+    pub unmarked: usize,
+    pub batches: usize,
+}
+
+fn cx_for(location_id: &str, now: i64, keyring: Arc<crate::crypto::Keyring>) -> Cx {
+    Cx {
+        user_id: String::new(),
+        scope: TenantScope {
+            location_id: location_id.to_string(),
+            path: String::new(),
+            tz: chrono_tz::UTC,
+            leaf: true,
+        },
+        now,
+        keyring,
+        public_url: Arc::from(""),
+        perms: Arc::new(crate::auth::Perms::default()),
+    }
+}
+
+/// One reconciliation pass.
+pub async fn run_once(
+    store: &Store,
+    payments: &Payments,
+    keyring: Arc<crate::crypto::Keyring>,
+    now: i64,
+) -> ApiResult<Report> {
+    let me = payments.node_id.to_string();
+    let nodes: Vec<(Option<String>, i64)> = store
+        .read(|conn| {
+            let rows = conn.query(&Sql::new(
+                "SELECT pending_node, MIN(modified_ts) FROM transactions \
+                 WHERE state = 'pending' OR pending_action IS NOT NULL GROUP BY pending_node",
+            ))?;
+            Ok(rows
+                .into_iter()
+                .map(|r| (r[0].as_str().map(str::to_string), r[1].as_int().unwrap_or(0)))
+                .collect())
+        })
+        .await?;
+    let mut dead = BTreeSet::new();
+    let mut own_orphans = false;
+    for (node, oldest) in nodes {
+        match node {
+            None => {
+                dead.insert(String::new());
+            }
+            Some(n) if n == me => own_orphans |= oldest < now - OWN_ORPHAN_SECS,
+            Some(n) => {
+                if store.node_is_dead(&n, &me).await? {
+                    dead.insert(n);
+                }
+            }
+        }
+    }
+    let mut report = Report::default();
+    if own_orphans {
+        dead.insert(me.clone());
+    }
+    for node in dead {
+        let cutoff = if node == me {
+            now - OWN_ORPHAN_SECS
+        } else {
+            i64::MAX
+        };
+        let node2 = node.clone();
+        let rows: Vec<Record> = store
+            .read(move |conn| {
+                let cols: Vec<&str> = TRANSACTION.stored().map(|f| f.column).collect();
+                let mut sql = Sql::new("SELECT ");
+                sql.push(&cols.join(", "))
+                    .push(" FROM transactions WHERE (state = 'pending' OR pending_action IS NOT NULL) AND ");
+                if node2.is_empty() {
+                    sql.push("pending_node IS NULL");
+                } else {
+                    sql.push("pending_node = ").bind(node2);
+                }
+                sql.push(" AND modified_ts < ").bind(cutoff).push(" LIMIT 1000");
+                Ok(conn
+                    .query(&sql)?
+                    .into_iter()
+                    .map(|r| Record::from_row(&TRANSACTION, r))
+                    .collect())
+            })
+            .await?;
+        for tx in rows {
+            if tx.text("state") == Some(PENDING) {
+                let processor = payments.processor.clone();
+                let req = ReversalRequest {
+                    gateway_id: tx.id().to_string(),
+                    amount: tx.int("transaction_amount").unwrap_or(0),
+                    method: if tx.text("payment_method") == Some("ach") {
+                        PaymentMethod::Ach
+                    } else {
+                        PaymentMethod::Cc
+                    },
+                };
+                let reversal = tokio::task::spawn_blocking(move || processor.reverse(&req))
+                    .await
+                    .map_err(crate::error::ApiError::internal)?;
+                if let Err(e) = reversal {
+                    // Retried on the next pass: never declined before the
+                    // processor confirmed the reversal.
+                    tracing::warn!(transaction_id = tx.id(), error = %e, "timeout reversal failed");
+                    continue;
+                }
+                let cx = cx_for(tx.text("location_id").unwrap_or_default(), now, keyring.clone());
+                let done = store
+                    .write(move |conn| decline_interrupted(&cx, conn, tx))
+                    .await?;
+                report.reversed += done as usize;
+            } else {
+                let id = tx.id().to_string();
+                let n = store
+                    .write(move |conn| {
+                        Ok(conn.execute(&Sql::with(
+                            "UPDATE transactions SET pending_action = NULL, pending_node = NULL, pending_amount = NULL \
+                             WHERE id = ? AND pending_action IS NOT NULL",
+                            vec![id.into()],
+                        ))?)
+                    })
+                    .await?;
+                report.unmarked += n as usize;
+            }
+        }
+    }
+    // Batches whose settling was interrupted: on SQLite any left at start,
+    // on PostgreSQL those Processing for longer than a settle can take.
+    let stale = if store.dialect() == crate::db::Dialect::Sqlite
+        && !payments.started.load(std::sync::atomic::Ordering::Relaxed)
+    {
+        i64::MAX
+    } else {
+        now - OWN_ORPHAN_SECS
+    };
+    report.batches = store
+        .write(move |conn| {
+            Ok(conn.execute(&Sql::with(
+                "UPDATE transaction_batches SET processing_status_id = ?, \
+                 status_message = 'Settlement was interrupted; settle again.', modified_ts = ? \
+                 WHERE processing_status_id = ? AND modified_ts < ?",
+                vec![
+                    (ProcessingStatus::Reprocess.code() as i64).into(),
+                    now.into(),
+                    (ProcessingStatus::Processing.code() as i64).into(),
+                    stale.into(),
+                ],
+            ))? as usize)
+        })
+        .await?;
+    store.write(move |conn| idempotency::expire(conn, now)).await?;
+    payments.started.store(true, std::sync::atomic::Ordering::Relaxed);
+    Ok(report)
+}
+
+/// Records an interrupted transaction as declined (after its reversal).
+fn decline_interrupted(cx: &Cx, conn: &mut dyn Conn, mut tx: Record) -> ApiResult<bool> {
+    let changed = conn.execute(&Sql::with(
+        "UPDATE transactions SET state = 'done', pending_node = NULL, status_id = ?, reason_code_id = ?, \
+         verbiage = ?, response_message = ?, auth_amount = 0, modified_ts = ? WHERE id = ? AND state = 'pending'",
+        vec![
+            (StatusId::Declined.code() as i64).into(),
+            (ReasonCode(1531).code() as i64).into(),
+            "Interrupted".into(),
+            "The gateway stopped before the processor's answer was recorded; the request was reversed.".into(),
+            cx.now.into(),
+            tx.id().into(),
+        ],
+    ))?;
+    if changed == 0 {
+        return Ok(false);
+    }
+    // A refund's reservation on its original is given back.
+    if tx.int("type_id") == Some(30) {
+        if let Some(orig) = tx.text("previous_transaction_id") {
+            conn.execute(&Sql::with(
+                "UPDATE transactions SET refunded_amount = refunded_amount - ? WHERE id = ? AND refunded_amount >= ?",
+                vec![
+                    tx.int("transaction_amount").unwrap_or(0).into(),
+                    orig.into(),
+                    tx.int("transaction_amount").unwrap_or(0).into(),
+                ],
+            ))?;
+        }
+    }
+    tx.set("state", "done");
+    tx.set("status_id", StatusId::Declined.code() as i64);
+    tx.set("pending_node", Value::Null);
+    events::record(conn, cx, Action::Create, &tx, &[])?;
+    idempotency::release_for_transaction(conn, tx.id())?;
+    Ok(true)
+}

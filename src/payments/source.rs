@@ -1,0 +1,419 @@
+//! Where a new transaction's money comes from: a vault, a card number, a
+//! swiped track, a bank account, or an earlier transaction used as a
+//! token. Exactly one source per request.
+
+use super::actions::Parsed;
+use crate::bins::{brand_of, luhn_ok};
+use crate::cards::{aba_ok, months_until, parse_exp_date};
+use crate::db::Conn;
+use crate::engine::record::Record;
+use crate::engine::validate::blank;
+use crate::engine::{query, Cx};
+use crate::error::{ApiResult, FieldErrors};
+use crate::processor::{AchAccountType, AchData, CardData, EntryMode};
+use crate::resources::{ACCOUNT_VAULT, TRANSACTION};
+
+/// A resolved card.
+#[derive(Clone, Debug)]
+pub struct Card {
+    pub data: CardData,
+    pub account_type: &'static str,
+}
+
+#[derive(Clone, Debug)]
+pub enum Source {
+    Card(Card),
+    Bank(AchData),
+}
+
+/// What the source adds to the transaction record.
+pub struct Resolved {
+    pub source: Source,
+    pub vault: Option<Record>,
+    pub previous: Option<Record>,
+}
+
+/// Checks a card number: digits, length, Luhn, a supported brand.
+pub fn check_pan(pan: &str) -> Result<&'static str, String> {
+    if !(13..=19).contains(&pan.len()) || !pan.bytes().all(|b| b.is_ascii_digit()) {
+        return Err("Account Number must be 13 to 19 digits for cc.".into());
+    }
+    if !luhn_ok(pan) {
+        return Err("Account Number is not a valid card number (check digit).".into());
+    }
+    match brand_of(pan) {
+        Some(b) if b.accepts_length(pan.len()) => Ok(b.account_type()),
+        Some(b) => Err(format!(
+            "Account Number has the wrong length for this {} card.",
+            b.name()
+        )),
+        None => Err("Account Number is not of a supported card brand.".into()),
+    }
+}
+
+/// `MMYY`, not in the past.
+pub fn check_exp(exp: &str, now: i64) -> Result<(), String> {
+    match (parse_exp_date(exp), months_until(exp, now)) {
+        (None, _) => Err("Exp Date must be MMYY.".into()),
+        (Some(_), Some(m)) if m < 0 => Err("Exp Date is in the past.".into()),
+        _ => Ok(()),
+    }
+}
+
+/// Reads track 1 (`%B<PAN>^NAME^YYMM...?`) or track 2
+/// (`;<PAN>=YYMM...?`): number, MMYY and, from track 1, the name.
+pub fn parse_track(track: &str) -> Option<(String, String, Option<String>)> {
+    if let Some(rest) = track.strip_prefix("%B") {
+        let mut parts = rest.splitn(3, '^');
+        let pan = parts.next()?.trim().to_string();
+        let name = parts.next()?.trim().to_string();
+        let tail = parts.next()?;
+        let yymm = tail.get(..4)?;
+        let exp = format!("{}{}", &yymm[2..], &yymm[..2]);
+        return Some((pan, exp, (!name.is_empty()).then_some(name)));
+    }
+    let rest = track.strip_prefix(';')?;
+    let (pan, tail) = rest.split_once('=')?;
+    let yymm = tail.get(..4)?;
+    Some((pan.to_string(), format!("{}{}", &yymm[2..], &yymm[..2]), None))
+}
+
+fn open(cx: &Cx, sealed: Option<&str>) -> Option<String> {
+    sealed.and_then(|s| cx.keyring.decrypt(s).ok())
+}
+
+fn text(record: &Record, name: &str) -> Option<String> {
+    record.text(name).map(str::to_string)
+}
+
+/// Finds the transaction named by `previous_transaction_id` or
+/// `previous_transaction_api_id` (at `location_id`).
+pub fn previous(
+    cx: &Cx,
+    conn: &mut dyn Conn,
+    parsed: &Parsed,
+    location_id: &str,
+    errors: &mut FieldErrors,
+) -> ApiResult<Option<Record>> {
+    if let Some(id) = parsed.input.record.text("previous_transaction_id") {
+        let found = query::find(conn, &TRANSACTION, &cx.scope, id)?;
+        if found.is_none() {
+            errors.add(
+                "previous_transaction_id",
+                "previous_transaction_id provided is not valid",
+            );
+        }
+        return Ok(found);
+    }
+    if let Some(api_id) = parsed.text("previous_transaction_api_id") {
+        let found = query::find_by_api_id(conn, &TRANSACTION, &cx.scope, location_id, &api_id)?;
+        if found.is_none() {
+            errors.add(
+                "previous_transaction_api_id",
+                "previous_transaction_api_id provided is not valid",
+            );
+        }
+        return Ok(found);
+    }
+    Ok(None)
+}
+
+/// Resolves the one account source of a new transaction.
+pub fn resolve(
+    cx: &Cx,
+    conn: &mut dyn Conn,
+    parsed: &Parsed,
+    method: &str,
+    location_id: &str,
+    errors: &mut FieldErrors,
+) -> ApiResult<Option<Resolved>> {
+    let r = &parsed.input.record;
+    let given: Vec<&str> = [
+        ("account_vault_id", r.text("account_vault_id").is_some()),
+        (
+            "account_vault_api_id",
+            parsed.text("account_vault_api_id").is_some(),
+        ),
+        ("account_number", r.text("account_number").is_some()),
+        ("track_data", parsed.text("track_data").is_some()),
+        (
+            "previous_transaction_id",
+            r.text("previous_transaction_id").is_some(),
+        ),
+        (
+            "previous_transaction_api_id",
+            parsed.text("previous_transaction_api_id").is_some(),
+        ),
+    ]
+    .into_iter()
+    .filter(|(_, present)| *present)
+    .map(|(n, _)| n)
+    .collect();
+    if given.len() > 1 {
+        errors.add(
+            given[1],
+            format!("Send one account source only (sent: {}).", given.join(", ")),
+        );
+        return Ok(None);
+    }
+    let Some(&kind) = given.first() else {
+        errors.add("account_number", blank("account_number"));
+        return Ok(None);
+    };
+    let holder = text(r, "account_holder_name");
+    match kind {
+        "account_vault_id" | "account_vault_api_id" => {
+            let vault = match r.text("account_vault_id") {
+                Some(id) => query::find(conn, &ACCOUNT_VAULT, &cx.scope, id)?,
+                None => {
+                    let api_id = parsed.text("account_vault_api_id").unwrap_or_default();
+                    query::find_by_api_id(conn, &ACCOUNT_VAULT, &cx.scope, location_id, &api_id)?
+                }
+            };
+            let Some(vault) = vault else {
+                errors.add(kind, format!("{kind} provided is not valid"));
+                return Ok(None);
+            };
+            if vault.text("payment_method") != Some(method) {
+                errors.add(kind, format!("The account vault is not a {method} account."));
+                return Ok(None);
+            }
+            if vault.int("active") == Some(0) {
+                errors.add(kind, "The account vault is not active.");
+                return Ok(None);
+            }
+            let source = from_stored(cx, &vault, method, holder, r, "billing_address")?;
+            Ok(source.map(|source| Resolved {
+                source,
+                vault: Some(vault),
+                previous: None,
+            }))
+        }
+        "previous_transaction_id" | "previous_transaction_api_id" => {
+            let Some(prev) = previous(cx, conn, parsed, location_id, errors)? else {
+                return Ok(None);
+            };
+            if prev.text("payment_method") != Some(method) {
+                errors.add(
+                    kind,
+                    format!("The previous transaction is not a {method} transaction."),
+                );
+                return Ok(None);
+            }
+            let Some(source) = from_stored(cx, &prev, method, holder, r, "billing_street")? else {
+                errors.add(kind, "The previous transaction holds no reusable account data.");
+                return Ok(None);
+            };
+            Ok(Some(Resolved {
+                source,
+                vault: None,
+                previous: Some(prev),
+            }))
+        }
+        "track_data" => {
+            let track = parsed.text("track_data").unwrap_or_default();
+            let Some((pan, exp, name)) = parse_track(&track) else {
+                errors.add(
+                    "track_data",
+                    "Track Data is not readable track 1 or track 2 data.",
+                );
+                return Ok(None);
+            };
+            let account_type = match check_pan(&pan) {
+                Ok(t) => t,
+                Err(_) => {
+                    errors.add("track_data", "Track Data holds no valid card number.");
+                    return Ok(None);
+                }
+            };
+            Ok(Some(Resolved {
+                source: Source::Card(Card {
+                    data: CardData {
+                        pan,
+                        exp_date: exp,
+                        cvv: parsed.text("cvv"),
+                        billing_street: text(r, "billing_street"),
+                        billing_zip: text(r, "billing_zip"),
+                        account_holder_name: holder.or(name),
+                        entry_mode: Some(EntryMode::Swiped),
+                    },
+                    account_type,
+                }),
+                vault: None,
+                previous: None,
+            }))
+        }
+        _ => {
+            let number = r.text("account_number").unwrap_or_default().to_string();
+            if method == "cc" {
+                let account_type = match check_pan(&number) {
+                    Ok(t) => Some(t),
+                    Err(msg) => {
+                        errors.add("account_number", msg);
+                        None
+                    }
+                };
+                match r.text("exp_date") {
+                    None => errors.add("exp_date", blank("exp_date")),
+                    Some(exp) => {
+                        if let Err(msg) = check_exp(exp, cx.now) {
+                            errors.add("exp_date", msg);
+                        }
+                    }
+                }
+                let Some(account_type) = account_type else {
+                    return Ok(None);
+                };
+                Ok(Some(Resolved {
+                    source: Source::Card(Card {
+                        data: CardData {
+                            pan: number,
+                            exp_date: text(r, "exp_date").unwrap_or_default(),
+                            cvv: parsed.text("cvv"),
+                            billing_street: text(r, "billing_street"),
+                            billing_zip: text(r, "billing_zip"),
+                            account_holder_name: holder,
+                            entry_mode: Some(EntryMode::Keyed),
+                        },
+                        account_type,
+                    }),
+                    vault: None,
+                    previous: None,
+                }))
+            } else {
+                if !(4..=17).contains(&number.len()) {
+                    errors.add("account_number", "Account Number must be 4 to 17 digits for ach.");
+                }
+                let bank = bank_fields(r, holder, number, errors);
+                Ok(bank.map(|b| Resolved {
+                    source: Source::Bank(b),
+                    vault: None,
+                    previous: None,
+                }))
+            }
+        }
+    }
+}
+
+/// The ACH fields of a request with a bank number in it.
+fn bank_fields(
+    r: &Record,
+    holder: Option<String>,
+    number: String,
+    errors: &mut FieldErrors,
+) -> Option<AchData> {
+    let routing = text(r, "routing");
+    match &routing {
+        None => errors.add("routing", blank("routing")),
+        Some(x) if !aba_ok(x) => errors.add("routing", "Routing is not a valid ABA routing number."),
+        _ => {}
+    }
+    let account_type = match r.text("account_type") {
+        None => {
+            errors.add("account_type", blank("account_type"));
+            None
+        }
+        Some("checking") => Some(AchAccountType::Checking),
+        Some("savings") => Some(AchAccountType::Savings),
+        Some(_) => {
+            errors.add("account_type", "Account Type must be checking or savings.");
+            None
+        }
+    };
+    if holder.is_none() {
+        errors.add("account_holder_name", blank("account_holder_name"));
+    }
+    Some(AchData {
+        account_holder_name: holder?,
+        account_number: number,
+        routing: routing?,
+        account_type: account_type?,
+        sec_code: text(r, "ach_sec_code").unwrap_or_default(),
+        check_number: text(r, "check_number"),
+        effective_date: text(r, "effective_date"),
+    })
+}
+
+/// Account data kept (sealed) on a vault or an earlier transaction.
+/// `street_column` is where that record keeps the billing street.
+fn from_stored(
+    cx: &Cx,
+    stored: &Record,
+    method: &str,
+    holder: Option<String>,
+    request: &Record,
+    street_column: &str,
+) -> ApiResult<Option<Source>> {
+    let Some(number) = open(cx, stored.text("account_number")) else {
+        return Ok(None);
+    };
+    let holder = holder.or_else(|| text(stored, "account_holder_name"));
+    if method == "cc" {
+        let account_type = check_pan(&number).unwrap_or("visa");
+        return Ok(Some(Source::Card(Card {
+            data: CardData {
+                pan: number,
+                exp_date: text(request, "exp_date")
+                    .or_else(|| text(stored, "exp_date"))
+                    .unwrap_or_default(),
+                cvv: None,
+                billing_street: text(request, "billing_street").or_else(|| text(stored, street_column)),
+                billing_zip: text(request, "billing_zip").or_else(|| text(stored, "billing_zip")),
+                account_holder_name: holder,
+                entry_mode: Some(EntryMode::Keyed),
+            },
+            account_type,
+        })));
+    }
+    let account_type = match stored.text("account_type") {
+        Some("savings") => AchAccountType::Savings,
+        _ => AchAccountType::Checking,
+    };
+    Ok(Some(Source::Bank(AchData {
+        account_holder_name: holder.unwrap_or_default(),
+        account_number: number,
+        routing: text(stored, "routing").unwrap_or_default(),
+        account_type,
+        sec_code: text(request, "ach_sec_code")
+            .or_else(|| text(stored, "ach_sec_code"))
+            .unwrap_or_default(),
+        check_number: text(request, "check_number"),
+        effective_date: text(request, "effective_date"),
+    })))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn tracks_read_like_the_reference_test_swipes() {
+        let t1 =
+            "%B4111111111111111^TEST CARD/VI^21121015432112345678?;4111111111111111=21121015432112345678?";
+        assert_eq!(
+            parse_track(t1),
+            Some((
+                "4111111111111111".into(),
+                "1221".into(),
+                Some("TEST CARD/VI".into())
+            ))
+        );
+        let t2 = ";5454545454545454=21121015432112345678?";
+        assert_eq!(
+            parse_track(t2),
+            Some(("5454545454545454".into(), "1221".into(), None))
+        );
+        assert_eq!(parse_track("garbage"), None);
+        assert_eq!(parse_track("%B4111^X"), None);
+    }
+
+    #[test]
+    fn card_numbers_and_dates() {
+        assert_eq!(check_pan("4111111111111111"), Ok("visa"));
+        assert!(check_pan("4111111111111112").is_err());
+        assert!(check_pan("41111").is_err());
+        assert!(check_exp("1399", 0).is_err());
+        assert!(check_exp("0100", 1_700_000_000).is_err());
+        assert!(check_exp("1299", 1_700_000_000).is_ok());
+    }
+}
