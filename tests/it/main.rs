@@ -15,6 +15,7 @@ mod conventions;
 mod integrator;
 mod isolation;
 mod locations;
+mod nodes;
 mod notes;
 mod ops;
 mod users;
