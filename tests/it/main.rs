@@ -17,4 +17,5 @@ mod isolation;
 mod locations;
 mod notes;
 mod ops;
+mod payment_safety;
 mod users;
