@@ -54,48 +54,60 @@ pub enum Claim {
     Replay(u16, Json),
 }
 
+fn in_progress() -> ApiError {
+    let mut e = crate::error::FieldErrors::new();
+    e.add(
+        "idempotency_key",
+        "A request with this Idempotency-Key is still being processed; retry shortly.",
+    );
+    ApiError::Conflict(e)
+}
+
 /// Claims `key` for this request, or finds its earlier response.
 pub async fn claim(store: &Store, cx: &Cx, key: &str, print: &str) -> ApiResult<Claim> {
     let (user, key, print, now) = (cx.user_id.clone(), key.to_string(), print.to_string(), cx.now);
     store
         .write(move |conn| {
-            let row = conn.query_one(&Sql::with(
-                "SELECT request_hash, status, response, created_ts, transaction_id FROM idempotency_keys \
-                 WHERE user_id = ? AND idem_key = ?",
-                vec![user.clone().into(), key.clone().into()],
-            ))?;
-            if let Some(row) = row {
-                let created = row[3].as_int().unwrap_or(0);
-                let abandoned = row[1].is_null() && row[4].is_null() && created < now - ABANDONED_SECS;
-                if created >= now - TTL_SECS && !abandoned {
-                    if row[0].as_str() != Some(print.as_str()) {
-                        return Err(ApiError::field(
-                            "idempotency_key",
-                            "This Idempotency-Key was used with a different request; use a new key.",
-                        ));
-                    }
-                    return match (row[1].as_int(), row[2].as_str()) {
-                        (Some(status), Some(body)) => Ok(Claim::Replay(
-                            status as u16,
-                            serde_json::from_str(body).unwrap_or(Json::Null),
-                        )),
-                        _ => Err(ApiError::Conflict({
-                            let mut e = crate::error::FieldErrors::new();
-                            e.add(
+            // On PostgreSQL concurrent repeats run this job in parallel: all
+            // may find no row, and only one insert wins. The others' insert
+            // then does nothing (after the winner commits) and the second
+            // look finds the winner's claim.
+            for _ in 0..2 {
+                let row = conn.query_one(&Sql::with(
+                    "SELECT request_hash, status, response, created_ts, transaction_id FROM idempotency_keys \
+                     WHERE user_id = ? AND idem_key = ?",
+                    vec![user.clone().into(), key.clone().into()],
+                ))?;
+                if let Some(row) = row {
+                    let created = row[3].as_int().unwrap_or(0);
+                    let abandoned = row[1].is_null() && row[4].is_null() && created < now - ABANDONED_SECS;
+                    if created >= now - TTL_SECS && !abandoned {
+                        if row[0].as_str() != Some(print.as_str()) {
+                            return Err(ApiError::field(
                                 "idempotency_key",
-                                "A request with this Idempotency-Key is still being processed; retry shortly.",
-                            );
-                            e
-                        })),
-                    };
+                                "This Idempotency-Key was used with a different request; use a new key.",
+                            ));
+                        }
+                        return match (row[1].as_int(), row[2].as_str()) {
+                            (Some(status), Some(body)) => Ok(Claim::Replay(
+                                status as u16,
+                                serde_json::from_str(body).unwrap_or(Json::Null),
+                            )),
+                            _ => Err(in_progress()),
+                        };
+                    }
+                    release_in(conn, &user, &key)?;
                 }
-                release_in(conn, &user, &key)?;
+                let inserted = conn.execute(&Sql::with(
+                    "INSERT INTO idempotency_keys (user_id, idem_key, request_hash, created_ts) VALUES (?, ?, ?, ?) \
+                     ON CONFLICT DO NOTHING",
+                    vec![user.clone().into(), key.clone().into(), print.clone().into(), now.into()],
+                ))?;
+                if inserted == 1 {
+                    return Ok(Claim::Fresh);
+                }
             }
-            conn.execute(&Sql::with(
-                "INSERT INTO idempotency_keys (user_id, idem_key, request_hash, created_ts) VALUES (?, ?, ?, ?)",
-                vec![user.into(), key.into(), print.into(), now.into()],
-            ))?;
-            Ok(Claim::Fresh)
+            Err(in_progress())
         })
         .await
 }

@@ -433,7 +433,7 @@ pub fn prepare_create(
                 bank.sec_code = s.to_string();
             }
             if bank.effective_date.is_none() {
-                let hold = velocity::debit_hold_days(&settings);
+                let hold = velocity::debit_hold_days(&settings["velocity_settings"]);
                 let date = chrono::DateTime::from_timestamp(cx.now + hold * 86_400, 0)
                     .map(|d| d.format("%Y-%m-%d").to_string());
                 bank.effective_date = date;
@@ -539,7 +539,7 @@ pub fn prepare_create(
                     ),
                 );
             } else {
-                let hold = velocity::refund_hold_days(&settings);
+                let hold = velocity::refund_hold_days(&settings["velocity_settings"]);
                 if hold > 0 && orig.int("created_ts").unwrap_or(0) + hold * 86_400 > cx.now {
                     errors.add(
                         "previous_transaction_id",

@@ -35,6 +35,15 @@ struct World {
     ach: String,
     vault: String,
     vault_api_id: String,
+    /// A card sale (from the vault), with an api id.
+    sale: String,
+    sale_api_id: String,
+    /// An ACH debit.
+    debit: String,
+    /// The sale's batch.
+    batch: String,
+    /// The sale's Level 3 record.
+    level3: String,
 }
 
 fn id_of(resp: &Resp, key: &str) -> String {
@@ -42,6 +51,13 @@ fn id_of(resp: &Resp, key: &str) -> String {
         .as_str()
         .unwrap_or_else(|| panic!("no {key}.id in {}", resp.text))
         .to_string()
+}
+
+/// Level 3 data valid for every card network.
+fn level3_data() -> Value {
+    json!({ "tax_rate": "8.00", "line_items": [{ "description": "Widget", "product_code": "WID-1",
+        "quantity": "2", "unit_code": "EA", "unit_cost": "10.5", "tax_amount": "1.68", "tax_rate": "8",
+        "commodity_code": "4410" }] })
 }
 
 fn world(app: &TestApp, tag: &str) -> World {
@@ -88,9 +104,48 @@ fn world(app: &TestApp, tag: &str) -> World {
         .expect(201),
         "accountvault",
     );
+    let sale_api_id = format!("{tag}-order-1");
+    let sale = id_of(
+        &t.post(
+            "/v2/transactions",
+            json!({ "transaction": { "action": "sale", "payment_method": "cc", "transaction_amount": "10.00",
+                "account_vault_id": vault, "transaction_api_id": sale_api_id } }),
+        )
+        .expect(201),
+        "transaction",
+    );
+    let debit = id_of(
+        &t.post(
+            "/v2/transactions",
+            json!({ "transaction": { "action": "debit", "payment_method": "ach", "transaction_amount": "20.00",
+                "product_transaction_id": t.cred("ach_product_transaction_id"), "ach_sec_code": "WEB",
+                "routing": "072000326", "account_number": "123456789012", "account_type": "checking",
+                "account_holder_name": format!("{tag} Holder") } }),
+        )
+        .expect(201),
+        "transaction",
+    );
+    let batch = t.get(&format!("/v2/transactions/{sale}")).expect(200).body["transaction"]
+        ["transaction_batch_id"]
+        .as_str()
+        .expect("the sale is in a batch")
+        .to_string();
+    let level3 = id_of(
+        &t.post(
+            "/v2/transactionlevel3s",
+            json!({ "transactionlevel3": { "transaction_id": sale, "level3_data": level3_data() } }),
+        )
+        .expect(201),
+        "transactionlevel3",
+    );
     World {
         vault,
         vault_api_id,
+        sale,
+        sale_api_id,
+        debit,
+        batch,
+        level3,
         cc: t.cred("cc_product_transaction_id"),
         ach: t.cred("ach_product_transaction_id"),
         t,
@@ -126,6 +181,11 @@ impl World {
             self.ach.clone(),
             self.vault.clone(),
             self.vault_api_id.clone(),
+            self.sale.clone(),
+            self.sale_api_id.clone(),
+            self.debit.clone(),
+            self.batch.clone(),
+            self.level3.clone(),
             self.t.cred("developer_id"),
             self.t.cred("user_api_key"),
             self.t.cred("user_hash_key"),
@@ -148,6 +208,10 @@ impl World {
             ("/v2/authroleusers/{id}", self.aru.clone()),
             ("/v2/authroleusers/{id}", self.admin_aru.clone()),
             ("/v2/accountvaults/{id}", self.vault.clone()),
+            ("/v2/transactions/{id}", self.sale.clone()),
+            ("/v2/transactions/{id}", self.debit.clone()),
+            ("/v2/transactionbatches/{id}", self.batch.clone()),
+            ("/v2/transactionlevel3s/{id}", self.level3.clone()),
         ]
     }
 
@@ -163,6 +227,7 @@ impl World {
                 "/v2/notes/",
                 "/v2/users/",
                 "/v2/accountvaults/",
+                "/v2/transactions/",
             ]
             .iter()
             .any(|p| path.starts_with(p))
@@ -180,6 +245,8 @@ impl World {
             "/v2/users",
             "/v2/authroleusers",
             "/v2/accountvaults",
+            "/v2/transactions",
+            "/v2/transactionbatches",
         ] {
             let path = format!(
                 "{list}{}page_size=100",
@@ -275,6 +342,9 @@ fn matrix(a: &World, b: &World) -> Vec<Case> {
             "/v2/producttransactions/{id}" => json!({ "producttransaction": { "title": "Mallory" } }),
             "/v2/authroleusers/{id}" => json!({ "authroleuser": { "auth_role_id": "1" } }),
             "/v2/accountvaults/{id}" => json!({ "accountvault": { "title": "Mallory" } }),
+            "/v2/transactions/{id}" => json!({ "transaction": { "action": "void" } }),
+            "/v2/transactionbatches/{id}" => json!({ "transactionbatch": { "is_open": 0 } }),
+            "/v2/transactionlevel3s/{id}" => json!({ "transactionlevel3": { "level3_data": level3_data() } }),
             other => panic!("no PUT body for {other}"),
         }
     };
@@ -284,6 +354,7 @@ fn matrix(a: &World, b: &World) -> Vec<Case> {
         "/v2/locations/{id}",
         "/v2/notes/{id}",
         "/v2/users/{id}",
+        "/v2/transactions/{id}",
     ];
     let served_delete = [
         "/v2/accountvaults/{id}",
@@ -292,6 +363,7 @@ fn matrix(a: &World, b: &World) -> Vec<Case> {
         "/v2/notes/{id}",
         "/v2/users/{id}",
         "/v2/authroleusers/{id}",
+        "/v2/transactionlevel3s/{id}",
     ];
 
     // Each of A's records by id, with every verb.
@@ -329,6 +401,72 @@ fn matrix(a: &World, b: &World) -> Vec<Case> {
         let mut c = case("POST", template, path, not_served.clone());
         c.body = Some(json!({}));
         c.ghost_path = ghost_path;
+        cases.push(c);
+    }
+
+    // Every PUT action on A's transactions, and the ACH status simulator.
+    for id in [&a.sale, &a.debit] {
+        for tx in [
+            json!({ "action": "authcomplete", "transaction_amount": "1.00" }),
+            json!({ "action": "authincrement", "transaction_amount": "99.00" }),
+            json!({ "action": "partialreversal", "transaction_amount": "1.00" }),
+            json!({ "action": "tipadjust", "transaction_amount": "12.00" }),
+            json!({ "action": "edit", "description": "Mallory" }),
+            json!({ "action": "edit", "contact_id": b.contact }),
+        ] {
+            let template = "/v2/transactions/{id}";
+            let mut c = case("PUT", template, template.replace("{id}", id), not_found.clone());
+            c.ghost_path = Some(template.replace("{id}", &ghost()));
+            c.body = Some(json!({ "transaction": tx }));
+            cases.push(c);
+        }
+        let developer = "/v2/developer/transactions/{id}";
+        for status in [133, 134, 201, 301, 331] {
+            let mut c = case("PUT", developer, developer.replace("{id}", id), not_found.clone());
+            c.ghost_path = Some(developer.replace("{id}", &ghost()));
+            c.body = Some(json!({ "transaction": { "status_id": status } }));
+            cases.push(c);
+        }
+        for method in ["GET", "POST", "DELETE"] {
+            let mut c = case(
+                method,
+                developer,
+                developer.replace("{id}", id),
+                not_served.clone(),
+            );
+            c.ghost_path = Some(developer.replace("{id}", &ghost()));
+            if method == "POST" {
+                c.body = Some(json!({ "transaction": { "status_id": 133 } }));
+            }
+            cases.push(c);
+        }
+        let bininfo = "/v2/transactions/{id}/bininfo";
+        let mut c = case("GET", bininfo, bininfo.replace("{id}", id), not_found.clone());
+        c.ghost_path = Some(bininfo.replace("{id}", &ghost()));
+        cases.push(c);
+        for method in ["POST", "PUT", "DELETE"] {
+            let mut c = case(method, bininfo, bininfo.replace("{id}", id), not_served.clone());
+            c.ghost_path = Some(bininfo.replace("{id}", &ghost()));
+            cases.push(c);
+        }
+    }
+    // Settling A's batch.
+    let settle = "/v2/transactionbatches/{id}/settle";
+    for method in ["POST", "GET", "PUT", "DELETE"] {
+        let mut c = case(
+            method,
+            settle,
+            settle.replace("{id}", &a.batch),
+            if method == "POST" {
+                not_found.clone()
+            } else {
+                not_served.clone()
+            },
+        );
+        c.ghost_path = Some(settle.replace("{id}", &ghost()));
+        if method != "GET" && method != "DELETE" {
+            c.body = Some(json!({}));
+        }
         cases.push(c);
     }
 
@@ -386,6 +524,13 @@ fn matrix(a: &World, b: &World) -> Vec<Case> {
         "contact_id",
     ));
     cases.push(own(
+        "/v2/transactions/{id}",
+        &b.sale,
+        json!({ "transaction": { "action": "edit", "contact_id": a.contact } }),
+        json!({ "transaction": { "action": "edit", "contact_id": g } }),
+        "contact_id",
+    ));
+    cases.push(own(
         "/v2/users/{id}",
         &b.extra_user,
         json!({ "user": { "primary_location_id": a.loc } }),
@@ -439,6 +584,29 @@ fn matrix(a: &World, b: &World) -> Vec<Case> {
             ],
         ),
         (
+            "/v2/transactions",
+            &[
+                ("id", &a.sale),
+                ("id", &a.debit),
+                ("location_id", &a.loc),
+                ("contact_id", &a.contact),
+                ("account_vault_id", &a.vault),
+                ("product_transaction_id", &a.cc),
+                ("product_transaction_id", &a.ach),
+                ("transaction_batch_id", &a.batch),
+                ("transaction_api_id", &a.sale_api_id),
+                ("account_holder_name", "A Holder"),
+            ],
+        ),
+        (
+            "/v2/transactionbatches",
+            &[
+                ("id", &a.batch),
+                ("location_id", &a.loc),
+                ("product_transaction_id", &a.cc),
+            ],
+        ),
+        (
             "/v2/authroleusers",
             &[
                 ("id", &a.aru),
@@ -467,6 +635,11 @@ fn matrix(a: &World, b: &World) -> Vec<Case> {
             "/v2/accountvaults",
             "?expand=contact,location,created_user,product_transaction&page_size=100",
         ),
+        (
+            "/v2/transactions",
+            "?expand=contact,account_vault,transaction_batch,transaction_level3,changelogs,created_user&page_size=100",
+        ),
+        ("/v2/transactionbatches", "?page_size=100"),
     ];
     for (template, query) in plain {
         cases.push(case(
@@ -570,6 +743,87 @@ fn matrix(a: &World, b: &World) -> Vec<Case> {
         card(&b.loc, &g),
         Expect::Invalid("contact_id"),
     ));
+    // Transactions that name A's records.
+    let pay = |fields: Value| {
+        let mut tx = json!({ "action": "sale", "payment_method": "cc", "transaction_amount": "3.00" });
+        for (k, v) in fields.as_object().unwrap() {
+            tx[k] = v.clone();
+        }
+        json!({ "transaction": tx })
+    };
+    let card_of_b = json!({ "account_number": "4111111111111111", "exp_date": "1240" });
+    let with_card = |field: &str, value: &str| {
+        let mut f = card_of_b.clone();
+        f[field] = json!(value);
+        pay(f)
+    };
+    for (field, theirs, ghostly) in [
+        ("location_id", a.loc.clone(), g.clone()),
+        ("location_id", a.child.clone(), g.clone()),
+        ("contact_id", a.contact.clone(), g.clone()),
+        ("contact_api_id", a.contact_api_id.clone(), ghost()),
+        ("product_transaction_id", a.cc.clone(), g.clone()),
+    ] {
+        cases.push(create(
+            "/v2/transactions",
+            with_card(field, &theirs),
+            with_card(field, &ghostly),
+            Expect::Invalid(field),
+        ));
+    }
+    for (field, theirs, ghostly) in [
+        ("account_vault_id", a.vault.clone(), g.clone()),
+        ("account_vault_api_id", a.vault_api_id.clone(), ghost()),
+        ("previous_transaction_id", a.sale.clone(), g.clone()),
+        ("previous_transaction_api_id", a.sale_api_id.clone(), ghost()),
+    ] {
+        for action in ["sale", "authonly", "refund"] {
+            let body = |v: &str| pay(json!({ "action": action, field: v }));
+            cases.push(create(
+                "/v2/transactions",
+                body(&theirs),
+                body(&ghostly),
+                Expect::Invalid(field),
+            ));
+        }
+    }
+    let debit = |pt: &str| {
+        json!({ "transaction": { "action": "debit", "payment_method": "ach", "transaction_amount": "20.00",
+            "product_transaction_id": pt, "ach_sec_code": "WEB", "routing": "072000326",
+            "account_number": "123456789012", "account_type": "checking", "account_holder_name": "Mallory" } })
+    };
+    cases.push(create(
+        "/v2/transactions",
+        debit(&a.ach),
+        debit(&g),
+        Expect::Invalid("product_transaction_id"),
+    ));
+    // Level 3 data on A's transactions; the collection serves POST only.
+    let level3s = "/v2/transactionlevel3s";
+    for id in [&a.sale, &a.debit] {
+        cases.push(create(
+            level3s,
+            json!({ "transactionlevel3": { "transaction_id": id, "level3_data": level3_data() } }),
+            json!({ "transactionlevel3": { "transaction_id": g, "level3_data": level3_data() } }),
+            Expect::Invalid("transaction_id"),
+        ));
+    }
+    for method in ["GET", "PUT", "DELETE"] {
+        let mut c = case(method, level3s, level3s.to_string(), not_served.clone());
+        if method == "PUT" {
+            c.body = Some(json!({}));
+        }
+        cases.push(c);
+    }
+    let mut c = case(
+        "POST",
+        "/v2/transactionbatches",
+        "/v2/transactionbatches".into(),
+        not_served.clone(),
+    );
+    c.body = Some(json!({ "transactionbatch": { "product_transaction_id": a.cc } }));
+    cases.push(c);
+
     // Card-updater subscriptions of A's vaults or product transactions.
     let updates = "/v2/accountvaultupdates";
     cases.push(create(
@@ -778,9 +1032,10 @@ fn cross_tenant_matrix(app: &TestApp) {
     );
     assert_eq!(
         expected.len(),
-        (8 * 2 + 5) * 4,
-        "8 resources (collection and item) plus users/me, generateuserapikey, bins, \
-         accountvaultupdates and a vault's bininfo, 4 verbs each"
+        (11 * 2 + 8) * 4,
+        "11 resources (collection and item) plus users/me, generateuserapikey, bins, \
+         accountvaultupdates, a vault's bininfo, a transaction's bininfo, the ACH status \
+         simulator and settle, 4 verbs each"
     );
     // The verbs the matrix expects to be served agree with the OpenAPI document.
     let doc = b.t.get("/v2/openapi.json").body;

@@ -18,4 +18,5 @@ mod locations;
 mod nodes;
 mod notes;
 mod ops;
+mod payment_safety;
 mod users;

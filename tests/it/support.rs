@@ -18,14 +18,17 @@ pub enum Engine {
 }
 
 /// Runs `test` on SQLite, or on PostgreSQL when configured (else skips).
-pub fn run_on(engine: Engine, test: fn(&TestApp)) {
+/// The app is lent mutably so a test may restart it (`kill`, `spawn`).
+pub fn run_on(engine: Engine, test: impl FnOnce(&mut TestApp)) {
     match TestApp::start(engine) {
-        Some(app) => test(&app),
+        Some(mut app) => test(&mut app),
         None => eprintln!("skipped: FERROGATE_TEST_DATABASE_URL is not set"),
     }
 }
 
-/// Declares each listed test once per engine: `name::sqlite`, `name::postgres`.
+/// Declares each listed test once per engine: `name::sqlite`,
+/// `name::postgres`. A test takes `&TestApp`, or `&mut TestApp` when it
+/// restarts the server.
 #[macro_export]
 macro_rules! engine_tests {
     ($($name:ident),* $(,)?) => {
@@ -33,11 +36,11 @@ macro_rules! engine_tests {
             mod $name {
                 #[test]
                 fn sqlite() {
-                    $crate::support::run_on($crate::support::Engine::Sqlite, super::$name);
+                    $crate::support::run_on($crate::support::Engine::Sqlite, |app| super::$name(app));
                 }
                 #[test]
                 fn postgres() {
-                    $crate::support::run_on($crate::support::Engine::Postgres, super::$name);
+                    $crate::support::run_on($crate::support::Engine::Postgres, |app| super::$name(app));
                 }
             }
         )*

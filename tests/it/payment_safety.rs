@@ -1,0 +1,705 @@
+//! Payment safety: Idempotency-Key replays (also under concurrency), no
+//! charge left pending by a SIGKILL mid-flight, velocity limits of a
+//! product transaction, and a settlement interrupted by a crash.
+
+use crate::engine_tests;
+use crate::locations::db;
+use crate::support::{str_of, Client, Resp, Tenant, TestApp};
+use serde_json::{json, Value};
+use std::collections::BTreeSet;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::{Arc, Barrier};
+use std::time::{Duration, Instant};
+
+engine_tests!(
+    idempotency_key_replays,
+    idempotency_key_concurrent_repeats,
+    idempotency_keys_per_user_and_on_put,
+    sigkill_leaves_nothing_pending,
+    velocity_limits_decline,
+    hold_days,
+    interrupted_settlement_is_reprocessed,
+);
+
+/// A future MMYY.
+fn exp() -> String {
+    let now = chrono::Utc::now();
+    format!("12{:02}", (chrono::Datelike::year(&now) + 2) % 100)
+}
+
+/// A keyed card sale of `amount` with extra fields.
+fn sale(amount: &str, extra: Value) -> Value {
+    let mut tx = json!({ "action": "sale", "payment_method": "cc", "transaction_amount": amount,
+        "account_number": "4111111111111111", "exp_date": exp() });
+    for (k, v) in extra.as_object().unwrap() {
+        tx[k] = v.clone();
+    }
+    json!({ "transaction": tx })
+}
+
+fn ach(action: &str, t: &Tenant, amount: &str, sec_code: &str) -> Value {
+    json!({ "transaction": { "action": action, "payment_method": "ach", "transaction_amount": amount,
+        "product_transaction_id": t.cred("ach_product_transaction_id"), "ach_sec_code": sec_code,
+        "routing": "072000326", "account_number": "123456789012", "account_type": "checking",
+        "account_holder_name": "Jane Doe" } })
+}
+
+fn refund(of: &str, amount: &str) -> Value {
+    json!({ "transaction": { "action": "refund", "payment_method": "cc",
+        "previous_transaction_id": of, "transaction_amount": amount } })
+}
+
+fn auth(t: &Tenant) -> Vec<(String, String)> {
+    ["developer_id", "user_id", "user_api_key"]
+        .iter()
+        .map(|k| (k.replace('_', "-"), t.cred(k)))
+        .collect()
+}
+
+/// A request with an `Idempotency-Key` header.
+fn keyed(t: &Tenant, method: &str, path: &str, key: &str, body: &Value) -> Resp {
+    let mut headers = auth(t);
+    headers.push(("idempotency-key".into(), key.into()));
+    let headers: Vec<(&str, &str)> = headers.iter().map(|(k, v)| (k.as_str(), v.as_str())).collect();
+    Client { base: t.base.clone() }.send(method, path, &headers, Some(&body.to_string()))
+}
+
+/// Like `Tenant::post`, but a dead server is `None` instead of a panic.
+fn try_post(t: &Tenant, path: &str, key: Option<&str>, body: &Value) -> Option<Resp> {
+    let agent = ureq::AgentBuilder::new().timeout(Duration::from_secs(30)).build();
+    let mut req = agent
+        .post(&format!("{}{}", t.base, path))
+        .set("content-type", "application/json");
+    for (k, v) in auth(t) {
+        req = req.set(&k, &v);
+    }
+    if let Some(key) = key {
+        req = req.set("idempotency-key", key);
+    }
+    let resp = match req.send_string(&body.to_string()) {
+        Ok(r) => r,
+        Err(ureq::Error::Status(_, r)) => r,
+        Err(_) => return None,
+    };
+    let status = resp.status();
+    let text = resp.into_string().unwrap_or_default();
+    Some(Resp {
+        status,
+        body: serde_json::from_str(&text).unwrap_or(Value::Null),
+        text,
+        headers: Vec::new(),
+    })
+}
+
+fn tx_id(r: &Resp) -> String {
+    str_of(&r.body["transaction"]["id"])
+}
+
+/// How many transactions the tenant sees.
+fn count(t: &Tenant) -> u64 {
+    t.get("/v2/transactions").expect(200).body["meta"]["pagination"]["totalCount"]
+        .as_u64()
+        .unwrap()
+}
+
+fn replayed(r: &Resp) -> bool {
+    r.header("idempotent-replayed") == Some("true")
+}
+
+/// Same key, same request: the first answer again, no second charge.
+/// Same key, another request: 422. A refusal is kept like a success.
+fn idempotency_key_replays(app: &TestApp) {
+    let t = app.bootstrap();
+    let body = sale("10.00", json!({ "description": "order 1001" }));
+    let first = keyed(&t, "POST", "/v2/transactions", "order-1001", &body).expect(201);
+    assert!(!replayed(&first), "a first answer is not a replay");
+    assert_eq!(first.body["transaction"]["status_id"], 101);
+    let again = keyed(&t, "POST", "/v2/transactions", "order-1001", &body).expect(201);
+    assert!(replayed(&again), "headers: {:?}", again.headers);
+    assert_eq!(tx_id(&again), tx_id(&first));
+    assert_eq!(again.body["transaction"], first.body["transaction"]);
+    assert_eq!(count(&t), 1, "one charge for two requests with one key");
+
+    // The same key with another amount, or on another endpoint: refused.
+    let other = sale("10.01", json!({ "description": "order 1001" }));
+    let r = keyed(&t, "POST", "/v2/transactions", "order-1001", &other).expect(422);
+    assert!(!r.errors("idempotency_key").is_empty(), "{}", r.text);
+    let path = format!("/v2/transactions/{}", tx_id(&first));
+    let r = keyed(
+        &t,
+        "PUT",
+        &path,
+        "order-1001",
+        &json!({ "transaction": { "action": "void" } }),
+    )
+    .expect(422);
+    assert!(!r.errors("idempotency_key").is_empty(), "{}", r.text);
+    assert_eq!(
+        t.get(&path).expect(200).body["transaction"]["status_id"],
+        101,
+        "not voided"
+    );
+    assert_eq!(count(&t), 1);
+
+    // A validation refusal is replayed as such, and pins the key.
+    let bad = sale("0", json!({}));
+    let r = keyed(&t, "POST", "/v2/transactions", "order-1002", &bad).expect(422);
+    assert!(!r.errors("transaction_amount").is_empty(), "{}", r.text);
+    let r2 = keyed(&t, "POST", "/v2/transactions", "order-1002", &bad).expect(422);
+    assert!(replayed(&r2), "the 422 is a replay: {:?}", r2.headers);
+    assert_eq!(r2.body["errors"], r.body["errors"]);
+    let fixed = sale("10.00", json!({}));
+    let r3 = keyed(&t, "POST", "/v2/transactions", "order-1002", &fixed).expect(422);
+    assert!(!r3.errors("idempotency_key").is_empty(), "{}", r3.text);
+    assert_eq!(count(&t), 1);
+
+    // An unusable key is refused before anything runs.
+    for key in ["x".repeat(256), "two words".to_string()] {
+        let r = keyed(&t, "POST", "/v2/transactions", &key, &fixed);
+        assert_eq!(r.status, 400, "key {key:?}: {}", r.text);
+    }
+    assert_eq!(count(&t), 1);
+
+    // Without a key the same body is a second charge (the count can move).
+    t.post("/v2/transactions", body.clone()).expect(201);
+    t.post("/v2/transactions", body).expect(201);
+    assert_eq!(count(&t), 3);
+}
+
+/// 16 requests with one key at once: one charge; each answer is that
+/// charge or 409 (the first is still running). Several rounds, each with
+/// its own key, so a lost race shows.
+fn idempotency_key_concurrent_repeats(app: &TestApp) {
+    let t = app.bootstrap();
+    let body = sale("12.34", json!({}));
+    let n = 16;
+    let rounds = 6;
+    for round in 0..rounds {
+        let key = format!("race-{round}");
+        let barrier = Arc::new(Barrier::new(n));
+        let answers: Vec<Resp> = std::thread::scope(|s| {
+            let handles: Vec<_> = (0..n)
+                .map(|_| {
+                    let (t, body, barrier, key) = (t.clone(), body.clone(), barrier.clone(), key.clone());
+                    s.spawn(move || {
+                        barrier.wait();
+                        keyed(&t, "POST", "/v2/transactions", &key, &body)
+                    })
+                })
+                .collect();
+            handles.into_iter().map(|h| h.join().unwrap()).collect()
+        });
+        let mut ids = BTreeSet::new();
+        for r in &answers {
+            match r.status {
+                201 => {
+                    ids.insert(tx_id(r));
+                }
+                409 => assert!(!r.errors("idempotency_key").is_empty(), "{}", r.text),
+                other => panic!("round {round}: answer {other}: {}", r.text),
+            }
+        }
+        assert_eq!(
+            ids.len(),
+            1,
+            "round {round}: exactly one transaction id answered: {ids:?}"
+        );
+        assert_eq!(count(&t), round + 1, "round {round}: one charge per key");
+        let id = ids.into_iter().next().unwrap();
+        let later = keyed(&t, "POST", "/v2/transactions", &key, &body).expect(201);
+        assert!(replayed(&later));
+        assert_eq!(tx_id(&later), id);
+    }
+    assert_eq!(count(&t), rounds);
+}
+
+/// Keys belong to their user; a PUT action is replayed too.
+fn idempotency_keys_per_user_and_on_put(app: &TestApp) {
+    let t = app.bootstrap();
+    let (uid, key) = t.user(&t.location_id(), Some("132"));
+    let other = t.as_user(&uid, &key);
+    let mine = keyed(
+        &t,
+        "POST",
+        "/v2/transactions",
+        "shared",
+        &sale("10.00", json!({})),
+    )
+    .expect(201);
+    // Another user's request, even another one, is not refused or replayed.
+    let theirs = keyed(
+        &other,
+        "POST",
+        "/v2/transactions",
+        "shared",
+        &sale("11.00", json!({})),
+    )
+    .expect(201);
+    assert!(!replayed(&theirs));
+    assert_ne!(tx_id(&theirs), tx_id(&mine));
+    assert_eq!(theirs.body["transaction"]["transaction_amount"], "11.00");
+    let same = keyed(
+        &other,
+        "POST",
+        "/v2/transactions",
+        "shared",
+        &sale("10.00", json!({})),
+    )
+    .expect(422);
+    assert!(!same.errors("idempotency_key").is_empty(), "{}", same.text);
+    // Another tenant may use it as well.
+    let b = app.bootstrap();
+    let r = keyed(
+        &b,
+        "POST",
+        "/v2/transactions",
+        "shared",
+        &sale("10.00", json!({})),
+    )
+    .expect(201);
+    assert!(!replayed(&r));
+    assert_eq!(count(&t), 2);
+    assert_eq!(count(&b), 1);
+
+    // A void with a key: the repeat gets the same 200, the void runs once.
+    let path = format!("/v2/transactions/{}", tx_id(&mine));
+    let void = json!({ "transaction": { "action": "void" } });
+    let first = keyed(&t, "PUT", &path, "void-1", &void).expect(200);
+    assert_eq!(first.body["transaction"]["status_id"], 201);
+    let again = keyed(&t, "PUT", &path, "void-1", &void).expect(200);
+    assert!(replayed(&again), "headers: {:?}", again.headers);
+    assert_eq!(again.body["transaction"], first.body["transaction"]);
+    // Without the key it would run again (and be refused: already voided).
+    let r = t.put(&path, void).expect(422);
+    assert!(!r.errors("action").is_empty(), "{}", r.text);
+}
+
+/// Sets members of the product transaction's `velocity_settings`.
+fn set_velocity(app: &TestApp, product_transaction_id: &str, members: Value) {
+    let mut db = db(app);
+    let text = db.text(
+        "SELECT settings FROM product_transactions WHERE id = ?",
+        &[product_transaction_id],
+    );
+    let mut settings: Value = serde_json::from_str(&text).unwrap();
+    for (k, v) in members.as_object().unwrap() {
+        settings["velocity_settings"][k] = v.clone();
+    }
+    let text = settings.to_string();
+    assert_eq!(
+        db.exec(
+            "UPDATE product_transactions SET settings = ? WHERE id = ?",
+            &[&text, product_transaction_id],
+        ),
+        1
+    );
+}
+
+/// Asserts a 201 that recorded a velocity decline naming `setting`.
+#[track_caller]
+fn assert_velocity_decline(t: &Tenant, r: Resp, reason: i64, setting: &str) {
+    let r = r.expect(201);
+    let tx = &r.body["transaction"];
+    assert_eq!(tx["status_id"], 301, "{}", r.text);
+    assert_eq!(tx["reason_code_id"], reason, "{}", r.text);
+    for field in ["verbiage", "response_message"] {
+        let text = str_of(&tx[field]);
+        assert!(
+            text.contains("Velocity limit") && text.contains(setting),
+            "{field} names {setting}: {text}"
+        );
+    }
+    // Recorded as such, outside any batch.
+    let stored = t.get(&format!("/v2/transactions/{}", tx_id(&r))).expect(200);
+    assert_eq!(stored.body["transaction"]["status_id"], 301);
+    assert_eq!(stored.body["transaction"]["transaction_batch_id"], Value::Null);
+}
+
+#[track_caller]
+fn assert_approved(r: Resp, status: i64) -> String {
+    let r = r.expect(201);
+    assert_eq!(r.body["transaction"]["status_id"], status, "{}", r.text);
+    tx_id(&r)
+}
+
+fn settle_batch_of(t: &Tenant, tx: &str) {
+    let batch = t.get(&format!("/v2/transactions/{tx}")).expect(200).body["transaction"]
+        ["transaction_batch_id"]
+        .as_str()
+        .unwrap_or_else(|| panic!("{tx} has a batch"))
+        .to_string();
+    let r = t
+        .post(&format!("/v2/transactionbatches/{batch}/settle"), json!({}))
+        .expect(200);
+    assert_eq!(
+        r.body["transactionbatch"]["processing_status_id"], 2,
+        "{}",
+        r.text
+    );
+}
+
+/// Each limit: the item that breaks it is recorded as declined (naming
+/// the setting), the ones before pass, declined and voided items do not
+/// count.
+fn velocity_limits_decline(app: &TestApp) {
+    let t = app.bootstrap();
+    let cc = t.cred("cc_product_transaction_id");
+    let post = |body: Value| t.post("/v2/transactions", body);
+
+    // Largest item, in whole currency units.
+    set_velocity(app, &cc, json!({ "debit_largest_item": 50 }));
+    let big = assert_approved(post(sale("50.00", json!({}))), 101);
+    assert_velocity_decline(&t, post(sale("50.01", json!({}))), 1619, "debit_largest_item");
+
+    // Items per day: the declined 50.01 does not count, so one more passes.
+    set_velocity(
+        app,
+        &cc,
+        json!({ "debit_largest_item": 0, "debit_items_per_day": 2 }),
+    );
+    let ten = assert_approved(post(sale("10.00", json!({}))), 101);
+    assert_velocity_decline(&t, post(sale("10.00", json!({}))), 1651, "debit_items_per_day");
+
+    // Daily aggregate: 50 + 10 approved so far (declines not counted).
+    set_velocity(
+        app,
+        &cc,
+        json!({ "debit_items_per_day": 0, "debit_daily_aggregate": 100 }),
+    );
+    let forty = assert_approved(post(sale("40.00", json!({}))), 101);
+    assert_velocity_decline(&t, post(sale("0.01", json!({}))), 1619, "debit_daily_aggregate");
+    // A voided item frees its share.
+    t.put(
+        &format!("/v2/transactions/{forty}"),
+        json!({ "transaction": { "action": "void" } }),
+    )
+    .expect(200);
+    assert_approved(post(sale("40.00", json!({}))), 101);
+    assert_velocity_decline(&t, post(sale("0.01", json!({}))), 1619, "debit_daily_aggregate");
+
+    // Refunds per day (of settled sales); a refund is not a debit.
+    set_velocity(app, &cc, json!({ "refund_items_per_day": 1 }));
+    settle_batch_of(&t, &big);
+    assert_approved(post(refund(&big, "1.00")), 111);
+    let r = post(refund(&ten, "1.00"));
+    assert_velocity_decline(&t, r, 1651, "refund_items_per_day");
+    // The declined refund reserved nothing: the whole remainder is left.
+    let r = post(refund(&ten, "10.01")).expect(422);
+    assert!(
+        r.errors("transaction_amount")
+            .iter()
+            .any(|m| m.contains("(10.00)")),
+        "{}",
+        r.text
+    );
+
+    // ACH credits per month, in whole units.
+    let achpt = t.cred("ach_product_transaction_id");
+    set_velocity(app, &achpt, json!({ "credit_monthly_aggregate": 30 }));
+    let first = post(ach("credit", &t, "20.00", "CCD")).expect(201);
+    assert_ne!(first.body["transaction"]["status_id"], 301, "{}", first.text);
+    assert_velocity_decline(
+        &t,
+        post(ach("credit", &t, "10.01", "CCD")),
+        1619,
+        "credit_monthly_aggregate",
+    );
+    let last = post(ach("credit", &t, "10.00", "CCD")).expect(201);
+    assert_ne!(last.body["transaction"]["status_id"], 301, "{}", last.text);
+    // Debits are another class.
+    let debit = post(ach("debit", &t, "100.00", "WEB")).expect(201);
+    assert_ne!(debit.body["transaction"]["status_id"], 301, "{}", debit.text);
+}
+
+/// `refund_hold_days` refuses a refund of a too recent original;
+/// `debit_hold_days` dates an ACH debit ahead.
+fn hold_days(app: &TestApp) {
+    let t = app.bootstrap();
+    let cc = t.cred("cc_product_transaction_id");
+    set_velocity(app, &cc, json!({ "refund_hold_days": 3 }));
+    let original = assert_approved(t.post("/v2/transactions", sale("25.00", json!({}))), 101);
+    settle_batch_of(&t, &original);
+    let r = t.post("/v2/transactions", refund(&original, "5.00")).expect(422);
+    assert!(
+        r.errors("previous_transaction_id")
+            .iter()
+            .any(|m| m.contains("3 days")),
+        "{}",
+        r.text
+    );
+    // Four days later it may be refunded.
+    let old = (chrono::Utc::now().timestamp() - 4 * 86_400).to_string();
+    db(app).exec(
+        &format!("UPDATE transactions SET created_ts = {old} WHERE id = ?"),
+        &[&original],
+    );
+    assert_approved(t.post("/v2/transactions", refund(&original, "5.00")), 111);
+
+    let achpt = t.cred("ach_product_transaction_id");
+    set_velocity(app, &achpt, json!({ "debit_hold_days": 2 }));
+    let r = t
+        .post("/v2/transactions", ach("debit", &t, "20.00", "WEB"))
+        .expect(201);
+    let expected = (chrono::Utc::now() + chrono::Duration::days(2))
+        .format("%Y-%m-%d")
+        .to_string();
+    assert_eq!(r.body["transaction"]["effective_date"], expected, "{}", r.text);
+}
+
+/// One client's sale: its transaction_api_id, amount and the answer it got
+/// (`None`: the connection died with the server).
+struct Sent {
+    api_id: String,
+    amount: String,
+    key: Option<String>,
+    answer: Option<Resp>,
+}
+
+/// SIGKILL while sales are in flight: after the restart every answered
+/// sale is there as answered, nothing is left pending, the interrupted
+/// ones are declined (301, reason 1531) after their reversal, a refund
+/// left pending gives its reservation back, and an interrupted request's
+/// Idempotency-Key may be retried.
+fn sigkill_leaves_nothing_pending(app: &mut TestApp) {
+    let t = app.bootstrap();
+    // A settled sale and a full refund of it (made pending below, as a
+    // crash between the two steps would leave it).
+    let original = assert_approved(t.post("/v2/transactions", sale("20.00", json!({}))), 101);
+    settle_batch_of(&t, &original);
+    let refunded = assert_approved(t.post("/v2/transactions", refund(&original, "20.00")), 111);
+    let r = t.post("/v2/transactions", refund(&original, "0.01")).expect(422);
+    assert!(
+        r.text.contains("refunded in full"),
+        "nothing is left to refund: {}",
+        r.text
+    );
+
+    let slow = 4;
+    let fast_threads = 3;
+    let fast_each = 20;
+    let fast_done = AtomicUsize::new(0);
+    let sent: Vec<Sent> = std::thread::scope(|s| {
+        let mut handles = Vec::new();
+        for i in 0..slow {
+            let t = t.clone();
+            handles.push(s.spawn(move || {
+                // One of them carries a key (and no api id: the retry
+                // below must be the very same request).
+                let (api_id, key) = if i == 0 {
+                    (None, Some("slow-key".to_string()))
+                } else {
+                    (Some(format!("slow-{i}")), None)
+                };
+                let extra = match &api_id {
+                    Some(a) => json!({ "transaction_api_id": a }),
+                    None => json!({ "description": "slow keyed" }),
+                };
+                let answer = try_post(&t, "/v2/transactions", key.as_deref(), &sale("8.03", extra));
+                vec![Sent {
+                    api_id: api_id.unwrap_or_default(),
+                    amount: "8.03".into(),
+                    key,
+                    answer,
+                }]
+            }));
+        }
+        for w in 0..fast_threads {
+            let t = t.clone();
+            let fast_done = &fast_done;
+            handles.push(s.spawn(move || {
+                let mut out = Vec::new();
+                for j in 0..fast_each {
+                    let api_id = format!("fast-{w}-{j}");
+                    let amount = format!("1.{:02}", w * fast_each + j);
+                    let answer = try_post(
+                        &t,
+                        "/v2/transactions",
+                        None,
+                        &sale(&amount, json!({ "transaction_api_id": api_id })),
+                    );
+                    let dead = answer.is_none();
+                    if answer.as_ref().is_some_and(|r| r.status == 201) {
+                        fast_done.fetch_add(1, Ordering::SeqCst);
+                    }
+                    out.push(Sent {
+                        api_id,
+                        amount,
+                        key: None,
+                        answer,
+                    });
+                    if dead {
+                        break;
+                    }
+                }
+                out
+            }));
+        }
+        // Kill once every slow sale is recorded as pending (the processor
+        // holds them for 3 s) and some fast ones are answered.
+        let deadline = Instant::now() + Duration::from_secs(30);
+        loop {
+            let list = t.get("/v2/transactions?page_size=100").expect(200);
+            let pending = list.body["transactions"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .filter(|x| x["transaction_amount"] == "8.03" && x["status_id"].is_null())
+                .count();
+            if pending == slow && fast_done.load(Ordering::SeqCst) >= fast_threads {
+                break;
+            }
+            assert!(
+                Instant::now() < deadline,
+                "the slow sales never showed as pending together: {}",
+                list.text
+            );
+        }
+        app.kill();
+        handles.into_iter().flat_map(|h| h.join().unwrap()).collect()
+    });
+
+    // The refund as a crash between its two steps leaves it: pending on
+    // a node that is gone, its amount reserved on the original.
+    db(app).exec(
+        "UPDATE transactions SET state = 'pending', pending_node = 'node-gone', status_id = NULL, \
+         reason_code_id = NULL, transaction_batch_id = NULL, batch = NULL, batch_seq = NULL WHERE id = ?",
+        &[&refunded],
+    );
+
+    app.spawn();
+    let t = Tenant {
+        base: app.base.clone(),
+        creds: t.creds.clone(),
+    };
+
+    let mut answered = 0;
+    let mut interrupted = 0;
+    for s in &sent {
+        let what = format!("sale {} of {}", s.api_id, s.amount);
+        match &s.answer {
+            Some(r) => {
+                assert_eq!(r.status, 201, "{what}: {}", r.text);
+                answered += 1;
+                let got = &r.body["transaction"];
+                let now = t.get(&format!("/v2/transactions/{}", tx_id(r))).expect(200);
+                let now = &now.body["transaction"];
+                assert_eq!(now["status_id"], got["status_id"], "{what}");
+                assert_eq!(now["reason_code_id"], got["reason_code_id"], "{what}");
+                assert_eq!(now["transaction_amount"], s.amount.as_str(), "{what}");
+            }
+            None if s.key.is_some() => {}
+            None => {
+                let r = t
+                    .get(&format!("/v2/transactions?transaction_api_id={}", s.api_id))
+                    .expect(200);
+                let found = r.body["transactions"].as_array().unwrap();
+                if s.amount == "8.03" {
+                    assert_eq!(found.len(), 1, "{what} was recorded before the kill");
+                }
+                for x in found {
+                    assert!(!x["status_id"].is_null(), "{what} is left pending: {x}");
+                    assert_eq!(x["transaction_amount"], s.amount.as_str(), "{what}");
+                    if x["reason_code_id"] == 1531 {
+                        assert_eq!(x["status_id"], 301, "{what}: {x}");
+                        assert_eq!(x["verbiage"], "Interrupted", "{what}");
+                        interrupted += 1;
+                    }
+                }
+            }
+        }
+    }
+    assert!(
+        answered >= fast_threads,
+        "some sales were answered before the kill"
+    );
+    assert!(
+        interrupted >= 1,
+        "the in-flight sales were reconciled as interrupted"
+    );
+    // The slow ones were in flight: declined as interrupted, or (had the
+    // processor answered first) declined by it.
+    let list = t.get("/v2/transactions?page_size=100").expect(200);
+    let all = list.body["transactions"].as_array().unwrap();
+    assert!(
+        list.body["meta"]["pagination"]["totalCount"].as_u64().unwrap() <= 100,
+        "one page shows them all"
+    );
+    for x in all {
+        assert!(!x["status_id"].is_null(), "left pending after the restart: {x}");
+        if x["transaction_amount"] == "8.03" {
+            assert_eq!(x["status_id"], 301, "{x}");
+            assert!(
+                x["reason_code_id"] == 1531 || x["reason_code_id"] == 1500,
+                "an interrupted slow sale: {x}"
+            );
+        }
+    }
+
+    // The pending refund was reversed and its reservation given back.
+    let r = t.get(&format!("/v2/transactions/{refunded}")).expect(200);
+    assert_eq!(r.body["transaction"]["status_id"], 301, "{}", r.text);
+    assert_eq!(r.body["transaction"]["reason_code_id"], 1531, "{}", r.text);
+    assert_approved(t.post("/v2/transactions", refund(&original, "20.00")), 111);
+
+    // The keyed slow sale's key is free again: the retry runs (the first
+    // attempt was reversed) instead of answering 409 for ever.
+    let keyed_first: Vec<&Value> = all.iter().filter(|x| x["description"] == "slow keyed").collect();
+    assert_eq!(keyed_first.len(), 1, "{}", list.text);
+    let retry = keyed(
+        &t,
+        "POST",
+        "/v2/transactions",
+        "slow-key",
+        &sale("8.03", json!({ "description": "slow keyed" })),
+    );
+    if keyed_first[0]["reason_code_id"] == 1531 {
+        let retry = retry.expect(201);
+        assert!(!replayed(&retry));
+        assert_ne!(retry.body["transaction"]["id"], keyed_first[0]["id"]);
+    } else {
+        assert!(retry.status == 201, "{}", retry.text);
+    }
+}
+
+/// A batch left Processing (5) by a crash goes to Re-process (4) at the
+/// next start and settles again.
+fn interrupted_settlement_is_reprocessed(app: &mut TestApp) {
+    let t = app.bootstrap();
+    let id = assert_approved(t.post("/v2/transactions", sale("15.00", json!({}))), 101);
+    let batch = str_of(
+        &t.get(&format!("/v2/transactions/{id}")).expect(200).body["transaction"]["transaction_batch_id"],
+    );
+    let path = format!("/v2/transactionbatches/{batch}");
+    // While it is Processing, nobody settles it a second time.
+    let now = chrono::Utc::now().timestamp();
+    db(app).exec(
+        &format!("UPDATE transaction_batches SET processing_status_id = 5, is_open = 0, modified_ts = {now} WHERE id = ?"),
+        &[&batch],
+    );
+    let r = t.post(&format!("{path}/settle"), json!({})).expect(422);
+    assert!(!r.errors("id").is_empty(), "{}", r.text);
+
+    // The process dies; the batch stays Processing since long ago.
+    app.kill();
+    let long_ago = (now - 3600).to_string();
+    db(app).exec(
+        &format!("UPDATE transaction_batches SET modified_ts = {long_ago} WHERE id = ?"),
+        &[&batch],
+    );
+    app.spawn();
+    let t = Tenant {
+        base: app.base.clone(),
+        creds: t.creds.clone(),
+    };
+    let b = t.get(&path).expect(200).body["transactionbatch"].clone();
+    assert_eq!(b["processing_status_id"], 4, "{b}");
+    assert!(b["status_message"].is_string(), "{b}");
+    let r = t.post(&format!("{path}/settle"), json!({})).expect(200);
+    let b = &r.body["transactionbatch"];
+    assert_eq!(b["processing_status_id"], 2, "{}", r.text);
+    assert_eq!(b["is_open"], false);
+    assert!(b["settlement_file_name"].is_string(), "{}", r.text);
+    let tx = t.get(&format!("/v2/transactions/{id}")).expect(200);
+    assert!(tx.body["transaction"]["settle_date"].is_string(), "{}", tx.text);
+    t.post(&format!("{path}/settle"), json!({})).expect(422);
+}
