@@ -438,7 +438,11 @@ pub fn prepare_create(
                     .map(|d| d.format("%Y-%m-%d").to_string());
                 bank.effective_date = date;
             }
-            check_ach(&settings, action, &record, &parsed, bank, &mut errors);
+            // Without a valid product transaction there is no profile to
+            // check against (its own error already says so).
+            if pt.is_some() {
+                check_ach(&settings, action, &record, &parsed, bank, &mut errors);
+            }
             record.set("account_type", bank.account_type_name());
             record.set("routing", bank.routing.clone());
             record.set("ach_sec_code", bank.sec_code.clone());
