@@ -375,6 +375,27 @@ pub fn openapi(public_url: &str) -> Json {
                 "product_transaction_id": { "type": "array", "items": { "type": "string" } } } }))),
             "responses": merge(json!({ "201": reply("what changed", json!({ "type": "object" })) }), &write_errors) } }),
     );
+    let idem = json!({ "name": "Idempotency-Key", "in": "header", "schema": { "type": "string", "maxLength": 255 },
+        "description": "replays the first answer for 24 hours (header idempotent-replayed: true); 409 while the \
+            first runs; 422 when reused with another body" });
+    if let Some(Json::Object(p)) = paths.get_mut("/v2/transactions") {
+        if let Some(op) = p.get_mut("post") {
+            op["parameters"] = json!([idem.clone()]);
+            op["responses"]["409"] = reply(
+                "the same Idempotency-Key is still being processed",
+                errors.clone(),
+            );
+        }
+    }
+    if let Some(Json::Object(p)) = paths.get_mut("/v2/transactions/{id}") {
+        if let Some(op) = p.get_mut("put") {
+            op["parameters"] = json!([idem]);
+            op["responses"]["409"] = reply(
+                "the same Idempotency-Key is still being processed",
+                errors.clone(),
+            );
+        }
+    }
     let id_param = json!([{ "name": "id", "in": "path", "required": true, "schema": { "type": "string" } }]);
     let tx_ref = envelope(
         "transaction",

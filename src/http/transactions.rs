@@ -115,10 +115,14 @@ async fn create(
 async fn failure_answer(app: &AppState, prepared: &Prepared, e: ProcessorError) -> ProcessorResponse {
     let reason = match &e {
         ProcessorError::Unavailable(_) => {
+            let method = match prepared.call {
+                Call::AchDebit(_) | Call::AchCredit(_) => crate::processor::PaymentMethod::Ach,
+                _ => crate::processor::PaymentMethod::Cc,
+            };
             let req = crate::processor::ReversalRequest {
                 gateway_id: prepared.id.clone(),
                 amount: 0,
-                method: crate::processor::PaymentMethod::Cc,
+                method,
             };
             let processor = app.payments.processor.clone();
             let _ = tokio::task::spawn_blocking(move || processor.reverse(&req)).await;

@@ -106,7 +106,7 @@ fn counted(
     since: i64,
 ) -> ApiResult<(i64, i64)> {
     let mut sql = Sql::new(
-        "SELECT COUNT(*), COALESCE(SUM(transaction_amount), 0) FROM transactions WHERE product_transaction_id = ",
+        "SELECT COUNT(*), CAST(COALESCE(SUM(transaction_amount), 0) AS BIGINT) FROM transactions WHERE product_transaction_id = ",
     );
     sql.bind(product_transaction_id.to_string())
         .push(" AND type_id IN (");
