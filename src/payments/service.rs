@@ -239,6 +239,11 @@ fn check_ach(
         return;
     }
     let Some((actions, required)) = ach_profile(settings, &bank.sec_code) else {
+        // Without a product transaction there is no profile to name; its
+        // own error already says what is missing.
+        if settings.is_null() {
+            return;
+        }
         errors.add(
             "ach_sec_code",
             format!(
