@@ -17,4 +17,5 @@ mod isolation;
 mod locations;
 mod notes;
 mod ops;
+mod transactions;
 mod users;
