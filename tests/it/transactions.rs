@@ -325,7 +325,7 @@ fn sale_sources(app: &TestApp) {
 
 fn save_account_and_vault_from_transaction(app: &TestApp) {
     let t = app.bootstrap();
-    let contact = t.contact(json!({}));
+    let contact = t.contact(json!({ "contact_api_id": "saver" }));
     let contact_id = id(&contact);
     let s = create(
         &t,
@@ -393,6 +393,29 @@ fn save_account_and_vault_from_transaction(app: &TestApp) {
     assert_eq!(bank_vault["routing"], "072000326");
     let vaults = t.get("/v2/accountvaults").expect(200);
     assert_eq!(vaults.body["meta"]["pagination"]["totalCount"], 2);
+
+    // avsonly with save_account checks and stores the card.
+    let v = create(
+        &t,
+        json!({ "action": "avsonly", "payment_method": "cc", "account_number": AMEX,
+            "exp_date": exp(), "billing_zip": "32606", "save_account": 1,
+            "contact_api_id": "saver" }),
+    );
+    assert_eq!(
+        (v["status_id"].clone(), v["avs"].clone()),
+        (json!(121), json!("STREET"))
+    );
+    let avs_vault = t
+        .get(&format!("/v2/accountvaults/{}", str_of(&v["account_vault_id"])))
+        .expect(200)
+        .body["accountvault"]
+        .clone();
+    assert_eq!(avs_vault["contact_id"], contact_id.as_str());
+    assert_eq!(avs_vault["account_type"], "amex");
+    assert_eq!(
+        t.get("/v2/accountvaults").expect(200).body["meta"]["pagination"]["totalCount"],
+        3
+    );
 
     // POST /v2/accountvaults with previous_transaction_id.
     let plain = create(&t, card("sale", "4.00", json!({ "account_number": MC })));
@@ -1749,12 +1772,12 @@ fn wait_for_api_id(t: &Tenant, api_id: &str) -> Value {
 
 fn sandbox_delayed_sale(app: &TestApp) {
     let t = app.bootstrap();
-    // $8.02 answers after 2 s: meanwhile the transaction exists, pending.
+    // $8.03 answers after 3 s: meanwhile the transaction exists, pending.
     let bg = t.clone();
     let slow = std::thread::spawn(move || {
         post_tx(
             &bg,
-            card("sale", "8.02", json!({ "transaction_api_id": "slow1" })),
+            card("sale", "8.03", json!({ "transaction_api_id": "slow1" })),
         )
     });
     let pending = wait_for_api_id(&t, "slow1");
@@ -1793,7 +1816,7 @@ fn sandbox_delayed_sale(app: &TestApp) {
         put_tx(
             &bg,
             &bg_id,
-            json!({ "action": "authincrement", "transaction_amount": "8.02" }),
+            json!({ "action": "authincrement", "transaction_amount": "8.03" }),
         )
     });
     // The expands say so while it runs (and never let a void in first).
