@@ -79,14 +79,18 @@ pub fn enter(cx: &Cx, conn: &mut dyn Conn, tx: &mut Record, signed_amount: i64) 
             "The batch could not be opened; retry shortly.".into(),
         ));
     };
-    let seq = conn
-        .query_one(&Sql::with(
-            "UPDATE transaction_batches SET transaction_count = transaction_count + 1, \
-             total_amount = total_amount + ?, modified_ts = ? WHERE id = ? RETURNING transaction_count",
-            vec![signed_amount.into(), cx.now.into(), batch_id.clone().into()],
-        ))?
-        .and_then(|r| r[0].as_int())
-        .unwrap_or(1);
+    conn.execute(&Sql::with(
+        "UPDATE transaction_batches SET transaction_count = transaction_count + 1, \
+         total_amount = total_amount + ?, modified_ts = ? WHERE id = ?",
+        vec![signed_amount.into(), cx.now.into(), batch_id.clone().into()],
+    ))?;
+    // The place after every earlier entry, voided ones included: the count
+    // drops with a void, so it cannot number the entries. The update above
+    // holds the batch row, so concurrent entries take their turns.
+    let seq = conn.query_int(&Sql::with(
+        "SELECT COALESCE(MAX(batch_seq), 0) + 1 FROM transactions WHERE transaction_batch_id = ?",
+        vec![batch_id.clone().into()],
+    ))?;
     tx.set("transaction_batch_id", batch_id);
     tx.set("batch", batch_num.to_string());
     tx.set("batch_seq", seq);

@@ -64,7 +64,7 @@ fn settled_in(record: &Record) -> Result<(), String> {
     }
     if let Some(action) = record.text("pending_action") {
         return Err(format!(
-            "A {action} of this transaction is in progress; retry shortly."
+            "The {action} of this transaction is still in progress; retry shortly."
         ));
     }
     Ok(())

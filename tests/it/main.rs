@@ -19,4 +19,5 @@ mod nodes;
 mod notes;
 mod ops;
 mod payment_safety;
+mod transactions;
 mod users;
