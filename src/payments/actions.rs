@@ -81,10 +81,20 @@ impl Action {
             Action::Refund => REFUND,
             Action::Debit => ACH_CREATE,
             Action::Credit => ACH_CREDIT,
-            Action::AuthComplete | Action::AuthIncrement => &[COMPLETE],
-            Action::Void | Action::PartialReversal => &[VOID],
+            Action::AuthComplete | Action::AuthIncrement => &[COMPLETE, FOLLOW_UP],
+            Action::Void | Action::PartialReversal => &[VOID, FOLLOW_UP],
             Action::TipAdjust => &[&["transaction_amount"]],
             Action::Edit => &[EDIT],
+        }
+    }
+
+    /// Fields of the shared lists that this action still does not take
+    /// (the matrix's N among its neighbours' O).
+    fn refuses(self) -> &'static [&'static str] {
+        match self {
+            Action::AuthOnly => &["card_present"],
+            Action::Refund => &["advance_deposit"],
+            _ => &[],
         }
     }
 
@@ -205,6 +215,9 @@ const COMPLETE: &[&str] = &[
     "transaction_c3",
     "clerk_number",
 ];
+/// Optional on the follow-up actions: checked against the transaction
+/// (`payment_method` must match; `transaction_api_id` may be set once).
+const FOLLOW_UP: &[&str] = &["payment_method", "transaction_api_id"];
 const VOID: &[&str] = &[
     "transaction_amount",
     "account_holder_name",
@@ -283,7 +296,9 @@ pub fn parse(body: &Map<String, Json>, put: bool) -> ApiResult<Parsed> {
     let mut errors = FieldErrors::new();
     let accepts = action.accepts();
     for name in &input.present {
-        if *name != "action" && !accepts.iter().any(|list| list.contains(name)) {
+        if *name != "action"
+            && (!accepts.iter().any(|list| list.contains(name)) || action.refuses().contains(name))
+        {
             errors.add(
                 *name,
                 format!(

@@ -961,8 +961,43 @@ pub fn prepare_update(
         let Some(field) = TRANSACTION.field(name) else {
             continue;
         };
-        if field.stored && !matches!(*name, "action" | "transaction_amount" | "contact_id") {
-            extra.push((field.name, parsed.input.record.get(name).clone()));
+        let value = parsed.input.record.get(name).clone();
+        match *name {
+            "action" | "transaction_amount" | "contact_id" => {}
+            "payment_method" => {
+                if value.as_str() != tx.text("payment_method") {
+                    return Err(ApiError::field(
+                        "payment_method",
+                        format!(
+                            "Payment Method does not match the transaction ({}).",
+                            tx.text("payment_method").unwrap_or_default()
+                        ),
+                    ));
+                }
+            }
+            // Set once: a transaction without one may take one now.
+            "transaction_api_id" => match (tx.text("transaction_api_id"), value.as_str()) {
+                (Some(have), Some(sent)) if have == sent => {}
+                (None, Some(sent)) => {
+                    let location = tx.text("location_id").unwrap_or_default();
+                    if query::find_by_api_id(conn, &TRANSACTION, &cx.scope, location, sent)?.is_some() {
+                        return Err(ApiError::field(
+                            "transaction_api_id",
+                            "Transaction Api Id has already been taken at this location.",
+                        ));
+                    }
+                    extra.push((field.name, value));
+                }
+                (_, None) => {}
+                (Some(_), Some(_)) => {
+                    return Err(ApiError::field(
+                        "transaction_api_id",
+                        "Transaction Api Id is already set and cannot change.",
+                    ))
+                }
+            },
+            _ if field.stored => extra.push((field.name, value)),
+            _ => {}
         }
     }
     let (call, new_amount) = match action {

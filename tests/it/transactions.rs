@@ -40,6 +40,7 @@ engine_tests!(
     level3_lifecycle,
     level3_validation,
     level3_eligibility,
+    follow_up_fields_of_the_matrix,
 );
 
 const VISA: &str = "4111111111111111";
@@ -2684,5 +2685,73 @@ fn level3_eligibility(app: &TestApp) {
         level3_post(&t, "01a1fe751c63719db8b8f59b25161469", good.clone()),
         "transaction_id",
         "transaction_id provided is not valid",
+    );
+}
+
+/// The matrix's optional fields of the follow-up actions: payment_method
+/// must match the transaction, transaction_api_id can be set once; and
+/// the N cells among shared lists (card_present on authonly,
+/// advance_deposit on refund).
+fn follow_up_fields_of_the_matrix(app: &TestApp) {
+    let t = app.bootstrap();
+    let a = authonly(&t, "20.00");
+    refused(
+        put_tx(
+            &t,
+            &id(&a),
+            json!({ "action": "authcomplete", "payment_method": "ach" }),
+        ),
+        "payment_method",
+        "Payment Method does not match the transaction (cc).",
+    );
+    let done = act(
+        &t,
+        &id(&a),
+        json!({ "action": "authcomplete", "payment_method": "cc", "transaction_api_id": "late-id-1" }),
+    );
+    assert_eq!(done["transaction_api_id"], "late-id-1", "{done}");
+    assert_eq!(done["status_id"], 101);
+    // Once set, it cannot change; the same value is accepted.
+    refused(
+        put_tx(
+            &t,
+            &id(&a),
+            json!({ "action": "void", "transaction_api_id": "late-id-2" }),
+        ),
+        "transaction_api_id",
+        "Transaction Api Id is already set and cannot change.",
+    );
+    let voided = act(
+        &t,
+        &id(&a),
+        json!({ "action": "void", "transaction_api_id": "late-id-1" }),
+    );
+    assert_eq!(voided["status_id"], 201);
+    // Another transaction cannot take an api id already in use.
+    let b = authonly(&t, "7.00");
+    refused(
+        put_tx(
+            &t,
+            &id(&b),
+            json!({ "action": "authincrement", "transaction_amount": "9.00",
+            "transaction_api_id": "late-id-1" }),
+        ),
+        "transaction_api_id",
+        "Transaction Api Id has already been taken at this location.",
+    );
+    refused(
+        post_tx(&t, card("authonly", "5.00", json!({ "card_present": 1 }))),
+        "card_present",
+        "Card Present is not accepted for the authonly action.",
+    );
+    refused(
+        post_tx(&t, card("refund", "5.00", json!({ "advance_deposit": 1 }))),
+        "advance_deposit",
+        "Advance Deposit is not accepted for the refund action.",
+    );
+    // A sale still takes card_present.
+    assert_eq!(
+        create(&t, card("sale", "7.00", json!({ "card_present": 1 })))["status_id"],
+        101
     );
 }
