@@ -964,17 +964,16 @@ pub fn prepare_update(
         let value = parsed.input.record.get(name).clone();
         match *name {
             "action" | "transaction_amount" | "contact_id" => {}
-            "payment_method" => {
-                if value.as_str() != tx.text("payment_method") {
-                    return Err(ApiError::field(
-                        "payment_method",
-                        format!(
-                            "Payment Method does not match the transaction ({}).",
-                            tx.text("payment_method").unwrap_or_default()
-                        ),
-                    ));
-                }
+            "payment_method" if value.as_str() != tx.text("payment_method") => {
+                return Err(ApiError::field(
+                    "payment_method",
+                    format!(
+                        "Payment Method does not match the transaction ({}).",
+                        tx.text("payment_method").unwrap_or_default()
+                    ),
+                ));
             }
+            "payment_method" => {}
             // Set once: a transaction without one may take one now.
             "transaction_api_id" => match (tx.text("transaction_api_id"), value.as_str()) {
                 (Some(have), Some(sent)) if have == sent => {}
