@@ -189,11 +189,22 @@ impl PgStore {
                 .execute("SELECT pg_advisory_lock(hashtextextended($1, 0))", &[&node])?;
             Ok(conn)
         };
-        let first = take(&url, &node)?;
+        // The synchronous client owns a runtime: connect on the lock's own
+        // thread, never on an async worker, and report the first attempt.
+        let (ready_tx, ready_rx) = std::sync::mpsc::channel();
         std::thread::Builder::new()
             .name("node-lock".into())
             .spawn(move || {
-                let mut conn = Some(first);
+                let mut conn = match take(&url, &node) {
+                    Ok(c) => {
+                        let _ = ready_tx.send(Ok(()));
+                        Some(c)
+                    }
+                    Err(e) => {
+                        let _ = ready_tx.send(Err(e));
+                        return;
+                    }
+                };
                 loop {
                     std::thread::sleep(std::time::Duration::from_secs(2));
                     let alive = conn
@@ -206,6 +217,9 @@ impl PgStore {
                     }
                 }
             })?;
+        ready_rx
+            .recv()
+            .map_err(|_| anyhow::anyhow!("the node lock thread stopped"))??;
         Ok(())
     }
 
