@@ -1,5 +1,5 @@
-//! ferrogate-bench: load generator for the contact and account vault
-//! endpoints of a running `ferrogate serve`.
+//! ferrogate-bench: load generator for the contact, account vault and
+//! transaction endpoints of a running `ferrogate serve`.
 //!
 //! It speaks plain HTTP/1.1 with keep-alive over one TCP connection per
 //! concurrent client, so it needs no HTTP client crate and what it measures is
@@ -19,7 +19,9 @@ use std::{
 };
 
 use anyhow::{anyhow, bail, ensure, Context, Result};
+use chrono::Datelike;
 use clap::{Parser, ValueEnum};
+use ferrogate::processor::sandbox::TEST_CARDS;
 use rand::{rngs::StdRng, Rng, SeedableRng};
 use serde_json::{json, Value};
 use tokio::{
@@ -30,16 +32,13 @@ use uuid::Uuid;
 
 const CONTACTS_PATH: &str = "/v2/contacts";
 const VAULTS_PATH: &str = "/v2/accountvaults";
+const TRANSACTIONS_PATH: &str = "/v2/transactions";
 const LIST_PATH: &str = "/v2/contacts?page_size=20&last_name=Bench1&sort=-created_ts";
-/// Test card numbers (Visa, Mastercard, Amex, Discover, Visa) that pass the
-/// Luhn and brand checks; vault-create rotates through them.
-const TEST_CARDS: [&str; 5] = [
-    "4111111111111111",
-    "5454545454545454",
-    "371449635398431",
-    "6011000995500000",
-    "4012888888881881",
-];
+/// Amount of every bench sale: an ordinary approval in the sandbox, not one
+/// of its trigger amounts (5.XX declines, 8.XX delays, 2.01 partial, 6.30).
+const SALE_AMOUNT: &str = "10.00";
+/// The processor's answer that counts a sale as a success: 101 Approved.
+const SALE_APPROVED: u64 = 101;
 /// Cheapest request that proves the server is up and accepts our credentials.
 const PROBE_PATH: &str = "/v2/contacts?page_size=1";
 
@@ -56,7 +55,7 @@ const MAX_ERROR_BODY_CHARS: usize = 500;
 /// get scenarios.
 const SEED_CONCURRENCY: usize = 64;
 const SEED_PROGRESS_EVERY: Duration = Duration::from_secs(10);
-/// contact-get and vault-get pick from at least this many ids.
+/// contact-get, vault-get and sale-vault pick from at least this many ids.
 const GET_POOL_MIN: usize = 1000;
 /// Cap on remembered ids per resource. A uniform sample of this size over
 /// every row created keeps memory flat when seeding a million rows, while the
@@ -71,7 +70,7 @@ const ERROR_BACKOFF: Duration = Duration::from_millis(10);
 #[command(
     name = "ferrogate-bench",
     version,
-    about = "Load generator for the contact and account vault endpoints of a running `ferrogate serve`"
+    about = "Load generator for the contact, account vault and transaction endpoints of a running `ferrogate serve`"
 )]
 struct Args {
     /// Server base URL; must be http:// on a loopback address.
@@ -93,8 +92,9 @@ struct Args {
     #[arg(long)]
     save_credentials: Option<PathBuf>,
 
-    /// Scenarios to run, in order. The get scenarios read rows this process
-    /// created, first creating enough (1000) if it has too few.
+    /// Scenarios to run, in order. The get scenarios (and sale-vault, which
+    /// charges vaults) use rows this process created, first creating enough
+    /// (1000) if it has too few.
     #[arg(
         long,
         value_enum,
@@ -112,6 +112,14 @@ struct Args {
         value_parser = clap::value_parser!(u32).range(1..=10_000)
     )]
     concurrency: Vec<u32>,
+
+    /// Open loop at this many requests per second (per scenario and
+    /// concurrency level): request i is due at start + i/rate whether or not
+    /// earlier ones have been answered, and its latency counts from that due
+    /// time, so time spent waiting for a free client (one of --concurrency)
+    /// is included. Without it every client sends back to back (closed loop).
+    #[arg(long, value_parser = parse_rate)]
+    rate: Option<f64>,
 
     /// Measured seconds per scenario and concurrency level.
     #[arg(long, default_value = "10", value_parser = parse_seconds)]
@@ -142,6 +150,13 @@ fn parse_seconds(s: &str) -> Result<Duration, String> {
     Duration::try_from_secs_f64(secs).map_err(|_| format!("`{s}` is not a valid duration"))
 }
 
+fn parse_rate(s: &str) -> Result<f64, String> {
+    match s.parse::<f64>() {
+        Ok(rate) if rate.is_finite() && rate > 0.0 => Ok(rate),
+        _ => Err(format!("`{s}` is not a positive number of requests per second")),
+    }
+}
+
 #[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
 enum Scenario {
     /// POST /v2/contacts, a new contact each time.
@@ -159,14 +174,23 @@ enum Scenario {
     /// GET /v2/accountvaults/{id} of random vaults this process created.
     #[value(name = "vault-get")]
     VaultGet,
+    /// POST /v2/transactions: a card sale by card number (rotating sandbox
+    /// test cards), processor call, batch entry and change log included.
+    #[value(name = "sale-card")]
+    SaleCard,
+    /// POST /v2/transactions: a card sale by account_vault_id, on random
+    /// vaults this process created.
+    #[value(name = "sale-vault")]
+    SaleVault,
 }
 
-/// What a scenario does with its resource.
+/// What a scenario does.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 enum Action {
     Create,
     Get,
     List,
+    Sale,
 }
 
 impl Scenario {
@@ -177,13 +201,17 @@ impl Scenario {
             Scenario::ContactList => "contact-list",
             Scenario::VaultCreate => "vault-create",
             Scenario::VaultGet => "vault-get",
+            Scenario::SaleCard => "sale-card",
+            Scenario::SaleVault => "sale-vault",
         }
     }
 
+    /// The resource the scenario creates, reads or (for sale-vault) charges.
     fn resource(self) -> Resource {
         match self {
             Scenario::ContactCreate | Scenario::ContactGet | Scenario::ContactList => Resource::Contact,
-            Scenario::VaultCreate | Scenario::VaultGet => Resource::Vault,
+            Scenario::VaultCreate | Scenario::VaultGet | Scenario::SaleVault => Resource::Vault,
+            Scenario::SaleCard => Resource::Transaction,
         }
     }
 
@@ -192,12 +220,21 @@ impl Scenario {
             Scenario::ContactCreate | Scenario::VaultCreate => Action::Create,
             Scenario::ContactGet | Scenario::VaultGet => Action::Get,
             Scenario::ContactList => Action::List,
+            Scenario::SaleCard | Scenario::SaleVault => Action::Sale,
         }
+    }
+
+    /// Whether the scenario picks ids from the pool of its resource.
+    fn uses_pool(self) -> bool {
+        matches!(
+            self,
+            Scenario::ContactGet | Scenario::VaultGet | Scenario::SaleVault
+        )
     }
 
     fn expected_status(self) -> u16 {
         match self.action() {
-            Action::Create => 201,
+            Action::Create | Action::Sale => 201,
             Action::Get | Action::List => 200,
         }
     }
@@ -208,6 +245,8 @@ impl Scenario {
 enum Resource {
     Contact,
     Vault,
+    /// Only created (by the sale scenarios), never read back by id.
+    Transaction,
 }
 
 impl Resource {
@@ -216,6 +255,7 @@ impl Resource {
         match self {
             Resource::Contact => CONTACTS_PATH,
             Resource::Vault => VAULTS_PATH,
+            Resource::Transaction => TRANSACTIONS_PATH,
         }
     }
 
@@ -224,6 +264,7 @@ impl Resource {
         match self {
             Resource::Contact => "/contact/id",
             Resource::Vault => "/accountvault/id",
+            Resource::Transaction => "/transaction/id",
         }
     }
 
@@ -232,6 +273,7 @@ impl Resource {
         match self {
             Resource::Contact => "contacts",
             Resource::Vault => "account vaults",
+            Resource::Transaction => "transactions",
         }
     }
 
@@ -240,6 +282,7 @@ impl Resource {
         match self {
             Resource::Contact => Scenario::ContactCreate,
             Resource::Vault => Scenario::VaultCreate,
+            Resource::Transaction => Scenario::SaleCard,
         }
     }
 }
@@ -279,11 +322,17 @@ async fn run(args: Args, target: Target, credentials: Credentials) -> Result<Exi
     let mut failed = Vec::new();
     for &scenario in &args.scenarios {
         for &concurrency in &args.concurrency {
-            if scenario.action() == Action::Get {
-                fill_get_pool(&api, scenario).await?;
+            if scenario.uses_pool() {
+                fill_pool(&api, scenario).await?;
             }
-            let result =
-                run_scenario(&api, scenario, concurrency as usize, args.warmup, args.duration).await?;
+            let run = Run {
+                scenario,
+                concurrency: concurrency as usize,
+                rate: args.rate,
+                warmup: args.warmup,
+                duration: args.duration,
+            };
+            let result = run_scenario(&api, run).await?;
             result.print(args.json);
             if result.all_failed() {
                 failed.push(format!("{} c={}", scenario.name(), concurrency));
@@ -364,6 +413,9 @@ struct Credentials {
     user_id: String,
     user_api_key: String,
     location_id: String,
+    /// The card product transaction sales name; without it the server takes
+    /// the location's default.
+    cc_product_transaction_id: Option<String>,
 }
 
 fn load_credentials(args: &Args) -> Result<Credentials> {
@@ -455,6 +507,7 @@ fn parse_credentials(value: &Value) -> Result<Credentials> {
         user_id: field("user_id")?,
         user_api_key: field("user_api_key")?,
         location_id: field("location_id")?,
+        cc_product_transaction_id: field("cc_product_transaction_id").ok(),
     })
 }
 
@@ -625,13 +678,20 @@ struct Api {
     /// The three auth header lines, rendered once.
     auth_headers: String,
     location_id: String,
+    cc_product_transaction_id: Option<String>,
+    /// MMYY of December four years ahead: valid for vaults and sales.
+    exp_date: String,
     timeout: Duration,
     /// Numbers the contacts this process creates (Bench1, Bench2, ...).
     next_contact: AtomicU64,
     /// Counts the vaults this process creates, to rotate through TEST_CARDS.
     next_vault: AtomicU64,
+    /// Counts the card-number sales, to rotate through TEST_CARDS.
+    next_sale: AtomicU64,
     contact_ids: Mutex<IdPool>,
     vault_ids: Mutex<IdPool>,
+    /// Stays empty: sales are not read back.
+    transaction_ids: Mutex<IdPool>,
 }
 
 impl Api {
@@ -644,11 +704,15 @@ impl Api {
             target,
             auth_headers,
             location_id: credentials.location_id.clone(),
+            cc_product_transaction_id: credentials.cc_product_transaction_id.clone(),
+            exp_date: format!("12{:02}", (chrono::Utc::now().year() + 4) % 100),
             timeout,
             next_contact: AtomicU64::new(1),
             next_vault: AtomicU64::new(0),
+            next_sale: AtomicU64::new(0),
             contact_ids: Mutex::new(IdPool::default()),
             vault_ids: Mutex::new(IdPool::default()),
+            transaction_ids: Mutex::new(IdPool::default()),
         }
     }
 
@@ -675,6 +739,7 @@ impl Api {
         match resource {
             Resource::Contact => self.create_contact_request(),
             Resource::Vault => self.create_vault_request(),
+            Resource::Transaction => self.sale_card_request(),
         }
     }
 
@@ -698,18 +763,52 @@ impl Api {
     /// account_vault_api_id.
     fn create_vault_request(&self) -> Vec<u8> {
         let n = self.next_vault.fetch_add(1, Ordering::Relaxed);
-        let card = TEST_CARDS[(n % TEST_CARDS.len() as u64) as usize];
         let body = json!({
             "accountvault": {
                 "location_id": self.location_id,
                 "payment_method": "cc",
-                "account_number": card,
-                "exp_date": "1230",
+                "account_number": test_card(n),
+                "exp_date": self.exp_date,
                 "account_holder_name": "Bench Card",
                 "account_vault_api_id": Uuid::now_v7().simple().to_string(),
             }
         });
         self.request("POST", VAULTS_PATH, Some(&body.to_string()))
+    }
+
+    /// A card sale by card number, the next test card in turn.
+    fn sale_card_request(&self) -> Vec<u8> {
+        let n = self.next_sale.fetch_add(1, Ordering::Relaxed);
+        let mut tx = self.sale_fields();
+        tx.insert("account_number".into(), json!(test_card(n)));
+        tx.insert("exp_date".into(), json!(self.exp_date));
+        tx.insert("account_holder_name".into(), json!("Bench Card"));
+        self.sale_request(tx)
+    }
+
+    /// A card sale charging the vault `vault_id`.
+    fn sale_vault_request(&self, vault_id: &str) -> Vec<u8> {
+        let mut tx = self.sale_fields();
+        tx.insert("account_vault_id".into(), json!(vault_id));
+        self.sale_request(tx)
+    }
+
+    /// What every bench sale sends besides its account.
+    fn sale_fields(&self) -> serde_json::Map<String, Value> {
+        let mut tx = serde_json::Map::new();
+        tx.insert("action".into(), json!("sale"));
+        tx.insert("payment_method".into(), json!("cc"));
+        tx.insert("location_id".into(), json!(self.location_id));
+        if let Some(pt) = &self.cc_product_transaction_id {
+            tx.insert("product_transaction_id".into(), json!(pt));
+        }
+        tx.insert("transaction_amount".into(), json!(SALE_AMOUNT));
+        tx
+    }
+
+    fn sale_request(&self, tx: serde_json::Map<String, Value>) -> Vec<u8> {
+        let body = json!({ "transaction": tx });
+        self.request("POST", TRANSACTIONS_PATH, Some(&body.to_string()))
     }
 
     /// Sends one request on `conn`, connecting first if needed. The whole
@@ -739,6 +838,7 @@ impl Api {
         let pool = match resource {
             Resource::Contact => &self.contact_ids,
             Resource::Vault => &self.vault_ids,
+            Resource::Transaction => &self.transaction_ids,
         };
         pool.lock().unwrap_or_else(PoisonError::into_inner)
     }
@@ -754,6 +854,11 @@ impl Api {
     fn id_snapshot(&self, resource: Resource) -> Arc<Vec<String>> {
         Arc::new(self.id_pool(resource).ids.clone())
     }
+}
+
+/// The `n`th card of the sandbox's test cards, in turn.
+fn test_card(n: u64) -> &'static str {
+    TEST_CARDS[(n % TEST_CARDS.len() as u64) as usize].0
 }
 
 /// Reservoir sample (at most ID_POOL_CAP) of the ids of one resource created
@@ -783,6 +888,19 @@ impl IdPool {
 fn judge(scenario: Scenario, response: &Response) -> Result<Option<String>, ErrorSample> {
     if response.status != scenario.expected_status() {
         return Err(ErrorSample::from_response(response, ""));
+    }
+    if scenario.action() == Action::Sale {
+        // A sale counts only when the processor approved it in full.
+        let status = serde_json::from_slice::<Value>(&response.body)
+            .ok()
+            .and_then(|v| v.pointer("/transaction/status_id").and_then(Value::as_u64));
+        return match status {
+            Some(SALE_APPROVED) => Ok(None),
+            _ => Err(ErrorSample::from_response(
+                response,
+                &format!("transaction.status_id is not {SALE_APPROVED}: "),
+            )),
+        };
     }
     if scenario.action() != Action::Create {
         return Ok(None);
@@ -1048,9 +1166,9 @@ async fn seed(api: &Arc<Api>, target_rows: u64, existing: Option<u64>, json: boo
     Ok(())
 }
 
-/// A get scenario needs existing ids of its resource; create some if this
-/// process has too few.
-async fn fill_get_pool(api: &Arc<Api>, scenario: Scenario) -> Result<()> {
+/// A get scenario (or sale-vault) needs existing ids of its resource; create
+/// some if this process has too few.
+async fn fill_pool(api: &Arc<Api>, scenario: Scenario) -> Result<()> {
     let resource = scenario.resource();
     let name = scenario.name();
     let plural = resource.plural();
@@ -1059,14 +1177,14 @@ async fn fill_get_pool(api: &Arc<Api>, scenario: Scenario) -> Result<()> {
         return Ok(());
     }
     let missing = (GET_POOL_MIN - have) as u64;
-    eprintln!("{name}: creating {missing} {plural} to read back");
-    let summary = create_rows(api, resource, missing, "get-pool", false).await?;
+    eprintln!("{name}: creating {missing} {plural} to use");
+    let summary = create_rows(api, resource, missing, "pool", false).await?;
     if let Some(first) = &summary.first_error {
         eprintln!("{name}: first error while creating {plural}: {first}");
     }
     ensure!(
         api.id_count(resource) > 0,
-        "{name}: could not create any {plural} to read back"
+        "{name}: could not create any {plural} to use"
     );
     Ok(())
 }
@@ -1101,30 +1219,77 @@ impl ClientStats {
 
 /// How a client builds its next request.
 enum RequestSource {
-    Create,
-    Get(Arc<Vec<String>>),
+    Create(Resource),
+    Get(Resource, Arc<Vec<String>>),
     Fixed(Vec<u8>),
+    SaleVault(Arc<Vec<String>>),
 }
 
-async fn run_scenario(
-    api: &Arc<Api>,
+/// One measurement: a scenario at one concurrency level.
+#[derive(Clone, Copy)]
+struct Run {
     scenario: Scenario,
     concurrency: usize,
+    /// Open-loop requests per second; None for closed loop.
+    rate: Option<f64>,
     warmup: Duration,
     duration: Duration,
-) -> Result<RunResult> {
-    let measure_from = Instant::now() + warmup;
+}
+
+/// The open-loop schedule: request `i` is due at `start + i / rate`. The
+/// clients take due times in order, so a request waits for a free client
+/// when all are busy, and that wait counts in its latency.
+struct Pacer {
+    start: Instant,
+    rate: f64,
+    next: AtomicU64,
+}
+
+impl Pacer {
+    fn next_due(&self) -> Instant {
+        let i = self.next.fetch_add(1, Ordering::Relaxed);
+        self.start + Duration::from_secs_f64(i as f64 / self.rate)
+    }
+}
+
+async fn run_scenario(api: &Arc<Api>, run: Run) -> Result<RunResult> {
+    let Run {
+        scenario,
+        concurrency,
+        rate,
+        warmup,
+        duration,
+    } = run;
+    let start = Instant::now();
+    let measure_from = start + warmup;
     let until = measure_from + duration;
+    let pacer = rate.map(|rate| {
+        Arc::new(Pacer {
+            start,
+            rate,
+            next: AtomicU64::new(0),
+        })
+    });
+    let resource = scenario.resource();
     // Taken once and shared: the id pool can hold 100k ids.
-    let get_ids = (scenario.action() == Action::Get).then(|| api.id_snapshot(scenario.resource()));
+    let ids = scenario.uses_pool().then(|| api.id_snapshot(resource));
     let clients: Vec<_> = (0..concurrency)
         .map(|_| {
-            let source = match (&get_ids, scenario.action()) {
-                (Some(ids), _) => RequestSource::Get(Arc::clone(ids)),
+            let source = match (&ids, scenario.action()) {
+                (Some(ids), Action::Sale) => RequestSource::SaleVault(Arc::clone(ids)),
+                (Some(ids), _) => RequestSource::Get(resource, Arc::clone(ids)),
                 (None, Action::List) => RequestSource::Fixed(api.request("GET", LIST_PATH, None)),
-                (None, _) => RequestSource::Create,
+                (None, _) => RequestSource::Create(resource),
             };
-            tokio::spawn(run_client(Arc::clone(api), scenario, source, measure_from, until))
+            let pacer = pacer.clone();
+            tokio::spawn(run_client(
+                Arc::clone(api),
+                scenario,
+                source,
+                pacer,
+                measure_from,
+                until,
+            ))
         })
         .collect();
 
@@ -1139,6 +1304,7 @@ async fn run_scenario(
     Ok(RunResult {
         scenario,
         concurrency,
+        rate,
         requests: total.requests,
         errors: total.errors,
         elapsed,
@@ -1147,35 +1313,53 @@ async fn run_scenario(
     })
 }
 
-/// One client on one connection: sends requests back to back until `until`,
-/// recording only those that start after the warmup.
+/// One client on one connection: sends requests back to back (or at the
+/// pacer's due times) until `until`, recording only those that start after
+/// the warmup.
 async fn run_client(
     api: Arc<Api>,
     scenario: Scenario,
     source: RequestSource,
+    pacer: Option<Arc<Pacer>>,
     measure_from: Instant,
     until: Instant,
 ) -> ClientStats {
     let mut stats = ClientStats::default();
     let mut conn = None;
     let mut rng = StdRng::from_entropy();
-    let resource = scenario.resource();
     while Instant::now() < until {
+        // Open loop: the latency runs from the due time, not from when this
+        // client got round to it.
+        let due = match &pacer {
+            Some(pacer) => {
+                let due = pacer.next_due();
+                if due >= until {
+                    break;
+                }
+                tokio::time::sleep_until(due.into()).await;
+                Some(due)
+            }
+            None => None,
+        };
         let built;
         let request: &[u8] = match &source {
-            RequestSource::Create => {
-                built = api.create_request(resource);
+            RequestSource::Create(resource) => {
+                built = api.create_request(*resource);
                 &built
             }
-            RequestSource::Get(ids) => {
+            RequestSource::Get(resource, ids) => {
                 let id = &ids[rng.gen_range(0..ids.len())];
                 built = api.request("GET", &format!("{}/{id}", resource.path()), None);
+                &built
+            }
+            RequestSource::SaleVault(ids) => {
+                built = api.sale_vault_request(&ids[rng.gen_range(0..ids.len())]);
                 &built
             }
             RequestSource::Fixed(request) => request,
         };
 
-        let started = Instant::now();
+        let started = due.unwrap_or_else(Instant::now);
         let result = api.exchange(&mut conn, request).await;
         let latency = started.elapsed();
         let (responded, outcome) = match result {
@@ -1186,8 +1370,8 @@ async fn run_client(
             }
         };
         // Created ids feed later get runs of the same resource, warmup included.
-        if let Ok(Some(id)) = &outcome {
-            api.remember(resource, id.clone());
+        if let (Ok(Some(id)), RequestSource::Create(resource)) = (&outcome, &source) {
+            api.remember(*resource, id.clone());
         }
         if started < measure_from {
             continue;
@@ -1211,6 +1395,7 @@ async fn run_client(
 struct RunResult {
     scenario: Scenario,
     concurrency: usize,
+    rate: Option<f64>,
     /// Requests started in the measured window, failures included.
     requests: u64,
     errors: u64,
@@ -1248,6 +1433,7 @@ impl RunResult {
                 json!({
                     "scenario": self.scenario.name(),
                     "concurrency": self.concurrency,
+                    "rate": self.rate,
                     "requests": self.requests,
                     "errors": self.errors,
                     "elapsed_s": round(self.elapsed.as_secs_f64(), 3),
@@ -1264,8 +1450,9 @@ impl RunResult {
             );
         } else {
             let ms = |v: Option<f64>| v.map_or_else(|| "-".to_string(), |v| format!("{v:.2}ms"));
+            let rate = self.rate.map_or_else(String::new, |r| format!("  rate={r}"));
             println!(
-                "{:<14}  c={:<4}  requests={}  errors={}  rps={:.1}  p50={}  p90={}  p99={}  max={}",
+                "{:<14}  c={:<4}{rate}  requests={}  errors={}  rps={:.1}  p50={}  p90={}  p99={}  max={}",
                 self.scenario.name(),
                 self.concurrency,
                 self.requests,

@@ -728,16 +728,23 @@ fn find_pending(conn: &mut dyn Conn, id: &str) -> ApiResult<Record> {
         .ok_or_else(|| ApiError::not_found("transaction"))
 }
 
-/// Writes every column of a record whose row is still `pending`.
-fn store_pending(conn: &mut dyn Conn, record: &Record) -> ApiResult<bool> {
+/// Writes the columns of `record` that differ from `before` (the row as
+/// read in this job), if the row is still `pending`. Only changed columns:
+/// SQLite rewrites the entry of every index whose columns appear in the
+/// SET list, changed or not, and the completion changes none of the
+/// location, api id, previous or velocity keys.
+fn store_pending(conn: &mut dyn Conn, before: &Record, record: &Record) -> ApiResult<bool> {
     let mut sql = Sql::new("UPDATE transactions SET ");
-    for (i, (field, value)) in record.fields().enumerate() {
-        if field.name == "id" {
+    let mut first = true;
+    for ((field, value), old) in record.fields().zip(&before.values) {
+        // `state` always goes in: it is what the completion changes.
+        if field.name == "id" || (value == old && field.name != "state") {
             continue;
         }
-        if i > 1 {
+        if !first {
             sql.push(", ");
         }
+        first = false;
         sql.push(field.column).push(" = ").bind(value.clone());
     }
     sql.push(" WHERE id = ")
@@ -745,6 +752,14 @@ fn store_pending(conn: &mut dyn Conn, record: &Record) -> ApiResult<bool> {
         .push(" AND state = ")
         .bind(PENDING);
     Ok(conn.execute(&sql)? == 1)
+}
+
+/// `{"transaction": <record as rendered>}`, built in place: `json!` would
+/// copy the whole rendered map once more, inside the write job.
+fn transaction_body(cx: &Cx, record: &Record) -> Json {
+    let mut body = Map::with_capacity(1);
+    body.insert("transaction".into(), Json::Object(render(cx, record)));
+    Json::Object(body)
 }
 
 /// The fields a processor answer sets on a transaction.
@@ -777,7 +792,8 @@ pub fn complete_create(
     answer: &ProcessorResponse,
     idem_key: Option<&str>,
 ) -> ApiResult<Json> {
-    let mut record = find_pending(conn, &prepared.id)?;
+    let before = find_pending(conn, &prepared.id)?;
+    let mut record = before.clone();
     if record.text("state") != Some(PENDING) {
         return Err(ApiError::Unavailable(
             "The transaction was interrupted and has been reversed; look it up by id or transaction_api_id."
@@ -836,14 +852,14 @@ pub fn complete_create(
             Err(other) => return Err(other),
         }
     }
-    if !store_pending(conn, &record)? {
+    if !store_pending(conn, &before, &record)? {
         return Err(ApiError::Unavailable(
             "The transaction was interrupted and has been reversed; look it up by id or transaction_api_id."
                 .into(),
         ));
     }
     events::record(conn, cx, EventAction::Create, &record, &[])?;
-    let body = json!({ "transaction": Json::Object(render(cx, &record)) });
+    let body = transaction_body(cx, &record);
     if let Some(key) = idem_key {
         idempotency::finish(conn, &cx.user_id, key, 201, &body)?;
     }
@@ -1306,7 +1322,7 @@ pub fn complete_update(
     if let Some((move_vault, move_txs)) = vault_moves {
         move_with_vault(cx, conn, &record, move_vault, move_txs)?;
     }
-    let body = json!({ "transaction": Json::Object(render(cx, &record)) });
+    let body = transaction_body(cx, &record);
     if let Some(key) = idem_key {
         idempotency::finish(conn, &cx.user_id, key, 200, &body)?;
     }
