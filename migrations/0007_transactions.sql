@@ -116,7 +116,6 @@ CREATE TABLE transactions (
     state TEXT NOT NULL,
     pending_node TEXT,
     pending_action TEXT,
-    pending_amount BIGINT,
     processor_reference TEXT,
     refunded_amount BIGINT NOT NULL,
     batch_seq BIGINT
@@ -125,7 +124,9 @@ CREATE INDEX transactions_location ON transactions (location_id, id);
 CREATE UNIQUE INDEX transactions_api_id ON transactions (location_id, transaction_api_id);
 CREATE INDEX transactions_batch ON transactions (transaction_batch_id, batch_seq);
 CREATE INDEX transactions_previous ON transactions (previous_transaction_id);
-CREATE INDEX transactions_pending ON transactions (state, pending_node);
+-- Only unfinished work is indexed: what the reconciler looks for.
+CREATE INDEX transactions_unfinished ON transactions (pending_node)
+    WHERE state = 'pending' OR pending_action IS NOT NULL;
 -- Velocity limits sum a product transaction's items of a day or month.
 CREATE INDEX transactions_velocity ON transactions (product_transaction_id, type_id, created_ts);
 

@@ -1,5 +1,6 @@
-//! Checks on payment account data: card expiry dates and US routing
-//! numbers. (Card number brands and the Luhn check live in `bins`.)
+//! Checks on payment account data: card numbers, expiry dates, US routing
+//! numbers and SEC codes, with the messages vaults and transactions share.
+//! (Card number brands and the Luhn check live in `bins`.)
 
 use chrono::{Datelike, TimeZone, Utc};
 
@@ -21,6 +22,50 @@ pub fn months_until(exp: &str, now: i64) -> Option<i64> {
     Some((year as i64 * 12 + month as i64) - (today.year() as i64 * 12 + today.month() as i64))
 }
 
+/// A card number's `account_type` (visa, mc, ...), or why it is refused:
+/// 13-19 digits, the Luhn check, a supported brand of a length it issues.
+pub fn check_pan(pan: &str) -> Result<&'static str, String> {
+    if !(13..=19).contains(&pan.len()) || !pan.bytes().all(|b| b.is_ascii_digit()) {
+        return Err("Account Number must be 13 to 19 digits for cc.".into());
+    }
+    if !crate::bins::luhn_ok(pan) {
+        return Err("Account Number is not a valid card number (check digit).".into());
+    }
+    match crate::bins::brand_of(pan) {
+        Some(b) if b.accepts_length(pan.len()) => Ok(b.account_type()),
+        Some(b) => Err(format!(
+            "Account Number has the wrong length for this {} card.",
+            b.name()
+        )),
+        None => {
+            Err("Account Number is not of a supported card brand (visa, mc, disc, amex, jcb, diners).".into())
+        }
+    }
+}
+
+/// `MMYY`, not before the month of `now`.
+pub fn check_exp(exp: &str, now: i64) -> Result<(), String> {
+    match (parse_exp_date(exp), months_until(exp, now)) {
+        (None, _) => Err("Exp Date must be MMYY.".into()),
+        (Some(_), Some(m)) if m < 0 => Err("Exp Date is in the past.".into()),
+        _ => Ok(()),
+    }
+}
+
+/// The SEC codes of the reference's ACH processor profiles.
+pub const ACH_SEC_CODES: &[&str] = &["CCD", "PPD", "TEL", "WEB", "POP", "C21"];
+
+pub fn check_sec_code(code: &str) -> Result<(), String> {
+    if ACH_SEC_CODES.contains(&code) {
+        Ok(())
+    } else {
+        Err(format!(
+            "Ach Sec Code must be one of {}.",
+            ACH_SEC_CODES.join(", ")
+        ))
+    }
+}
+
 /// ABA routing number checksum: 3·(d1+d4+d7) + 7·(d2+d5+d8) + (d3+d6+d9) ≡ 0 (mod 10).
 pub fn aba_ok(routing: &str) -> bool {
     let digits: Vec<u32> = routing.chars().filter_map(|c| c.to_digit(10)).collect();
@@ -36,6 +81,18 @@ pub fn aba_ok(routing: &str) -> bool {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn card_numbers_dates_and_sec_codes() {
+        assert_eq!(check_pan("4111111111111111"), Ok("visa"));
+        assert!(check_pan("4111111111111112").is_err());
+        assert!(check_pan("41111").is_err());
+        assert!(check_exp("1399", 0).is_err());
+        assert!(check_exp("0100", 1_700_000_000).is_err());
+        assert!(check_exp("1299", 1_700_000_000).is_ok());
+        assert!(check_sec_code("CCD").is_ok());
+        assert!(check_sec_code("XYZ").is_err());
+    }
 
     #[test]
     fn routing_numbers() {

@@ -10,3 +10,18 @@ impl Clock {
         chrono::Utc::now().timestamp()
     }
 }
+
+/// `yyyy-mm-dd` of epoch seconds `ts` in `tz`.
+pub fn date_text(ts: i64, tz: chrono_tz::Tz) -> String {
+    chrono::DateTime::from_timestamp(ts, 0)
+        .map(|d| d.with_timezone(&tz).format("%Y-%m-%d").to_string())
+        .unwrap_or_default()
+}
+
+/// `yyyy-mm-dd hh:mm:ss` (UTC) of epoch seconds `ts`, as the reference
+/// writes `timestamp` and `void_date`.
+pub fn timestamp_text(ts: i64) -> String {
+    chrono::DateTime::from_timestamp(ts, 0)
+        .map(|d| d.format("%Y-%m-%d %H:%M:%S").to_string())
+        .unwrap_or_default()
+}

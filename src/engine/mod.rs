@@ -151,6 +151,11 @@ pub fn create(
 
 /// `INSERT INTO <table> (<stored columns>) VALUES (...)`
 pub fn insert(conn: &mut dyn Conn, record: &Record) -> Result<u64, DbError> {
+    conn.execute(&insert_sql(record))
+}
+
+/// The statement of [`insert`], for callers that append a conflict clause.
+pub fn insert_sql(record: &Record) -> Sql {
     let res = record.res;
     let columns: Vec<&str> = res.stored().map(|f| f.column).collect();
     let mut sql = Sql::new("INSERT INTO ");
@@ -165,7 +170,7 @@ pub fn insert(conn: &mut dyn Conn, record: &Record) -> Result<u64, DbError> {
         sql.bind(v.clone());
     }
     sql.push(")");
-    conn.execute(&sql)
+    sql
 }
 
 /// Applies an update to a record found in scope.

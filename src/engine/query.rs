@@ -75,6 +75,19 @@ fn from_scoped(res: &Resource, scope: &TenantScope, sql: &mut Sql) {
     }
 }
 
+/// `SELECT <stored columns> FROM <table> t WHERE 1 = 1`, outside any
+/// tenant scope: for the system's own jobs (completing a payment it
+/// started, reconciling after a crash), never for a caller's request.
+pub fn select_unscoped(res: &Resource) -> Sql {
+    let mut sql = Sql::new("SELECT ");
+    let columns: Vec<String> = res.stored().map(|f| format!("t.{}", f.column)).collect();
+    sql.push(&columns.join(", "))
+        .push(" FROM ")
+        .push(res.table)
+        .push(" t WHERE 1 = 1");
+    sql
+}
+
 /// The record with this id, if it exists inside the scope.
 pub fn find(
     conn: &mut dyn Conn,

@@ -40,6 +40,28 @@ pub struct UpdateInput {
     pub changes: Vec<(&'static Field, Value)>,
 }
 
+impl UpdateInput {
+    /// An update the system makes (an outcome, a settlement), by field
+    /// name. A name the resource does not declare is our bug: an internal
+    /// error, never a panic.
+    pub fn named(
+        res: &'static Resource,
+        changes: impl IntoIterator<Item = (&'static str, Value)>,
+    ) -> Result<UpdateInput, crate::error::ApiError> {
+        let changes = changes
+            .into_iter()
+            .map(|(name, value)| match res.field(name) {
+                Some(field) => Ok((field, value)),
+                None => Err(crate::error::ApiError::internal(format!(
+                    "{} has no field {name}",
+                    res.name
+                ))),
+            })
+            .collect::<Result<_, _>>()?;
+        Ok(UpdateInput { changes })
+    }
+}
+
 #[derive(Clone, Copy, PartialEq, Eq)]
 enum Mode {
     Create,

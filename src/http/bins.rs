@@ -6,8 +6,11 @@ use super::extract::{query_pairs, IdPath};
 use super::AppState;
 use crate::auth::Caller;
 use crate::bins;
+use crate::db::Conn;
 use crate::engine::query;
+use crate::engine::record::Record;
 use crate::engine::validate;
+use crate::engine::Cx;
 use crate::error::{ApiError, ApiResult, FieldErrors};
 use crate::resources::ACCOUNT_VAULT;
 use axum::extract::{RawQuery, State};
@@ -59,14 +62,21 @@ async fn vault_bininfo(
                     "BIN information exists for cc vaults only.",
                 ));
             }
-            let bin = match vault.text("account_number").map(|s| cx.keyring.decrypt(s)) {
-                Some(Ok(pan)) => pan.chars().take(8).collect::<String>(),
-                _ => vault.text("first_six").unwrap_or_default().to_string(),
-            };
-            bins::bininfo(conn, &bin)
+            card_bininfo(&cx, conn, &vault)
         })
         .await?;
     Ok(Json(json!({ "bininfo": info })).into_response())
+}
+
+/// The bininfo of a record holding a sealed card number (a vault, a
+/// transaction): looked up by its first eight digits, opened in memory
+/// and never returned; `first_six` if the number cannot be opened.
+pub fn card_bininfo(cx: &Cx, conn: &mut dyn Conn, record: &Record) -> ApiResult<serde_json::Value> {
+    let bin = match record.text("account_number").map(|s| cx.keyring.decrypt(s)) {
+        Some(Ok(pan)) => pan.chars().take(8).collect::<String>(),
+        _ => record.text("first_six").unwrap_or_default().to_string(),
+    };
+    bins::bininfo(conn, &bin)
 }
 
 async fn read(

@@ -5,7 +5,7 @@ use super::crud::{self, one};
 use super::extract::{envelope, IdPath, RawBody};
 use super::AppState;
 use crate::auth::Caller;
-use crate::bins;
+use crate::clock::{date_text, timestamp_text};
 use crate::engine::{query, render, update_record, validate};
 use crate::error::{ApiError, ApiResult};
 use crate::payments::actions;
@@ -181,6 +181,14 @@ async fn update(
     result.map(|body| (StatusCode::OK, Json(body)).into_response())
 }
 
+/// What the first job of a PUT action leaves to do.
+enum UpdateStep {
+    /// Finished in that job (tipadjust, edit): the response body.
+    Done(JsonValue),
+    /// The processor must answer before the action completes.
+    AskProcessor(Box<Prepared>),
+}
+
 async fn run_update(
     app: &AppState,
     cx: &crate::engine::Cx,
@@ -202,14 +210,14 @@ async fn run_update(
             let prepared = service::prepare_update(&cx2, conn, &tx, parsed, &node)?;
             if matches!(prepared.call, Call::Nothing) {
                 let body = service::complete_update(&cx2, conn, &prepared, None, key2.as_deref())?;
-                return Ok(Err(body));
+                return Ok(UpdateStep::Done(body));
             }
-            Ok(Ok(prepared))
+            Ok(UpdateStep::AskProcessor(Box::new(prepared)))
         })
         .await?;
     let prepared = match prepared {
-        Ok(p) => p,
-        Err(done) => return Ok(done),
+        UpdateStep::AskProcessor(p) => *p,
+        UpdateStep::Done(body) => return Ok(body),
     };
     let answer = match ask(app, prepared.call.clone()).await {
         Ok(a) => a,
@@ -248,11 +256,7 @@ async fn bininfo(State(app): State<AppState>, caller: Caller, IdPath(id): IdPath
                     "BIN information exists for card transactions only.",
                 ));
             }
-            let bin = match tx.text("account_number").map(|s| cx.keyring.decrypt(s)) {
-                Some(Ok(pan)) => pan.chars().take(8).collect::<String>(),
-                _ => tx.text("first_six").unwrap_or_default().to_string(),
-            };
-            bins::bininfo(conn, &bin)
+            super::bins::card_bininfo(&cx, conn, &tx)
         })
         .await?;
     Ok(Json(json!({ "bininfo": info })).into_response())
@@ -312,9 +316,7 @@ async fn simulate_ach_status(
                     ),
                 ));
             }
-            let today = chrono::DateTime::from_timestamp(cx2.now, 0)
-                .map(|d| d.format("%Y-%m-%d").to_string())
-                .unwrap_or_default();
+            let today = date_text(cx2.now, chrono_tz::UTC);
             let mut changes = vec![("status_id", crate::db::Value::Int(to.code() as i64))];
             match to {
                 StatusId::AchSettled => changes.push(("settle_date", today.into())),
@@ -329,21 +331,14 @@ async fn simulate_ach_status(
                 }
                 StatusId::Voided => {
                     changes.push(("reason_code_id", (ReasonCode::VOIDED.code() as i64).into()));
-                    changes.push(("void_date", chrono::DateTime::from_timestamp(cx2.now, 0)
-                        .map(|d| d.format("%Y-%m-%d %H:%M:%S").to_string())
-                        .into()));
+                    changes.push(("void_date", timestamp_text(cx2.now).into()));
                 }
                 StatusId::Declined => {
                     changes.push(("reason_code_id", (ReasonCode::DO_NOT_HONOR_GENERAL.code() as i64).into()))
                 }
                 _ => {}
             }
-            let input = validate::UpdateInput {
-                changes: changes
-                    .into_iter()
-                    .map(|(n, v)| (TRANSACTION.field(n).expect("declared"), v))
-                    .collect(),
-            };
+            let input = validate::UpdateInput::named(&TRANSACTION, changes)?;
             update_record(&cx2, conn, tx, input)
         })
         .await?;
@@ -378,9 +373,7 @@ async fn settle(State(app): State<AppState>, caller: Caller, IdPath(id): IdPath)
         .await
         .map_err(ApiError::internal)?
         .map_err(|e| e.to_string());
-    let settle_date = chrono::DateTime::from_timestamp(cx.now, 0)
-        .map(|d| d.with_timezone(&cx.scope.tz).format("%Y-%m-%d").to_string())
-        .unwrap_or_default();
+    let settle_date = date_text(cx.now, cx.scope.tz);
     let cx3 = cx.clone();
     let record = app
         .store

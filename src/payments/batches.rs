@@ -5,7 +5,7 @@
 use crate::db::{Conn, Sql};
 use crate::engine::events::{self, Action};
 use crate::engine::record::Record;
-use crate::engine::{update_record, Cx};
+use crate::engine::{insert_sql, update_record, Cx};
 use crate::error::{ApiError, ApiResult};
 use crate::ids::new_id;
 use crate::processor::{ProcessingStatus, SettleOutcome, SettleResponse, StatusId};
@@ -57,16 +57,8 @@ pub fn enter(cx: &Cx, conn: &mut dyn Conn, tx: &mut Record, signed_amount: i64) 
         record.set("settle_attempts", 0);
         record.set("created_user_id", cx.user_id.clone());
         record.set("modified_user_id", cx.user_id.clone());
-        let columns: Vec<&str> = TRANSACTION_BATCH.stored().map(|f| f.column).collect();
-        let mut sql = Sql::new("INSERT INTO transaction_batches (");
-        sql.push(&columns.join(", ")).push(") VALUES (");
-        for (i, v) in record.values.iter().enumerate() {
-            if i > 0 {
-                sql.push(", ");
-            }
-            sql.bind(v.clone());
-        }
-        sql.push(") ON CONFLICT DO NOTHING");
+        let mut sql = insert_sql(&record);
+        sql.push(" ON CONFLICT DO NOTHING");
         if conn.execute(&sql)? == 1 {
             events::record(conn, cx, Action::Create, &record, &[])?;
             batch = Some((id, next));
@@ -205,12 +197,7 @@ pub fn finish_settle(
             changes.push(("status_message", message.into()));
         }
     }
-    let input = crate::engine::validate::UpdateInput {
-        changes: changes
-            .into_iter()
-            .map(|(name, v)| (TRANSACTION_BATCH.field(name).expect("declared"), v))
-            .collect(),
-    };
+    let input = crate::engine::validate::UpdateInput::named(&TRANSACTION_BATCH, changes)?;
     let final_status = input
         .changes
         .iter()

@@ -16,7 +16,7 @@ use crate::engine::query::TenantScope;
 use crate::engine::record::Record;
 use crate::engine::Cx;
 use crate::error::ApiResult;
-use crate::processor::{PaymentMethod, ProcessingStatus, ReasonCode, ReversalRequest, StatusId};
+use crate::processor::{PaymentMethod, ProcessingStatus, ReasonCode, ReversalRequest, StatusId, TypeId};
 use crate::resources::TRANSACTION;
 use std::collections::BTreeSet;
 use std::sync::Arc;
@@ -97,16 +97,14 @@ pub async fn run_once(
         let node2 = node.clone();
         let rows: Vec<Record> = store
             .read(move |conn| {
-                let cols: Vec<&str> = TRANSACTION.stored().map(|f| f.column).collect();
-                let mut sql = Sql::new("SELECT ");
-                sql.push(&cols.join(", "))
-                    .push(" FROM transactions WHERE (state = 'pending' OR pending_action IS NOT NULL) AND ");
+                let mut sql = crate::engine::query::select_unscoped(&TRANSACTION);
+                sql.push(" AND (t.state = 'pending' OR t.pending_action IS NOT NULL) AND ");
                 if node2.is_empty() {
-                    sql.push("pending_node IS NULL");
+                    sql.push("t.pending_node IS NULL");
                 } else {
-                    sql.push("pending_node = ").bind(node2);
+                    sql.push("t.pending_node = ").bind(node2);
                 }
-                sql.push(" AND modified_ts < ").bind(cutoff).push(" LIMIT 1000");
+                sql.push(" AND t.modified_ts < ").bind(cutoff).push(" LIMIT 1000");
                 Ok(conn
                     .query(&sql)?
                     .into_iter()
@@ -143,13 +141,7 @@ pub async fn run_once(
             } else {
                 let id = tx.id().to_string();
                 let n = store
-                    .write(move |conn| {
-                        Ok(conn.execute(&Sql::with(
-                            "UPDATE transactions SET pending_action = NULL, pending_node = NULL, pending_amount = NULL \
-                             WHERE id = ? AND pending_action IS NOT NULL",
-                            vec![id.into()],
-                        ))?)
-                    })
+                    .write(move |conn| super::service::clear_mark(conn, &id, None))
                     .await?;
                 report.unmarked += n as usize;
             }
@@ -202,17 +194,8 @@ fn decline_interrupted(cx: &Cx, conn: &mut dyn Conn, mut tx: Record) -> ApiResul
         return Ok(false);
     }
     // A refund's reservation on its original is given back.
-    if tx.int("type_id") == Some(30) {
-        if let Some(orig) = tx.text("previous_transaction_id") {
-            conn.execute(&Sql::with(
-                "UPDATE transactions SET refunded_amount = refunded_amount - ? WHERE id = ? AND refunded_amount >= ?",
-                vec![
-                    tx.int("transaction_amount").unwrap_or(0).into(),
-                    orig.into(),
-                    tx.int("transaction_amount").unwrap_or(0).into(),
-                ],
-            ))?;
-        }
+    if tx.int("type_id") == Some(TypeId::Refund.code() as i64) {
+        super::service::release_refund(conn, &tx)?;
     }
     tx.set("state", "done");
     tx.set("status_id", StatusId::Declined.code() as i64);

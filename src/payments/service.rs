@@ -17,6 +17,7 @@ use super::source::{self, Resolved, Source};
 use super::state::{self, Facts, DONE, PENDING};
 use super::velocity::{self, Class};
 use super::{batches, idempotency};
+use crate::clock::{date_text, timestamp_text};
 use crate::db::{Conn, Sql, Value};
 use crate::engine::events::{self, Action as EventAction};
 use crate::engine::record::Record;
@@ -25,6 +26,7 @@ use crate::engine::{insert, query, render, update_record, Cx};
 use crate::error::{ApiError, ApiResult, FieldErrors};
 use crate::ids::new_id;
 use crate::processor::*;
+use crate::resources::product_transactions::{ach_profiles, check_identity, default_for, settings};
 use crate::resources::{ACCOUNT_VAULT, CONTACT, LOCATION, PRODUCT_TRANSACTION, TRANSACTION};
 use serde_json::{json, Map, Value as Json};
 use std::sync::Arc;
@@ -109,12 +111,6 @@ pub struct SaveAccount {
     pub source: Source,
 }
 
-fn settings(pt: &Record) -> Json {
-    pt.text("settings")
-        .and_then(|s| serde_json::from_str(s).ok())
-        .unwrap_or(Json::Null)
-}
-
 fn location_tz(conn: &mut dyn Conn, location_id: &str) -> ApiResult<chrono_tz::Tz> {
     let tz = conn
         .query_one(&Sql::with(
@@ -135,35 +131,17 @@ fn product_transaction(
     location_id: &str,
     errors: &mut FieldErrors,
 ) -> ApiResult<Option<Record>> {
-    let id = match record.text("product_transaction_id") {
-        Some(id) => Some(id.to_string()),
-        None if method == "ach" => {
-            errors.add("product_transaction_id", blank("product_transaction_id"));
-            return Ok(None);
-        }
-        None => {
-            let column = if method == "ach" {
-                "default_ach"
-            } else {
-                "default_cc"
-            };
-            let mut sql = Sql::new("SELECT ");
-            sql.push(column)
-                .push(" FROM locations WHERE id = ")
-                .bind(location_id.to_string());
-            conn.query_one(&sql)?
-                .and_then(|r| r[0].as_str().map(str::to_string))
-        }
+    let pt = match record.text("product_transaction_id") {
+        Some(id) => query::find(conn, &PRODUCT_TRANSACTION, &cx.scope, id)?,
+        None if method == "ach" => None,
+        None => default_for(conn, cx, location_id, method)?,
     };
-    let Some(id) = id else {
-        errors.add("product_transaction_id", blank("product_transaction_id"));
-        return Ok(None);
-    };
-    let Some(pt) = query::find(conn, &PRODUCT_TRANSACTION, &cx.scope, &id)? else {
-        errors.add(
-            "product_transaction_id",
-            "product_transaction_id provided is not valid",
-        );
+    let Some(pt) = pt else {
+        let message = match record.text("product_transaction_id") {
+            Some(_) => "product_transaction_id provided is not valid".to_string(),
+            None => blank("product_transaction_id"),
+        };
+        errors.add("product_transaction_id", message);
         return Ok(None);
     };
     if pt.text("location_id") != Some(location_id) {
@@ -187,33 +165,6 @@ fn product_transaction(
     Ok(Some(pt))
 }
 
-/// The ACH terminal profile for a SEC code: its actions and requirements.
-fn ach_profile(settings: &Json, sec_code: &str) -> Option<(Vec<String>, Vec<String>)> {
-    let terminals = settings["processor_data"]["terminals"].as_array()?;
-    let t = terminals
-        .iter()
-        .find(|t| t["sec_code"].as_str() == Some(sec_code))?;
-    let list = |k: &str| {
-        t[k].as_array()
-            .map(|a| a.iter().filter_map(|v| v.as_str().map(str::to_string)).collect())
-            .unwrap_or_default()
-    };
-    Some((list("actions"), list("required")))
-}
-
-fn ach_sec_codes(settings: &Json) -> Vec<String> {
-    settings["processor_data"]["terminals"]
-        .as_array()
-        .map(|a| {
-            a.iter()
-                .filter_map(|t| t["sec_code"].as_str().map(str::to_string))
-                .collect()
-        })
-        .unwrap_or_default()
-}
-
-const ACH_SEC_CODES: &[&str] = &["CCD", "PPD", "TEL", "WEB", "POP", "C21"];
-
 /// Checks an ACH request against its product transaction's profile.
 fn check_ach(
     settings: &Json,
@@ -227,28 +178,27 @@ fn check_ach(
         errors.add("ach_sec_code", blank("ach_sec_code"));
         return;
     }
-    if !ACH_SEC_CODES.contains(&bank.sec_code.as_str()) {
-        errors.add(
-            "ach_sec_code",
-            format!("Ach Sec Code must be one of {}.", ACH_SEC_CODES.join(", ")),
-        );
+    if let Err(msg) = crate::cards::check_sec_code(&bank.sec_code) {
+        errors.add("ach_sec_code", msg);
         return;
     }
     if action == Action::Credit && bank.sec_code != "CCD" {
         errors.add("ach_sec_code", "Merchant-initiated credits use SEC code CCD.");
         return;
     }
-    let Some((actions, required)) = ach_profile(settings, &bank.sec_code) else {
+    let profiles = ach_profiles(settings);
+    let Some(profile) = profiles.iter().find(|p| p.sec_code == bank.sec_code) else {
+        let codes: Vec<&str> = profiles.iter().map(|p| p.sec_code.as_str()).collect();
         errors.add(
             "ach_sec_code",
             format!(
                 "The product transaction takes SEC codes {} only.",
-                ach_sec_codes(settings).join(", ")
+                codes.join(", ")
             ),
         );
         return;
     };
-    if !actions.iter().any(|a| a == action.name()) {
+    if !profile.actions.iter().any(|a| a == action.name()) {
         errors.add(
             "action",
             format!(
@@ -258,46 +208,16 @@ fn check_ach(
             ),
         );
     }
-    for need in required {
-        let missing = |f: &str| record.get(f).is_null() && parsed.text(f).is_none();
-        match need.as_str() {
-            "driver_license" => {
-                for f in ["dl_number", "dl_state"] {
-                    if missing(f) {
-                        errors.add(f, format!("{} (driver's licence is required here).", blank(f)));
-                    }
-                }
-            }
-            "identity_verification" if missing("ssn4") && missing("dob_year") => {
-                errors.add(
-                    "ssn4",
-                    "Ssn4 or dob_year is required here (identity verification).",
-                );
-            }
-            "check_number" if bank.check_number.is_none() => {
-                errors.add("check_number", blank("check_number"))
-            }
-            _ => {}
-        }
+    let has = |f: &str| !record.get(f).is_null() || parsed.text(f).is_some();
+    check_identity(&profile.required, has, errors);
+    if profile.required.iter().any(|f| f == "check_number") && bank.check_number.is_none() {
+        errors.add("check_number", blank("check_number"));
     }
     if let Some(date) = &bank.effective_date {
-        if date.as_str() < today(record).as_str() {
+        if *date < date_text(record.int("created_ts").unwrap_or(0), chrono_tz::UTC) {
             errors.add("effective_date", "Effective Date cannot be in the past.");
         }
     }
-}
-
-fn today(record: &Record) -> String {
-    let ts = record.int("created_ts").unwrap_or(0);
-    chrono::DateTime::from_timestamp(ts, 0)
-        .map(|d| d.format("%Y-%m-%d").to_string())
-        .unwrap_or_default()
-}
-
-fn timestamp_text(ts: i64) -> String {
-    chrono::DateTime::from_timestamp(ts, 0)
-        .map(|d| d.format("%Y-%m-%d %H:%M:%S").to_string())
-        .unwrap_or_default()
 }
 
 fn order_num() -> String {
@@ -434,16 +354,14 @@ pub fn prepare_create(
             }
             if bank.effective_date.is_none() {
                 let hold = velocity::debit_hold_days(&settings["velocity_settings"]);
-                let date = chrono::DateTime::from_timestamp(cx.now + hold * 86_400, 0)
-                    .map(|d| d.format("%Y-%m-%d").to_string());
-                bank.effective_date = date;
+                bank.effective_date = Some(date_text(cx.now + hold * 86_400, chrono_tz::UTC));
             }
             // Without a valid product transaction there is no profile to
             // check against (its own error already says so).
             if pt.is_some() {
                 check_ach(&settings, action, &record, &parsed, bank, &mut errors);
             }
-            record.set("account_type", bank.account_type_name());
+            record.set("account_type", bank.account_type.as_str());
             record.set("routing", bank.routing.clone());
             record.set("ach_sec_code", bank.sec_code.clone());
             record.set("effective_date", bank.effective_date.clone());
@@ -629,51 +547,45 @@ pub fn prepare_create(
     let call = if let Some(b) = breach {
         Call::Decline(b.reason, b.message)
     } else {
-        match (&source, action) {
-            (Source::Card(card), Action::Sale | Action::AuthOnly) => Call::Authorize(AuthorizeRequest {
+        match (&source, action, &previous) {
+            // A referenced refund, card or ACH, names its original.
+            (_, Action::Refund, Some(orig)) => Call::Refund(RefundRequest {
+                gateway_id,
+                original: processor_ref(orig),
+                amount,
+            }),
+            (Source::Card(card), Action::Sale | Action::AuthOnly, _) => Call::Authorize(AuthorizeRequest {
                 gateway_id,
                 amount,
                 card: card.data.clone(),
                 capture: action == Action::Sale,
                 options,
             }),
-            (Source::Card(card), Action::Force) => Call::Force(ForceRequest {
+            (Source::Card(card), Action::Force, _) => Call::Force(ForceRequest {
                 gateway_id,
                 amount,
                 card: card.data.clone(),
                 auth_code: record.text("auth_code").unwrap_or_default().to_string(),
             }),
-            (Source::Card(card), Action::AvsOnly) => Call::AvsOnly(AvsOnlyRequest {
+            (Source::Card(card), Action::AvsOnly, _) => Call::AvsOnly(AvsOnlyRequest {
                 card: card.data.clone(),
             }),
-            (Source::Card(card), Action::Refund) => match &previous {
-                Some(orig) => Call::Refund(RefundRequest {
-                    gateway_id,
-                    original: processor_ref(orig),
-                    amount,
-                }),
-                None => Call::Credit(CreditRequest {
-                    gateway_id,
-                    amount,
-                    card: card.data.clone(),
-                }),
-            },
-            (Source::Bank(_), Action::Refund) if previous.is_some() => Call::Refund(RefundRequest {
+            (Source::Card(card), Action::Refund, None) => Call::Credit(CreditRequest {
                 gateway_id,
-                original: processor_ref(previous.as_ref().expect("checked")),
                 amount,
+                card: card.data.clone(),
             }),
-            (Source::Bank(bank), Action::Debit) => Call::AchDebit(AchRequest {
+            (Source::Bank(bank), Action::Debit, _) => Call::AchDebit(AchRequest {
                 gateway_id,
                 amount,
                 account: bank.clone(),
             }),
-            (Source::Bank(bank), _) => Call::AchCredit(AchRequest {
+            (Source::Bank(bank), _, _) => Call::AchCredit(AchRequest {
                 gateway_id,
                 amount,
                 account: bank.clone(),
             }),
-            (Source::Card(_), _) => {
+            (Source::Card(_), _, _) => {
                 return Err(ApiError::field("action", "This action does not take a card."));
             }
         }
@@ -696,15 +608,6 @@ pub fn prepare_create(
     })
 }
 
-impl AchData {
-    fn account_type_name(&self) -> &'static str {
-        match self.account_type {
-            AchAccountType::Checking => "checking",
-            AchAccountType::Savings => "savings",
-        }
-    }
-}
-
 pub fn processor_ref(tx: &Record) -> ProcessorRef {
     ProcessorRef {
         reference: tx.text("processor_reference").unwrap_or_default().to_string(),
@@ -717,12 +620,11 @@ pub fn processor_ref(tx: &Record) -> ProcessorRef {
     }
 }
 
-fn find_pending(conn: &mut dyn Conn, id: &str) -> ApiResult<Record> {
-    let mut sql = Sql::new("SELECT ");
-    let cols: Vec<String> = TRANSACTION.stored().map(|f| f.column.to_string()).collect();
-    sql.push(&cols.join(", "))
-        .push(" FROM transactions WHERE id = ")
-        .bind(id.to_string());
+/// The transaction with this id, outside any scope: for completing work
+/// this process started on a record it already found in scope.
+fn load(conn: &mut dyn Conn, id: &str) -> ApiResult<Record> {
+    let mut sql = query::select_unscoped(&TRANSACTION);
+    sql.push(" AND t.id = ").bind(id.to_string());
     conn.query_one(&sql)?
         .map(|r| Record::from_row(&TRANSACTION, r))
         .ok_or_else(|| ApiError::not_found("transaction"))
@@ -792,7 +694,7 @@ pub fn complete_create(
     answer: &ProcessorResponse,
     idem_key: Option<&str>,
 ) -> ApiResult<Json> {
-    let before = find_pending(conn, &prepared.id)?;
+    let before = load(conn, &prepared.id)?;
     let mut record = before.clone();
     if record.text("state") != Some(PENDING) {
         return Err(ApiError::Unavailable(
@@ -867,7 +769,7 @@ pub fn complete_create(
 }
 
 /// Gives back a refund's reservation on its original.
-fn release_refund(conn: &mut dyn Conn, refund: &Record) -> ApiResult<()> {
+pub fn release_refund(conn: &mut dyn Conn, refund: &Record) -> ApiResult<()> {
     if let Some(orig) = refund.text("previous_transaction_id") {
         conn.execute(&Sql::with(
             "UPDATE transactions SET refunded_amount = refunded_amount - ? WHERE id = ? AND refunded_amount >= ?",
@@ -905,7 +807,7 @@ fn save_vault(cx: &Cx, conn: &mut dyn Conn, tx: &Record, save: &SaveAccount) -> 
             body.insert("payment_method".into(), json!("ach"));
             body.insert("account_number".into(), json!(bank.account_number));
             body.insert("routing".into(), json!(bank.routing));
-            body.insert("account_type".into(), json!(bank.account_type_name()));
+            body.insert("account_type".into(), json!(bank.account_type.as_str()));
             body.insert("account_holder_name".into(), json!(bank.account_holder_name));
             body.insert("is_company".into(), json!(bank.sec_code == "CCD"));
             body.insert("ach_sec_code".into(), json!(bank.sec_code));
@@ -923,38 +825,6 @@ fn save_vault(cx: &Cx, conn: &mut dyn Conn, tx: &Record, save: &SaveAccount) -> 
     })?;
     let (vault, _) = crate::engine::create(cx, conn, &ACCOUNT_VAULT, input)?;
     Ok(vault.id().to_string())
-}
-
-/// A vault made from an earlier transaction (`POST /v2/accountvaults` with
-/// `previous_transaction_id`): its account data, sealed again.
-pub fn account_of(cx: &Cx, tx: &Record) -> Option<Source> {
-    let number = tx
-        .text("account_number")
-        .and_then(|s| cx.keyring.decrypt(s).ok())?;
-    if tx.text("payment_method") == Some("ach") {
-        Some(Source::Bank(AchData {
-            account_holder_name: tx.text("account_holder_name").unwrap_or_default().to_string(),
-            account_number: number,
-            routing: tx.text("routing").unwrap_or_default().to_string(),
-            account_type: if tx.text("account_type") == Some("savings") {
-                AchAccountType::Savings
-            } else {
-                AchAccountType::Checking
-            },
-            sec_code: tx.text("ach_sec_code").unwrap_or("WEB").to_string(),
-            check_number: None,
-            effective_date: None,
-        }))
-    } else {
-        Some(Source::Card(source::Card {
-            account_type: source::check_pan(&number).unwrap_or("visa"),
-            data: CardData {
-                pan: number,
-                exp_date: tx.text("exp_date").unwrap_or_default().to_string(),
-                ..CardData::default()
-            },
-        }))
-    }
 }
 
 /// Step 1 of PUT /v2/transactions/{id}: checks the action against the
@@ -1125,15 +995,9 @@ pub fn prepare_update(
     };
     if !matches!(call, Call::Nothing) {
         let marked = conn.execute(&Sql::with(
-            "UPDATE transactions SET pending_action = ?, pending_node = ?, pending_amount = ? \
+            "UPDATE transactions SET pending_action = ?, pending_node = ? \
              WHERE id = ? AND state = ? AND pending_action IS NULL",
-            vec![
-                action.name().into(),
-                node.into(),
-                new_amount.into(),
-                tx.id().into(),
-                DONE.into(),
-            ],
+            vec![action.name().into(), node.into(), tx.id().into(), DONE.into()],
         ))?;
         if marked == 0 {
             return Err(refuse(
@@ -1205,21 +1069,13 @@ pub fn complete_update(
     answer: Option<&ProcessorResponse>,
     idem_key: Option<&str>,
 ) -> ApiResult<Json> {
-    let tx = find_pending(conn, &prepared.id)?;
-    if answer.is_some() {
-        let cleared = conn.execute(&Sql::with(
-            "UPDATE transactions SET pending_action = NULL, pending_node = NULL, pending_amount = NULL \
-             WHERE id = ? AND pending_action = ?",
-            vec![tx.id().into(), prepared.action.name().into()],
-        ))?;
-        if cleared == 0 {
-            return Err(ApiError::Unavailable(
-                "The action was interrupted; look the transaction up and retry.".into(),
-            ));
-        }
+    if answer.is_some() && clear_mark(conn, &prepared.id, Some(prepared.action))? == 0 {
+        return Err(ApiError::Unavailable(
+            "The action was interrupted; look the transaction up and retry.".into(),
+        ));
     }
-    let mut old = find_pending(conn, &prepared.id)?;
-    old.set("pending_action", Value::Null);
+    // Read after the mark is gone: the row as this action found it.
+    let old = load(conn, &prepared.id)?;
     let mut changes: Vec<(&'static str, Value)> = Vec::new();
     let current = old.int("transaction_amount").unwrap_or(0);
     let mut batch_change: Option<(i64, i64)> = None;
@@ -1293,12 +1149,7 @@ pub fn complete_update(
         }
         (_, None) => {}
     }
-    let input = UpdateInput {
-        changes: changes
-            .into_iter()
-            .map(|(name, v)| (TRANSACTION.field(name).expect("declared field"), v))
-            .collect(),
-    };
+    let input = UpdateInput::named(&TRANSACTION, changes)?;
     let mut record = update_record(cx, conn, old.clone(), input)?;
     if let Some((count, amount)) = batch_change {
         batches::adjust(conn, cx, &record, count, amount)?;
@@ -1311,12 +1162,10 @@ pub fn complete_update(
         let amount = record.int("transaction_amount").unwrap_or(0);
         let before = record.clone();
         batches::enter(cx, conn, &mut record, amount)?;
-        let input = UpdateInput {
-            changes: ["transaction_batch_id", "batch", "batch_seq"]
-                .iter()
-                .map(|n| (TRANSACTION.field(n).expect("declared"), record.get(n).clone()))
-                .collect(),
-        };
+        let input = UpdateInput::named(
+            &TRANSACTION,
+            ["transaction_batch_id", "batch", "batch_seq"].map(|n| (n, record.get(n).clone())),
+        )?;
         record = update_record(cx, conn, before, input)?;
     }
     if let Some((move_vault, move_txs)) = vault_moves {
@@ -1345,12 +1194,7 @@ fn move_with_vault(
     let contact = tx.get("contact_id").clone();
     if move_vault {
         if let Some(vault) = query::find(conn, &ACCOUNT_VAULT, &cx.scope, vault_id)? {
-            let input = UpdateInput {
-                changes: vec![(
-                    ACCOUNT_VAULT.field("contact_id").expect("declared"),
-                    contact.clone(),
-                )],
-            };
+            let input = UpdateInput::named(&ACCOUNT_VAULT, [("contact_id", contact.clone())])?;
             update_record(cx, conn, vault, input)?;
         }
     }
@@ -1363,12 +1207,7 @@ fn move_with_vault(
             .push(" LIMIT 5000");
         for row in conn.query(&sql)? {
             let other = Record::from_row(&TRANSACTION, row);
-            let input = UpdateInput {
-                changes: vec![(
-                    TRANSACTION.field("contact_id").expect("declared"),
-                    contact.clone(),
-                )],
-            };
+            let input = UpdateInput::named(&TRANSACTION, [("contact_id", contact.clone())])?;
             update_record(cx, conn, other, input)?;
         }
     }
@@ -1377,12 +1216,20 @@ fn move_with_vault(
 
 /// Clears the mark of a PUT action whose processor call failed outright.
 pub fn abandon_update(conn: &mut dyn Conn, prepared: &Prepared) -> ApiResult<()> {
-    conn.execute(&Sql::with(
-        "UPDATE transactions SET pending_action = NULL, pending_node = NULL, pending_amount = NULL \
-         WHERE id = ? AND pending_action = ?",
-        vec![prepared.id.clone().into(), prepared.action.name().into()],
-    ))?;
+    clear_mark(conn, &prepared.id, Some(prepared.action))?;
     Ok(())
+}
+
+/// Removes a PUT action's mark: `action`'s own, or any (reconciliation).
+/// Returns how many rows changed (0: someone else cleared it).
+pub fn clear_mark(conn: &mut dyn Conn, id: &str, action: Option<Action>) -> ApiResult<u64> {
+    let mut sql = Sql::new("UPDATE transactions SET pending_action = NULL, pending_node = NULL WHERE id = ");
+    sql.bind(id.to_string());
+    match action {
+        Some(a) => sql.push(" AND pending_action = ").bind(a.name()),
+        None => sql.push(" AND pending_action IS NOT NULL"),
+    };
+    Ok(conn.execute(&sql)?)
 }
 
 /// Shared handles of the payment service.

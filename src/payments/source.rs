@@ -3,8 +3,7 @@
 //! token. Exactly one source per request.
 
 use super::actions::Parsed;
-use crate::bins::{brand_of, luhn_ok};
-use crate::cards::{aba_ok, months_until, parse_exp_date};
+use crate::cards::{aba_ok, check_exp, check_pan};
 use crate::db::Conn;
 use crate::engine::record::Record;
 use crate::engine::validate::blank;
@@ -31,33 +30,6 @@ pub struct Resolved {
     pub source: Source,
     pub vault: Option<Record>,
     pub previous: Option<Record>,
-}
-
-/// Checks a card number: digits, length, Luhn, a supported brand.
-pub fn check_pan(pan: &str) -> Result<&'static str, String> {
-    if !(13..=19).contains(&pan.len()) || !pan.bytes().all(|b| b.is_ascii_digit()) {
-        return Err("Account Number must be 13 to 19 digits for cc.".into());
-    }
-    if !luhn_ok(pan) {
-        return Err("Account Number is not a valid card number (check digit).".into());
-    }
-    match brand_of(pan) {
-        Some(b) if b.accepts_length(pan.len()) => Ok(b.account_type()),
-        Some(b) => Err(format!(
-            "Account Number has the wrong length for this {} card.",
-            b.name()
-        )),
-        None => Err("Account Number is not of a supported card brand.".into()),
-    }
-}
-
-/// `MMYY`, not in the past.
-pub fn check_exp(exp: &str, now: i64) -> Result<(), String> {
-    match (parse_exp_date(exp), months_until(exp, now)) {
-        (None, _) => Err("Exp Date must be MMYY.".into()),
-        (Some(_), Some(m)) if m < 0 => Err("Exp Date is in the past.".into()),
-        _ => Ok(()),
-    }
 }
 
 /// Reads track 1 (`%B<PAN>^NAME^YYMM...?`) or track 2
@@ -182,7 +154,7 @@ pub fn resolve(
                 errors.add(kind, "The account vault is not active.");
                 return Ok(None);
             }
-            let source = from_stored(cx, &vault, method, holder, r, "billing_address")?;
+            let source = from_stored(cx, &vault, method, holder, Some(r), "billing_address");
             Ok(source.map(|source| Resolved {
                 source,
                 vault: Some(vault),
@@ -200,7 +172,7 @@ pub fn resolve(
                 );
                 return Ok(None);
             }
-            let Some(source) = from_stored(cx, &prev, method, holder, r, "billing_street")? else {
+            let Some(source) = from_stored(cx, &prev, method, holder, Some(r), "billing_street") else {
                 errors.add(kind, "The previous transaction holds no reusable account data.");
                 return Ok(None);
             };
@@ -313,8 +285,7 @@ fn bank_fields(
             errors.add("account_type", blank("account_type"));
             None
         }
-        Some("checking") => Some(AchAccountType::Checking),
-        Some("savings") => Some(AchAccountType::Savings),
+        Some(t) if AchAccountType::parse(t).is_some() => AchAccountType::parse(t),
         Some(_) => {
             errors.add("account_type", "Account Type must be checking or savings.");
             None
@@ -334,52 +305,57 @@ fn bank_fields(
     })
 }
 
-/// Account data kept (sealed) on a vault or an earlier transaction.
-/// `street_column` is where that record keeps the billing street.
+/// Account data kept (sealed) on a vault or an earlier transaction, with
+/// what the request (if any) overrides. `street_column` is where that
+/// record keeps the billing street.
 fn from_stored(
     cx: &Cx,
     stored: &Record,
     method: &str,
     holder: Option<String>,
-    request: &Record,
+    request: Option<&Record>,
     street_column: &str,
-) -> ApiResult<Option<Source>> {
-    let Some(number) = open(cx, stored.text("account_number")) else {
-        return Ok(None);
-    };
+) -> Option<Source> {
+    let number = open(cx, stored.text("account_number"))?;
+    let sent = |name: &str| request.and_then(|r| text(r, name));
     let holder = holder.or_else(|| text(stored, "account_holder_name"));
     if method == "cc" {
-        let account_type = check_pan(&number).unwrap_or("visa");
-        return Ok(Some(Source::Card(Card {
+        return Some(Source::Card(Card {
+            account_type: check_pan(&number).unwrap_or("visa"),
             data: CardData {
                 pan: number,
-                exp_date: text(request, "exp_date")
+                exp_date: sent("exp_date")
                     .or_else(|| text(stored, "exp_date"))
                     .unwrap_or_default(),
                 cvv: None,
-                billing_street: text(request, "billing_street").or_else(|| text(stored, street_column)),
-                billing_zip: text(request, "billing_zip").or_else(|| text(stored, "billing_zip")),
+                billing_street: sent("billing_street").or_else(|| text(stored, street_column)),
+                billing_zip: sent("billing_zip").or_else(|| text(stored, "billing_zip")),
                 account_holder_name: holder,
                 entry_mode: Some(EntryMode::Keyed),
             },
-            account_type,
-        })));
+        }));
     }
-    let account_type = match stored.text("account_type") {
-        Some("savings") => AchAccountType::Savings,
-        _ => AchAccountType::Checking,
-    };
-    Ok(Some(Source::Bank(AchData {
+    Some(Source::Bank(AchData {
         account_holder_name: holder.unwrap_or_default(),
         account_number: number,
         routing: text(stored, "routing").unwrap_or_default(),
-        account_type,
-        sec_code: text(request, "ach_sec_code")
+        account_type: stored
+            .text("account_type")
+            .and_then(AchAccountType::parse)
+            .unwrap_or(AchAccountType::Checking),
+        sec_code: sent("ach_sec_code")
             .or_else(|| text(stored, "ach_sec_code"))
             .unwrap_or_default(),
-        check_number: text(request, "check_number"),
-        effective_date: text(request, "effective_date"),
-    })))
+        check_number: sent("check_number"),
+        effective_date: sent("effective_date"),
+    }))
+}
+
+/// The account of an earlier transaction (a vault made from
+/// `previous_transaction_id`), if it kept one.
+pub fn account_of(cx: &Cx, tx: &Record) -> Option<Source> {
+    let method = tx.text("payment_method").unwrap_or("cc");
+    from_stored(cx, tx, method, None, None, "billing_street")
 }
 
 #[cfg(test)]
@@ -405,15 +381,5 @@ mod tests {
         );
         assert_eq!(parse_track("garbage"), None);
         assert_eq!(parse_track("%B4111^X"), None);
-    }
-
-    #[test]
-    fn card_numbers_and_dates() {
-        assert_eq!(check_pan("4111111111111111"), Ok("visa"));
-        assert!(check_pan("4111111111111112").is_err());
-        assert!(check_pan("41111").is_err());
-        assert!(check_exp("1399", 0).is_err());
-        assert!(check_exp("0100", 1_700_000_000).is_err());
-        assert!(check_exp("1299", 1_700_000_000).is_ok());
     }
 }

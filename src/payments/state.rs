@@ -58,7 +58,7 @@ fn is_card(record: &Record) -> bool {
 
 /// Refusal text when another action is in flight or the outcome is not
 /// recorded yet.
-fn settled_in(record: &Record) -> Result<(), String> {
+fn not_in_flight(record: &Record) -> Result<(), String> {
     if record.text("state") == Some(PENDING) {
         return Err("The transaction is still being processed; retry shortly.".into());
     }
@@ -80,7 +80,7 @@ fn status_text(record: &Record) -> String {
 /// void: card sales, authorizations and refunds before settlement; ACH
 /// debits, credits and refunds before origination.
 pub fn voidable(record: &Record, facts: &Facts) -> Result<(), String> {
-    settled_in(record)?;
+    not_in_flight(record)?;
     let s = status(record);
     if is_card(record) {
         if !matches!(
@@ -112,7 +112,7 @@ pub fn voidable(record: &Record, facts: &Facts) -> Result<(), String> {
 /// refund: settled card sales (and completions, forces) with something
 /// left to refund; settled ACH debits, in full.
 pub fn refundable(record: &Record, facts: &Facts) -> Result<(), String> {
-    settled_in(record)?;
+    not_in_flight(record)?;
     let s = status(record);
     if is_card(record) {
         if type_id(record) != Some(TypeId::Sale) || s != Some(StatusId::Approved) {
@@ -151,7 +151,7 @@ pub fn remaining(record: &Record) -> i64 {
 
 /// authcomplete and authincrement: open card authorizations.
 pub fn completable(record: &Record, _facts: &Facts) -> Result<(), String> {
-    settled_in(record)?;
+    not_in_flight(record)?;
     if !is_card(record) || status(record) != Some(StatusId::AuthOnly) {
         return Err(format!(
             "Only open card authorizations (authonly, 102) can be completed or incremented; this one is {}.",
@@ -163,7 +163,7 @@ pub fn completable(record: &Record, _facts: &Facts) -> Result<(), String> {
 
 /// partialreversal: card sales and authorizations before settlement.
 pub fn reversible(record: &Record, facts: &Facts) -> Result<(), String> {
-    settled_in(record)?;
+    not_in_flight(record)?;
     if !is_card(record)
         || type_id(record) != Some(TypeId::Sale)
         || !matches!(status(record), Some(StatusId::Approved | StatusId::AuthOnly))
@@ -184,7 +184,7 @@ pub fn reversible(record: &Record, facts: &Facts) -> Result<(), String> {
 
 /// tipadjust: approved card sales before settlement.
 pub fn tip_adjustable(record: &Record, facts: &Facts) -> Result<(), String> {
-    settled_in(record)?;
+    not_in_flight(record)?;
     if !is_card(record) || type_id(record) != Some(TypeId::Sale) || status(record) != Some(StatusId::Approved)
     {
         return Err(format!(

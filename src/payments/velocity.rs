@@ -49,12 +49,11 @@ pub struct Breach {
     pub message: String,
 }
 
+/// A count limit (items, days); 0 when absent or unreadable.
 fn limit(settings: &Json, name: &str) -> i64 {
     match &settings[name] {
         Json::Number(n) => n.as_i64().unwrap_or(0),
-        Json::String(s) => crate::money::parse_text(s, i64::MAX)
-            .map(|c| c / 100)
-            .unwrap_or(0),
+        Json::String(s) => s.trim().parse().unwrap_or(0),
         _ => 0,
     }
 }
@@ -71,15 +70,12 @@ fn amount_limit(settings: &Json, name: &str) -> i64 {
 /// Whether any limit of the class is set (so the caller may lock).
 pub fn any_limit(settings: &Json, class: Class) -> bool {
     let p = class.prefix();
-    [
-        "items_per_day",
-        "items_per_month",
-        "daily_aggregate",
-        "monthly_aggregate",
-        "largest_item",
-    ]
-    .iter()
-    .any(|s| limit(settings, &format!("{p}_{s}")) > 0)
+    ["items_per_day", "items_per_month"]
+        .iter()
+        .any(|s| limit(settings, &format!("{p}_{s}")) > 0)
+        || ["daily_aggregate", "monthly_aggregate", "largest_item"]
+            .iter()
+            .any(|s| amount_limit(settings, &format!("{p}_{s}")) > 0)
 }
 
 /// Start of the day and of the month containing `now`, in `tz`.
@@ -213,6 +209,8 @@ mod tests {
         assert_eq!(amount_limit(&s, "refund_daily_aggregate"), 1250);
         assert!(any_limit(&s, Class::Debit));
         assert!(!any_limit(&s, Class::Credit));
+        // An amount limit below one unit is still a limit.
+        assert!(any_limit(&json!({"credit_largest_item": "0.50"}), Class::Credit));
     }
 
     #[test]

@@ -55,6 +55,24 @@ pub enum AchAccountType {
     Savings,
 }
 
+impl AchAccountType {
+    /// `checking` or `savings`, as the API carries it.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            AchAccountType::Checking => "checking",
+            AchAccountType::Savings => "savings",
+        }
+    }
+
+    pub fn parse(s: &str) -> Option<AchAccountType> {
+        match s {
+            "checking" => Some(AchAccountType::Checking),
+            "savings" => Some(AchAccountType::Savings),
+            _ => None,
+        }
+    }
+}
+
 /// Bank account data of an ACH request.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct AchData {

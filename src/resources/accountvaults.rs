@@ -2,9 +2,8 @@
 //! (`ach`). The full number, SSN digits and licence number are sealed at
 //! rest and masked in every response; CVV is never accepted.
 
-use crate::bins;
-use crate::cards::{aba_ok, months_until, parse_exp_date};
-use crate::db::{Conn, Sql};
+use crate::cards::{aba_ok, check_exp, check_pan, check_sec_code, months_until};
+use crate::db::Conn;
 use crate::engine::record::Record;
 use crate::engine::resource::{Expand, Field, Pattern, Resource, Scope};
 use crate::engine::rules::Rules;
@@ -13,7 +12,8 @@ use crate::engine::{query, render, Cx};
 use crate::error::{ApiError, ApiResult, FieldErrors};
 use serde_json::{json, Map, Value as Json};
 
-use super::{CONTACT, LOCATION, PRODUCT_TRANSACTION, USER};
+use super::product_transactions::{ach_profiles, check_identity, default_for, settings};
+use super::{CONTACT, LOCATION, USER};
 
 pub static ACCOUNT_VAULT: Resource = Resource {
     name: "accountvault",
@@ -157,9 +157,6 @@ pub static ACCOUNT_VAULT: Resource = Resource {
 
 struct AccountVaultRules;
 
-/// The SEC codes of the reference's ACH processor profiles.
-const ACH_SEC_CODES: &[&str] = &["CCD", "PPD", "TEL", "WEB", "POP", "C21"];
-
 /// Where the payment data of a new vault comes from.
 enum Source {
     /// Card or bank numbers in the request.
@@ -179,46 +176,6 @@ fn source(input: &CreateInput) -> Source {
     }
 }
 
-/// The location's default product transaction for a payment method.
-fn product_transaction(
-    conn: &mut dyn Conn,
-    cx: &Cx,
-    location_id: &str,
-    method: &str,
-) -> ApiResult<Option<Record>> {
-    let column = if method == "ach" {
-        "default_ach"
-    } else {
-        "default_cc"
-    };
-    let mut sql = Sql::new("SELECT ");
-    sql.push(column)
-        .push(" FROM locations WHERE id = ")
-        .bind(location_id.to_string());
-    let id = conn
-        .query_one(&sql)?
-        .and_then(|r| r[0].as_str().map(str::to_string));
-    match id {
-        Some(id) => Ok(query::find(conn, &PRODUCT_TRANSACTION, &cx.scope, &id)?),
-        None => Ok(None),
-    }
-}
-
-/// The `required[]` list of an ACH product transaction's terminal.
-fn ach_requirements(pt: &Record) -> Vec<String> {
-    pt.text("settings")
-        .and_then(|s| serde_json::from_str::<Json>(s).ok())
-        .and_then(|s| {
-            s["processor_data"]["terminals"][0]["required"]
-                .as_array()
-                .cloned()
-        })
-        .unwrap_or_default()
-        .into_iter()
-        .filter_map(|v| v.as_str().map(str::to_string))
-        .collect()
-}
-
 fn present(record: &Record, field: &str) -> bool {
     !record.get(field).is_null()
 }
@@ -227,30 +184,14 @@ fn check_card(cx: &Cx, record: &mut Record, errors: &mut FieldErrors, creating: 
     if creating {
         match record.text("account_number").map(str::to_string) {
             None => errors.add("account_number", blank("account_number")),
-            Some(pan) => {
-                if !(13..=19).contains(&pan.len()) {
-                    errors.add("account_number", "Account Number must be 13 to 19 digits for cc.");
-                } else if !bins::luhn_ok(&pan) {
-                    errors.add(
-                        "account_number",
-                        "Account Number is not a valid card number (check digit).",
-                    );
-                } else {
-                    match bins::brand_of(&pan) {
-                        Some(brand) if !brand.accepts_length(pan.len()) => errors.add(
-                            "account_number",
-                            format!("Account Number has the wrong length for this {} card.", brand.name()),
-                        ),
-                        Some(brand) => record.set("account_type", brand.account_type()),
-                        None => errors.add(
-                            "account_number",
-                            "Account Number is not of a supported card brand (visa, mc, disc, amex, jcb, diners).",
-                        ),
-                    }
+            Some(pan) => match check_pan(&pan) {
+                Ok(account_type) => {
+                    record.set("account_type", account_type);
                     record.set("first_six", pan[..6].to_string());
                     record.set("last_four", pan[pan.len() - 4..].to_string());
                 }
-            }
+                Err(msg) => errors.add("account_number", msg),
+            },
         }
         for ach_only in ["routing", "is_company", "dob_year", "ssn4", "ach_sec_code"] {
             if present(record, ach_only) {
@@ -260,11 +201,11 @@ fn check_card(cx: &Cx, record: &mut Record, errors: &mut FieldErrors, creating: 
     }
     match record.text("exp_date") {
         None => errors.add("exp_date", blank("exp_date")),
-        Some(exp) => match (parse_exp_date(exp), months_until(exp, cx.now)) {
-            (None, _) => errors.add("exp_date", "Exp Date must be MMYY."),
-            (Some(_), Some(m)) if m < 0 => errors.add("exp_date", "Exp Date is in the past."),
-            _ => {}
-        },
+        Some(exp) => {
+            if let Err(msg) = check_exp(exp, cx.now) {
+                errors.add("exp_date", msg);
+            }
+        }
     }
 }
 
@@ -304,36 +245,28 @@ fn check_bank(conn: &mut dyn Conn, cx: &Cx, record: &mut Record, errors: &mut Fi
     }
     match record.text("ach_sec_code") {
         None => record.set("ach_sec_code", "WEB"),
-        Some(code) if !ACH_SEC_CODES.contains(&code) => errors.add(
-            "ach_sec_code",
-            format!("Ach Sec Code must be one of {}.", ACH_SEC_CODES.join(", ")),
-        ),
-        Some(_) => {}
+        Some(code) => {
+            if let Err(msg) = check_sec_code(code) {
+                errors.add("ach_sec_code", msg);
+            }
+        }
     }
     // What the location's ACH processor profile requires.
     let location_id = record.text("location_id").unwrap_or_default().to_string();
-    if let Some(pt) = product_transaction(conn, cx, &location_id, "ach")? {
-        for need in ach_requirements(&pt) {
-            match need.as_str() {
-                "driver_license" => {
-                    for f in ["dl_number", "dl_state"] {
-                        if !present(record, f) {
-                            errors.add(f, format!("{} (driver's licence is required here).", blank(f)));
-                        }
-                    }
-                }
-                "identity_verification" => match (present(record, "ssn4"), present(record, "dob_year")) {
-                    (false, false) => errors.add(
-                        "ssn4",
-                        "Ssn4 or dob_year is required here (identity verification).",
-                    ),
-                    (true, true) => errors.add("dob_year", "Send ssn4 or dob_year, not both."),
-                    _ => {}
-                },
-                field if ACCOUNT_VAULT.field(field).is_some() && !present(record, field) => {
-                    errors.add(field, blank(field))
-                }
-                _ => {}
+    if let Some(pt) = default_for(conn, cx, &location_id, "ach")? {
+        // The profile of the vault's SEC code, else the first one.
+        let profiles = ach_profiles(&settings(&pt));
+        let code = record.text("ach_sec_code").unwrap_or("WEB");
+        let profile = profiles
+            .iter()
+            .find(|p| p.sec_code == code)
+            .or(profiles.first())
+            .cloned()
+            .unwrap_or_default();
+        check_identity(&profile.required, |f| present(record, f), errors);
+        for field in &profile.required {
+            if ACCOUNT_VAULT.field(field).is_some() && !present(record, field) {
+                errors.add(field.as_str(), blank(field));
             }
         }
     }
@@ -375,7 +308,7 @@ fn from_transaction(cx: &Cx, conn: &mut dyn Conn, input: &mut CreateInput) -> Ap
         )
     };
     let tx = query::find(conn, &super::TRANSACTION, &cx.scope, &id)?.ok_or_else(invalid)?;
-    let source = crate::payments::service::account_of(cx, &tx).ok_or_else(invalid)?;
+    let source = crate::payments::source::account_of(cx, &tx).ok_or_else(invalid)?;
     let record = &mut input.record;
     if !record.get("account_number").is_null() {
         return Err(ApiError::field(
@@ -483,10 +416,11 @@ impl Rules for AccountVaultRules {
                 (Some("cc"), Some(_)) => {
                     errors.add("ach_sec_code", "ach_sec_code applies to ach accounts only.")
                 }
-                (_, Some(code)) if !ACH_SEC_CODES.contains(&code) => errors.add(
-                    "ach_sec_code",
-                    format!("Ach Sec Code must be one of {}.", ACH_SEC_CODES.join(", ")),
-                ),
+                (_, Some(code)) => {
+                    if let Err(msg) = check_sec_code(code) {
+                        errors.add("ach_sec_code", msg);
+                    }
+                }
                 _ => {}
             }
         }
@@ -528,7 +462,7 @@ impl Rules for AccountVaultRules {
             "product_transaction" => {
                 let method = record.text("payment_method").unwrap_or("cc");
                 let location = record.text("location_id").unwrap_or_default();
-                match product_transaction(conn, cx, location, method)? {
+                match default_for(conn, cx, location, method)? {
                     Some(pt) => Json::Object(render(cx, &pt)),
                     None => Json::Null,
                 }

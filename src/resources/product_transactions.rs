@@ -2,10 +2,13 @@
 //! one payment method. Display and processing settings are kept as one
 //! JSON document; queries only need the columns.
 
+use crate::db::{Conn, Sql};
 use crate::engine::record::Record;
 use crate::engine::resource::{Expand, Field, Resource, Scope};
 use crate::engine::rules::Rules;
-use crate::engine::Cx;
+use crate::engine::validate::blank;
+use crate::engine::{query, Cx};
+use crate::error::{ApiResult, FieldErrors};
 use serde_json::{json, Map, Value as Json};
 
 use super::LOCATION;
@@ -148,4 +151,94 @@ pub fn default_settings(payment_method: &str) -> Json {
         });
     }
     s
+}
+
+/// The parsed settings document of a product transaction (null if absent).
+pub fn settings(pt: &Record) -> Json {
+    pt.text("settings")
+        .and_then(|s| serde_json::from_str(s).ok())
+        .unwrap_or(Json::Null)
+}
+
+/// The location's default product transaction for a payment method
+/// (`default_cc` / `default_ach`), if it is in the caller's scope.
+pub fn default_for(
+    conn: &mut dyn Conn,
+    cx: &Cx,
+    location_id: &str,
+    method: &str,
+) -> ApiResult<Option<Record>> {
+    let column = if method == "ach" {
+        "default_ach"
+    } else {
+        "default_cc"
+    };
+    let mut sql = Sql::new("SELECT ");
+    sql.push(column)
+        .push(" FROM locations WHERE id = ")
+        .bind(location_id.to_string());
+    let id = conn
+        .query_one(&sql)?
+        .and_then(|r| r[0].as_str().map(str::to_string));
+    match id {
+        Some(id) => Ok(query::find(conn, &PRODUCT_TRANSACTION, &cx.scope, &id)?),
+        None => Ok(None),
+    }
+}
+
+/// One ACH terminal profile of `processor_data.terminals[]`.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct AchProfile {
+    pub sec_code: String,
+    pub actions: Vec<String>,
+    pub required: Vec<String>,
+}
+
+/// The ACH terminal profiles of a product transaction's settings, in order.
+pub fn ach_profiles(settings: &Json) -> Vec<AchProfile> {
+    let list = |t: &Json, k: &str| -> Vec<String> {
+        t[k].as_array()
+            .map(|a| a.iter().filter_map(|v| v.as_str().map(str::to_string)).collect())
+            .unwrap_or_default()
+    };
+    settings["processor_data"]["terminals"]
+        .as_array()
+        .map(|terminals| {
+            terminals
+                .iter()
+                .map(|t| AchProfile {
+                    sec_code: t["sec_code"].as_str().unwrap_or_default().to_string(),
+                    actions: list(t, "actions"),
+                    required: list(t, "required"),
+                })
+                .collect()
+        })
+        .unwrap_or_default()
+}
+
+/// The identity requirements of an ACH profile, with the messages vaults
+/// and transactions share: `driver_license` (dl_number and dl_state) and
+/// `identity_verification` (ssn4 or dob_year). `has` tells whether the
+/// request carries a field.
+pub fn check_identity(required: &[String], has: impl Fn(&str) -> bool, errors: &mut FieldErrors) {
+    for need in required {
+        match need.as_str() {
+            "driver_license" => {
+                for f in ["dl_number", "dl_state"] {
+                    if !has(f) {
+                        errors.add(f, format!("{} (driver's licence is required here).", blank(f)));
+                    }
+                }
+            }
+            "identity_verification" => match (has("ssn4"), has("dob_year")) {
+                (false, false) => errors.add(
+                    "ssn4",
+                    "Ssn4 or dob_year is required here (identity verification).",
+                ),
+                (true, true) => errors.add("dob_year", "Send ssn4 or dob_year, not both."),
+                _ => {}
+            },
+            _ => {}
+        }
+    }
 }

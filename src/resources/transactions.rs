@@ -7,7 +7,7 @@ use crate::db::{Conn, Sql};
 use crate::engine::record::Record;
 use crate::engine::resource::{Expand, Field, Pattern, Resource, Scope};
 use crate::engine::rules::Rules;
-use crate::engine::{query, render, Cx};
+use crate::engine::Cx;
 use crate::error::ApiResult;
 use crate::payments::state::{self, Facts};
 use crate::processor::{EntryMode, ReasonCode, StatusId, TypeId};
@@ -178,7 +178,6 @@ pub static TRANSACTION: Resource = Resource {
         Field::text("state", 1, 16).hidden(),
         Field::text("pending_node", 1, 64).hidden(),
         Field::text("pending_action", 1, 24).hidden(),
-        Field::int("pending_amount", 0, MAX_AMOUNT).hidden(),
         Field::text("processor_reference", 1, 128).hidden(),
         Field::money("refunded_amount", MAX_AMOUNT).hidden(),
         Field::int("batch_seq", 0, i64::MAX).hidden(),
@@ -339,9 +338,4 @@ fn histories(conn: &mut dyn Conn, record: &Record) -> ApiResult<Json> {
             })
             .collect(),
     ))
-}
-
-/// The transaction with this id in scope, rendered.
-pub fn rendered(cx: &Cx, conn: &mut dyn Conn, id: &str) -> ApiResult<Option<Json>> {
-    Ok(query::find(conn, &TRANSACTION, &cx.scope, id)?.map(|r| Json::Object(render(cx, &r))))
 }
