@@ -17,6 +17,7 @@ CREATE TABLE transaction_batches (
     transaction_count BIGINT NOT NULL,
     total_amount BIGINT NOT NULL,
     settle_attempts BIGINT NOT NULL,
+    entries BIGINT NOT NULL,
     created_user_id TEXT,
     modified_user_id TEXT
 );

@@ -55,6 +55,7 @@ pub fn enter(cx: &Cx, conn: &mut dyn Conn, tx: &mut Record, signed_amount: i64) 
         record.set("transaction_count", 0);
         record.set("total_amount", 0);
         record.set("settle_attempts", 0);
+        record.set("entries", 0);
         record.set("created_user_id", cx.user_id.clone());
         record.set("modified_user_id", cx.user_id.clone());
         let mut sql = insert_sql(&record);
@@ -71,18 +72,16 @@ pub fn enter(cx: &Cx, conn: &mut dyn Conn, tx: &mut Record, signed_amount: i64) 
             "The batch could not be opened; retry shortly.".into(),
         ));
     };
-    conn.execute(&Sql::with(
-        "UPDATE transaction_batches SET transaction_count = transaction_count + 1, \
-         total_amount = total_amount + ?, modified_ts = ? WHERE id = ?",
-        vec![signed_amount.into(), cx.now.into(), batch_id.clone().into()],
-    ))?;
-    // The place after every earlier entry, voided ones included: the count
-    // drops with a void, so it cannot number the entries. The update above
-    // holds the batch row, so concurrent entries take their turns.
-    let seq = conn.query_int(&Sql::with(
-        "SELECT COALESCE(MAX(batch_seq), 0) + 1 FROM transactions WHERE transaction_batch_id = ?",
-        vec![batch_id.clone().into()],
-    ))?;
+    // `entries` only grows (`transaction_count` drops with a void), so it
+    // numbers the entries; one statement counts and numbers them.
+    let seq = conn
+        .query_one(&Sql::with(
+            "UPDATE transaction_batches SET transaction_count = transaction_count + 1, entries = entries + 1, \
+             total_amount = total_amount + ?, modified_ts = ? WHERE id = ? RETURNING entries",
+            vec![signed_amount.into(), cx.now.into(), batch_id.clone().into()],
+        ))?
+        .and_then(|r| r[0].as_int())
+        .ok_or_else(|| ApiError::internal("the open batch vanished"))?;
     tx.set("transaction_batch_id", batch_id);
     tx.set("batch", batch_num.to_string());
     tx.set("batch_seq", seq);

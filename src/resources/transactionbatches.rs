@@ -40,6 +40,9 @@ pub static TRANSACTION_BATCH: Resource = Resource {
             .sort()
             .doc("sales minus refunds"),
         Field::int("settle_attempts", 0, i64::MAX).hidden(),
+        Field::int("entries", 0, i64::MAX)
+            .hidden()
+            .doc("entries ever made, voided ones included: numbers them"),
         Field::id("created_user_id").hidden(),
         Field::id("modified_user_id").hidden(),
     ],
