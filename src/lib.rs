@@ -16,6 +16,7 @@ pub mod keys;
 pub mod level3;
 pub mod money;
 pub mod payments;
+pub mod postbacks;
 pub mod processor;
 pub mod resources;
 pub mod server;
