@@ -9,6 +9,10 @@ impl Clock {
     pub fn now_ts(&self) -> i64 {
         chrono::Utc::now().timestamp()
     }
+    /// Milliseconds, for schedules finer than a second (postback retries).
+    pub fn now_ms(&self) -> i64 {
+        chrono::Utc::now().timestamp_millis()
+    }
 }
 
 /// `yyyy-mm-dd` of epoch seconds `ts` in `tz`.

@@ -122,4 +122,10 @@ pub struct ServeArgs {
     /// notification features; accepted now so deployments can set it).
     #[arg(long, env = "FERROGATE_SMTP_URL")]
     pub smtp_url: Option<String>,
+
+    /// Allow postback URLs on loopback and private networks (refused by
+    /// default so a config cannot reach internal services). For tests and
+    /// receivers inside a private network.
+    #[arg(long, env = "FERROGATE_POSTBACK_ALLOW_PRIVATE", action = clap::ArgAction::SetTrue)]
+    pub postback_allow_private: bool,
 }

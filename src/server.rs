@@ -63,6 +63,10 @@ pub async fn serve(args: ServeArgs) -> anyhow::Result<()> {
     let payments = crate::payments::Payments::new(Arc::new(crate::processor::SandboxProcessor::default()));
     store.hold_node_lock(&payments.node_id)?;
     start_reconciler(store.clone(), payments.clone(), keyring.clone()).await?;
+    crate::postbacks::set_policy(crate::postbacks::Policy {
+        allow_private: args.postback_allow_private,
+    });
+    crate::postbacks::worker::start(store.clone(), keyring.clone(), payments.node_id.to_string());
     let state = AppState {
         store: store.clone(),
         keyring,

@@ -45,6 +45,12 @@ pub const MIGRATIONS: &[Migration] = &[
         include_str!("../../migrations/0007_transactions.sql"),
         "",
     ),
+    (
+        8,
+        "postbacks",
+        include_str!("../../migrations/0008_postbacks.sql"),
+        include_str!("../../migrations/0008_postbacks.postgres.sql"),
+    ),
 ];
 
 /// Applies every migration not yet recorded. Returns how many ran.

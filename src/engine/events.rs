@@ -1,7 +1,7 @@
 //! Change events, written in the same transaction as the change itself:
 //! a change log row (with the old value of every changed field for
-//! updates). Postback outbox rows will be added here, so no committed
-//! change can lose its event and no rolled-back change can emit one.
+//! updates) and the postback outbox rows, so no committed change can lose
+//! its event and no rolled-back change can emit one.
 
 use super::record::Record;
 use super::Cx;
@@ -67,5 +67,6 @@ pub fn record(
             ],
         ))?;
     }
-    Ok(())
+    // After the change log, so a `changelogs` expand includes this entry.
+    crate::postbacks::outbox::enqueue(conn, cx, action, record)
 }

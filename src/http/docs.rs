@@ -422,6 +422,23 @@ pub fn openapi(public_url: &str) -> Json {
             "parameters": id_param.clone(),
             "responses": merge(json!({ "200": reply("the batch", envelope("transactionbatch", json!({ "$ref": "#/components/schemas/transactionbatch" }))) }), &write_errors) } }),
     );
+    let delivery_ref = json!({ "$ref": "#/components/schemas/postbackdelivery" });
+    paths.insert(
+        "/v2/postbackconfigs/{id}/deliveries".into(),
+        json!({ "get": { "summary": "The delivery log of a postback config, newest first", "tags": ["postbackconfigs"],
+            "description": "Permission postbackdeliveries.read. Takes the filters, sort, pages and expands of                 /v2/postbackdeliveries. status: pending (waiting for an attempt or a retry), delivered (a 2xx came back)                 or failed (number_of_attempts reached).",
+            "parameters": id_param.clone(),
+            "responses": merge(json!({ "200": reply("the deliveries", json!({ "type": "object", "properties": {
+                "postbackdeliveries": { "type": "array", "items": delivery_ref.clone() },
+                "meta": { "$ref": "#/components/schemas/Meta" } } })) }), &read_errors) } }),
+    );
+    paths.insert(
+        "/v2/postbackdeliveries/{id}/redeliver".into(),
+        json!({ "post": { "summary": "Send a failed delivery again", "tags": ["postbackdeliveries"],
+            "description": "Permission postbackdeliveries.redeliver. Only a failed delivery: it becomes pending with no                 attempts made and is sent at once, then retried as its config says. 422 for any other status.",
+            "parameters": id_param.clone(),
+            "responses": merge(json!({ "200": reply("the delivery", envelope("postbackdelivery", delivery_ref)) }), &write_errors) } }),
+    );
     let l3 = envelope(
         "transactionlevel3",
         json!({ "type": "object", "properties": {

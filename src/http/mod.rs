@@ -6,6 +6,7 @@ pub mod crud;
 pub mod docs;
 pub mod extract;
 pub mod metrics;
+mod postbacks;
 mod transactions;
 mod users;
 
@@ -65,6 +66,8 @@ pub static MOUNTED: &[(&Resource, crud::Verbs)] = &[
         },
     ),
     (&resources::TRANSACTION_BATCH, crud::READ_ONLY),
+    (&resources::POSTBACK_CONFIG, crud::ALL),
+    (&resources::POSTBACK_DELIVERY, crud::READ_ONLY),
 ];
 
 pub fn app(state: AppState) -> Router {
@@ -72,6 +75,7 @@ pub fn app(state: AppState) -> Router {
         .merge(users::routes())
         .merge(bins::routes())
         .merge(transactions::routes())
+        .merge(postbacks::routes())
         .route(
             "/v2/accountvaultupdates",
             axum::routing::post(account_vault_updates),

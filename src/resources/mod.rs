@@ -8,6 +8,7 @@ pub mod contacts;
 pub mod locationinfos;
 pub mod locations;
 pub mod notes;
+pub mod postbackconfigs;
 pub mod product_transactions;
 pub mod transactionbatches;
 pub mod transactions;
@@ -19,6 +20,7 @@ pub use contacts::CONTACT;
 pub use locationinfos::LOCATION_INFO;
 pub use locations::LOCATION;
 pub use notes::NOTE;
+pub use postbackconfigs::{POSTBACK_CONFIG, POSTBACK_DELIVERY};
 pub use product_transactions::PRODUCT_TRANSACTION;
 pub use transactionbatches::TRANSACTION_BATCH;
 pub use transactions::TRANSACTION;
@@ -38,6 +40,8 @@ pub static ALL: &[&Resource] = &[
     &ACCOUNT_VAULT,
     &TRANSACTION,
     &TRANSACTION_BATCH,
+    &POSTBACK_CONFIG,
+    &POSTBACK_DELIVERY,
 ];
 
 #[cfg(test)]

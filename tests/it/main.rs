@@ -19,5 +19,6 @@ mod nodes;
 mod notes;
 mod ops;
 mod payment_safety;
+mod postbacks;
 mod transactions;
 mod users;

@@ -9,13 +9,13 @@ use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
 /// A second server process on the test app's database.
-struct Node {
+pub struct Node {
     child: Child,
     base: String,
 }
 
 impl Node {
-    fn start(app: &TestApp) -> Node {
+    pub fn start(app: &TestApp) -> Node {
         let log = std::fs::File::create(app.dir.join("node-b.log")).expect("log file");
         let mut child = Command::new(BIN)
             .arg("serve")
@@ -23,6 +23,7 @@ impl Node {
             .env("FERROGATE_LISTEN", "127.0.0.1:0")
             .env("FERROGATE_DATA_KEY", &app.data_key)
             .env("FERROGATE_DB_POOL", "4")
+            .env("FERROGATE_POSTBACK_ALLOW_PRIVATE", "1")
             .env_remove("FERROGATE_PUBLIC_URL")
             .stdout(Stdio::piped())
             .stderr(Stdio::from(log))
@@ -36,7 +37,7 @@ impl Node {
         Node { child, base }
     }
 
-    fn tenant(&self, t: &Tenant) -> Tenant {
+    pub fn tenant(&self, t: &Tenant) -> Tenant {
         let mut other = t.clone();
         other.base = self.base.clone();
         other
@@ -142,5 +143,80 @@ fn a_live_nodes_pending_sale_is_left_alone() {
         assert_eq!(done["status_id"], 301, "{done}");
         assert_eq!(done["reason_code_id"], 1500, "{done}");
         assert_eq!(done["verbiage"], "DELAYED");
+    }
+}
+
+/// Two nodes share the postback outbox: each event is delivered once, and
+/// an event leased by a node that is killed mid-delivery is delivered by
+/// the other.
+#[test]
+fn postbacks_are_shared_by_nodes_and_survive_the_lease_holder() {
+    use crate::postbacks::{config, deliveries, Receiver, Reply};
+    let Some(mut app) = TestApp::start(Engine::Postgres) else {
+        eprintln!("skipped: FERROGATE_TEST_DATABASE_URL is not set");
+        return;
+    };
+    let t = app.bootstrap();
+    let rx = Receiver::start("/two-nodes");
+    let c = config(
+        &t,
+        json!({ "resource": "contact", "url": rx.url, "on_update": 0, "on_delete": 0,
+            "number_of_attempts": 5, "attempt_interval": 1 }),
+    );
+    let config_id = c["id"].as_str().unwrap().to_string();
+    let b = Node::start(&app);
+    let tb = b.tenant(&t);
+    let mut ids = Vec::new();
+    for i in 0..120 {
+        let via = if i % 2 == 0 { &t } else { &tb };
+        ids.push(via.contact(json!({}))["id"].as_str().unwrap().to_string());
+    }
+    rx.wait_for(ids.len(), Duration::from_secs(30));
+    std::thread::sleep(Duration::from_millis(1500));
+    let mut seen: Vec<String> = rx
+        .received()
+        .iter()
+        .map(|r| r.data()["id"].as_str().unwrap().to_string())
+        .collect();
+    seen.sort();
+    let mut expected = ids.clone();
+    expected.sort();
+    assert_eq!(
+        seen, expected,
+        "each event delivered exactly once by the two nodes"
+    );
+
+    // Node A alone holds the lease of a delivery its receiver never answers.
+    drop(b);
+    let mut first = true;
+    rx.answer(move |_| {
+        if std::mem::take(&mut first) {
+            Reply::Hang
+        } else {
+            Reply::Status(200)
+        }
+    });
+    let id = t.contact(json!({}))["id"].as_str().unwrap().to_string();
+    rx.wait_for(ids.len() + 1, Duration::from_secs(10));
+    let b = Node::start(&app);
+    let tb = b.tenant(&t);
+    app.kill();
+    let got = rx.wait_for(ids.len() + 2, Duration::from_secs(15));
+    assert_eq!(got.last().unwrap().data()["id"], id.as_str());
+    let start = Instant::now();
+    loop {
+        let log = deliveries(&tb, &config_id);
+        let mine = log
+            .iter()
+            .find(|d| d["record_id"] == id.as_str())
+            .expect("in the log");
+        if mine["status"] == "delivered" {
+            break;
+        }
+        assert!(
+            start.elapsed() < Duration::from_secs(10),
+            "never recorded: {mine}"
+        );
+        std::thread::sleep(Duration::from_millis(100));
     }
 }

@@ -112,6 +112,8 @@ impl TestApp {
             .env("FERROGATE_DATA_KEY", &self.data_key)
             .env("FERROGATE_DB_POOL", "4")
             .env("RUST_LOG", "info")
+            // Postback tests deliver to receivers on loopback.
+            .env("FERROGATE_POSTBACK_ALLOW_PRIVATE", "1")
             .env_remove("FERROGATE_PUBLIC_URL")
             .envs(self.extra_env.iter().map(|(k, v)| (k.as_str(), v.as_str())))
             .stdout(Stdio::piped())

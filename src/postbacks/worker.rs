@@ -1,0 +1,522 @@
+//! The delivery worker inside `serve`. One loop per process leases due
+//! deliveries, sends each in its own task and writes the outcomes back,
+//! the outcomes and the next lease in one transaction.
+//!
+//! - A lease names this node and lasts [`LEASE`]. With PostgreSQL the
+//!   claim uses `FOR UPDATE SKIP LOCKED`, so nodes sharing a database never
+//!   take the same row; the leases of a node that died (its advisory lock
+//!   is free) are released at once, those of a hung node when they expire.
+//! - Only the oldest pending event of a record (per config) is eligible,
+//!   so the events of one record arrive in order.
+//! - At most [`PER_CONFIG`] deliveries of one config are in flight: a
+//!   receiver that hangs holds its own slots, not everyone's.
+
+use super::send::{self, Outgoing};
+use super::{outbox, signing};
+use crate::clock::Clock;
+use crate::crypto::Keyring;
+use crate::db::{Conn, Dialect, Sql, Store, Value};
+use crate::error::ApiResult;
+use base64::Engine as _;
+use std::collections::HashMap;
+use std::sync::Arc;
+use std::time::Duration;
+use tokio::sync::mpsc;
+
+/// Deliveries in flight in this process.
+pub const MAX_IN_FLIGHT: usize = 512;
+/// Deliveries of one config in flight in this process.
+pub const PER_CONFIG: usize = 64;
+/// How long a lease keeps other nodes off a row: well above one attempt.
+pub const LEASE: Duration = Duration::from_secs(60);
+/// How often the worker looks for due rows when nothing wakes it.
+const POLL: Duration = Duration::from_millis(50);
+/// How often leases of other nodes are checked for dead holders.
+const LEASE_CHECK: Duration = Duration::from_secs(1);
+/// How often old log rows are purged.
+const PURGE_EVERY: Duration = Duration::from_secs(600);
+/// Delivered rows are kept this long in the log, failed ones longer.
+pub const KEEP_DELIVERED_S: i64 = 7 * 86_400;
+pub const KEEP_FAILED_S: i64 = 30 * 86_400;
+
+/// A leased delivery.
+struct Claimed {
+    id: String,
+    config_id: String,
+    resource: String,
+    event_type: String,
+    payload: String,
+    attempts: i64,
+}
+
+/// Where and how a config's deliveries go, credentials opened.
+struct Target {
+    url: String,
+    basic_auth: Option<String>,
+    signing_key: Option<Vec<u8>>,
+    /// Why the config cannot be used (a credential that does not open).
+    broken: Option<String>,
+    max_attempts: i64,
+    interval_s: i64,
+}
+
+/// The outcome of one attempt, to be written back.
+struct Done {
+    id: String,
+    config_id: String,
+    status: &'static str,
+    attempts: i64,
+    code: Option<u16>,
+    error: Option<String>,
+    excerpt: String,
+    attempt_ts: i64,
+    due_ms: i64,
+    next_attempt_ts: Option<i64>,
+}
+
+/// Starts the worker; it runs for the life of the process.
+pub fn start(store: Store, keyring: Arc<Keyring>, node_id: String) {
+    tokio::spawn(async move {
+        let mut worker = Worker {
+            store,
+            keyring,
+            node_id,
+            allow_private: super::policy().allow_private,
+            in_flight: HashMap::new(),
+            total: 0,
+        };
+        worker.run().await;
+    });
+}
+
+struct Worker {
+    store: Store,
+    keyring: Arc<Keyring>,
+    node_id: String,
+    allow_private: bool,
+    in_flight: HashMap<String, usize>,
+    total: usize,
+}
+
+impl Worker {
+    async fn run(&mut self) {
+        let (tx, mut rx) = mpsc::unbounded_channel::<Done>();
+        let mut finished: Vec<Done> = Vec::new();
+        let mut last_lease_check = tokio::time::Instant::now() - LEASE_CHECK;
+        let mut last_purge = tokio::time::Instant::now();
+        loop {
+            if last_lease_check.elapsed() >= LEASE_CHECK {
+                last_lease_check = tokio::time::Instant::now();
+                if let Err(e) = self.release_dead_leases().await {
+                    tracing::warn!(error = %e, "postbacks: checking other nodes' leases failed");
+                }
+            }
+            if last_purge.elapsed() >= PURGE_EVERY {
+                last_purge = tokio::time::Instant::now();
+                if let Err(e) = self.purge().await {
+                    tracing::warn!(error = %e, "postbacks: purging the delivery log failed");
+                }
+            }
+            while let Ok(done) = rx.try_recv() {
+                finished.push(done);
+            }
+            let capacity = MAX_IN_FLIGHT - self.total.min(MAX_IN_FLIGHT);
+            let mut claimed_full = false;
+            match self.step(std::mem::take(&mut finished), capacity).await {
+                Ok((claimed, targets)) => {
+                    claimed_full = capacity > 0 && claimed.len() == capacity;
+                    for delivery in claimed {
+                        let Some(target) = targets.get(&delivery.config_id).cloned() else {
+                            continue;
+                        };
+                        *self.in_flight.entry(delivery.config_id.clone()).or_default() += 1;
+                        self.total += 1;
+                        let tx = tx.clone();
+                        let allow_private = self.allow_private;
+                        tokio::spawn(async move {
+                            let done = attempt(delivery, target, allow_private).await;
+                            let _ = tx.send(done);
+                        });
+                    }
+                }
+                Err((e, unwritten)) => {
+                    // Kept for the next round; the leases still hold.
+                    tracing::warn!(error = %e, "postbacks: a delivery round failed; retrying");
+                    finished = unwritten;
+                    tokio::time::sleep(POLL).await;
+                }
+            }
+            if claimed_full {
+                continue;
+            }
+            tokio::select! {
+                Some(done) = rx.recv() => finished.push(done),
+                _ = outbox::wake().notified() => {}
+                _ = tokio::time::sleep(POLL) => {}
+            }
+        }
+    }
+
+    /// Writes back `finished` and leases up to `capacity` due rows, in one
+    /// transaction. On failure the outcomes are handed back.
+    async fn step(
+        &mut self,
+        finished: Vec<Done>,
+        capacity: usize,
+    ) -> Result<(Vec<Claimed>, HashMap<String, Arc<Target>>), (crate::error::ApiError, Vec<Done>)> {
+        let saturated: Vec<String> = self
+            .in_flight
+            .iter()
+            .filter(|(_, n)| **n >= PER_CONFIG)
+            .map(|(c, _)| c.clone())
+            .collect();
+        let now_ms = Clock.now_ms();
+        if finished.is_empty() {
+            // Idle rounds read before they write.
+            let due = self
+                .store
+                .read(move |conn| {
+                    Ok(conn
+                        .query_one(&Sql::with(
+                            "SELECT id FROM postback_deliveries WHERE status = 'pending' AND due_ms <= ? \
+                             AND (lease_until_ms IS NULL OR lease_until_ms < ?) LIMIT 1",
+                            vec![now_ms.into(), now_ms.into()],
+                        ))?
+                        .is_some())
+                })
+                .await;
+            match due {
+                Ok(false) => return Ok((Vec::new(), HashMap::new())),
+                Ok(true) => {}
+                Err(e) => return Err((e, finished)),
+            }
+            if capacity == 0 {
+                return Ok((Vec::new(), HashMap::new()));
+            }
+        }
+        let node = self.node_id.clone();
+        let keyring = self.keyring.clone();
+        let outcomes: Vec<(String, String)> = finished
+            .iter()
+            .map(|d| (d.id.clone(), d.config_id.clone()))
+            .collect();
+        let shared = Arc::new(finished);
+        let job_outcomes = shared.clone();
+        let result = self
+            .store
+            .write(move |conn| {
+                for done in job_outcomes.iter() {
+                    record_outcome(conn, &node, done)?;
+                }
+                let claimed = claim(conn, &node, now_ms, capacity, &saturated)?;
+                let targets = targets(conn, &keyring, &claimed)?;
+                Ok((claimed, targets))
+            })
+            .await;
+        match result {
+            Ok(out) => {
+                for (_, config_id) in outcomes {
+                    self.release_slot(&config_id);
+                }
+                Ok(out)
+            }
+            Err(e) => Err((e, Arc::try_unwrap(shared).unwrap_or_default())),
+        }
+    }
+
+    fn release_slot(&mut self, config_id: &str) {
+        self.total = self.total.saturating_sub(1);
+        if let Some(n) = self.in_flight.get_mut(config_id) {
+            *n -= 1;
+            if *n == 0 {
+                self.in_flight.remove(config_id);
+            }
+        }
+    }
+
+    /// Frees the rows leased by nodes that are gone (PostgreSQL: their
+    /// advisory lock is free; SQLite: any earlier process).
+    async fn release_dead_leases(&self) -> ApiResult<()> {
+        let me = self.node_id.clone();
+        let owners: Vec<String> = self
+            .store
+            .read(move |conn| {
+                Ok(conn
+                    .query(&Sql::with(
+                        "SELECT DISTINCT lease_owner FROM postback_deliveries WHERE status = 'pending' \
+                         AND lease_owner IS NOT NULL AND lease_owner <> ?",
+                        vec![me.into()],
+                    ))?
+                    .into_iter()
+                    .filter_map(|r| r[0].as_str().map(str::to_string))
+                    .collect())
+            })
+            .await?;
+        for owner in owners {
+            if !self.store.node_is_dead(&owner, &self.node_id).await? {
+                continue;
+            }
+            let released = self
+                .store
+                .write({
+                    let owner = owner.clone();
+                    move |conn| {
+                        Ok(conn.execute(&Sql::with(
+                            "UPDATE postback_deliveries SET lease_owner = NULL, lease_until_ms = NULL \
+                             WHERE lease_owner = ? AND status = 'pending'",
+                            vec![owner.into()],
+                        ))?)
+                    }
+                })
+                .await?;
+            if released > 0 {
+                tracing::warn!(node = %owner, released, "postbacks: took over the deliveries of a stopped node");
+                outbox::wake().notify_one();
+            }
+        }
+        Ok(())
+    }
+
+    async fn purge(&self) -> ApiResult<()> {
+        let now = Clock.now_ts();
+        self.store
+            .write(move |conn| {
+                conn.execute(&Sql::with(
+                    "DELETE FROM postback_deliveries WHERE (status = 'delivered' AND last_attempt_ts < ?) \
+                     OR (status = 'failed' AND last_attempt_ts < ?)",
+                    vec![(now - KEEP_DELIVERED_S).into(), (now - KEEP_FAILED_S).into()],
+                ))?;
+                Ok(())
+            })
+            .await
+    }
+}
+
+/// Leases up to `capacity` due rows: the oldest pending event of each
+/// record, skipping configs already at their in-flight limit.
+fn claim(
+    conn: &mut dyn Conn,
+    node: &str,
+    now_ms: i64,
+    capacity: usize,
+    saturated: &[String],
+) -> ApiResult<Vec<Claimed>> {
+    if capacity == 0 {
+        return Ok(Vec::new());
+    }
+    let mut sql = Sql::new("UPDATE postback_deliveries SET lease_owner = ");
+    sql.bind(node.to_string())
+        .push(", lease_until_ms = ")
+        .bind(now_ms + LEASE.as_millis() as i64)
+        .push(
+            " WHERE id IN (SELECT d.id FROM postback_deliveries d JOIN postback_configs c ON c.id = d.postback_config_id \
+             WHERE d.status = 'pending' AND c.is_active = 1 AND d.due_ms <= ",
+        )
+        .bind(now_ms)
+        .push(" AND (d.lease_until_ms IS NULL OR d.lease_until_ms < ")
+        .bind(now_ms)
+        .push(
+            ") AND NOT EXISTS (SELECT 1 FROM postback_deliveries e WHERE e.postback_config_id = d.postback_config_id \
+             AND e.record_id = d.record_id AND e.status = 'pending' AND e.seq < d.seq)",
+        );
+    if !saturated.is_empty() {
+        sql.push(" AND d.postback_config_id NOT IN (");
+        for (i, config) in saturated.iter().enumerate() {
+            if i > 0 {
+                sql.push(", ");
+            }
+            sql.bind(config.clone());
+        }
+        sql.push(")");
+    }
+    sql.push(" ORDER BY d.seq LIMIT ").bind(capacity as i64);
+    if conn.dialect() == Dialect::Postgres {
+        sql.push(" FOR UPDATE OF d SKIP LOCKED");
+    }
+    sql.push(") RETURNING id, postback_config_id, resource, event_type, payload, attempts, seq");
+    let mut rows = conn.query(&sql)?;
+    // RETURNING does not keep the subquery's order.
+    rows.sort_by_key(|r| r[6].as_int().unwrap_or(0));
+    Ok(rows
+        .into_iter()
+        .map(|r| Claimed {
+            id: text(&r[0]),
+            config_id: text(&r[1]),
+            resource: text(&r[2]),
+            event_type: text(&r[3]),
+            payload: text(&r[4]),
+            attempts: r[5].as_int().unwrap_or(0),
+        })
+        .collect())
+}
+
+fn text(v: &Value) -> String {
+    v.as_str().unwrap_or_default().to_string()
+}
+
+/// The targets of the claimed rows' configs, credentials opened.
+fn targets(
+    conn: &mut dyn Conn,
+    keyring: &Keyring,
+    claimed: &[Claimed],
+) -> ApiResult<HashMap<String, Arc<Target>>> {
+    let mut ids: Vec<&str> = claimed.iter().map(|c| c.config_id.as_str()).collect();
+    ids.sort_unstable();
+    ids.dedup();
+    let mut out = HashMap::new();
+    if ids.is_empty() {
+        return Ok(out);
+    }
+    let mut sql = Sql::new(
+        "SELECT id, url, basic_auth_username, basic_auth_password, signing_secret, number_of_attempts, attempt_interval \
+         FROM postback_configs WHERE id IN (",
+    );
+    for (i, id) in ids.iter().enumerate() {
+        if i > 0 {
+            sql.push(", ");
+        }
+        sql.bind(id.to_string());
+    }
+    sql.push(")");
+    for row in conn.query(&sql)? {
+        let mut broken = None;
+        let mut open = |v: &Value| -> Option<String> {
+            let sealed = v.as_str()?;
+            match keyring.decrypt(sealed) {
+                Ok(plain) if !plain.is_empty() => Some(plain),
+                Ok(_) => None,
+                Err(_) => {
+                    broken =
+                        Some("a credential of the config cannot be opened with the data keys".to_string());
+                    None
+                }
+            }
+        };
+        let user = open(&row[2]);
+        let password = open(&row[3]);
+        let secret = open(&row[4]);
+        let basic_auth = match (user, password) {
+            (Some(u), Some(p)) => Some(base64::engine::general_purpose::STANDARD.encode(format!("{u}:{p}"))),
+            _ => None,
+        };
+        let signing_key = match secret.map(|s| signing::parse_secret(&s)) {
+            Some(Ok(key)) => Some(key),
+            Some(Err(_)) => {
+                broken = Some("the signing secret of the config is not valid".to_string());
+                None
+            }
+            None => None,
+        };
+        out.insert(
+            text(&row[0]),
+            Arc::new(Target {
+                url: text(&row[1]),
+                basic_auth,
+                signing_key,
+                broken,
+                max_attempts: row[5].as_int().unwrap_or(1).max(1),
+                interval_s: row[6].as_int().unwrap_or(300).max(1),
+            }),
+        );
+    }
+    Ok(out)
+}
+
+/// Writes one attempt's outcome, if this node still holds the lease (a
+/// node that was presumed dead does not overwrite its successor's work).
+fn record_outcome(conn: &mut dyn Conn, node: &str, done: &Done) -> ApiResult<()> {
+    conn.execute(&Sql::with(
+        "UPDATE postback_deliveries SET status = ?, attempts = ?, last_response_code = ?, last_error = ?, \
+         last_response = ?, last_attempt_ts = ?, next_attempt_ts = ?, delivered_ts = ?, due_ms = ?, \
+         lease_owner = NULL, lease_until_ms = NULL, modified_ts = ? WHERE id = ? AND lease_owner = ?",
+        vec![
+            done.status.into(),
+            done.attempts.into(),
+            Value::from(done.code.map(i64::from)),
+            Value::from(done.error.clone()),
+            done.excerpt.clone().into(),
+            done.attempt_ts.into(),
+            Value::from(done.next_attempt_ts),
+            Value::from((done.status == "delivered").then_some(done.attempt_ts)),
+            done.due_ms.into(),
+            done.attempt_ts.into(),
+            done.id.clone().into(),
+            node.into(),
+        ],
+    ))?;
+    Ok(())
+}
+
+/// The form body of a delivery: exactly type, resource,
+/// number_of_attempts and data.
+pub fn form_body(event_type: &str, resource: &str, number_of_attempts: i64, data: &str) -> String {
+    form_urlencoded::Serializer::new(String::new())
+        .append_pair("type", event_type)
+        .append_pair("resource", resource)
+        .append_pair("number_of_attempts", &number_of_attempts.to_string())
+        .append_pair("data", data)
+        .finish()
+}
+
+/// One attempt: send, then decide delivered, retry or failed.
+async fn attempt(delivery: Claimed, target: Arc<Target>, allow_private: bool) -> Done {
+    let number = delivery.attempts + 1;
+    let outcome = match &target.broken {
+        Some(reason) => send::Outcome {
+            status: None,
+            error: Some(reason.clone()),
+            excerpt: String::new(),
+        },
+        None => {
+            let body = form_body(
+                &delivery.event_type,
+                &delivery.resource,
+                number,
+                &delivery.payload,
+            );
+            let mut headers = Vec::new();
+            if let Some(auth) = &target.basic_auth {
+                headers.push(("Authorization".to_string(), format!("Basic {auth}")));
+            }
+            if let Some(key) = &target.signing_key {
+                let ts = Clock.now_ts();
+                headers.push(("webhook-id".to_string(), delivery.id.clone()));
+                headers.push(("webhook-timestamp".to_string(), ts.to_string()));
+                headers.push((
+                    "webhook-signature".to_string(),
+                    signing::sign(key, &delivery.id, ts, body.as_bytes()),
+                ));
+            }
+            let out = Outgoing {
+                url: target.url.clone(),
+                headers,
+                body: body.into_bytes(),
+            };
+            send::post(&out, allow_private).await
+        }
+    };
+    let now_ms = Clock.now_ms();
+    let (status, due_ms, next_attempt_ts) = if outcome.acknowledged() {
+        ("delivered", now_ms, None)
+    } else if number >= target.max_attempts {
+        ("failed", now_ms, None)
+    } else {
+        let due = now_ms + target.interval_s * 1000;
+        ("pending", due, Some(due / 1000))
+    };
+    if status == "failed" {
+        tracing::warn!(delivery = %delivery.id, attempts = number, code = ?outcome.status, error = ?outcome.error, "postback failed after its last attempt");
+    }
+    Done {
+        id: delivery.id,
+        config_id: delivery.config_id,
+        status,
+        attempts: number,
+        code: outcome.status,
+        error: outcome.error,
+        excerpt: outcome.excerpt,
+        attempt_ts: now_ms / 1000,
+        due_ms,
+        next_attempt_ts,
+    }
+}

@@ -1,0 +1,818 @@
+//! Postbacks end to end: configs over the API, events written with the
+//! change, delivery to a real HTTP receiver on loopback (payloads, Basic
+//! auth, retries, failure, order, signatures), restarts and slow receivers.
+
+use crate::engine_tests;
+use crate::support::{str_of, Tenant, TestApp};
+use base64::Engine as _;
+use serde_json::{json, Value};
+use std::collections::BTreeMap;
+use std::io::{BufRead, BufReader, Read, Write};
+use std::net::{TcpListener, TcpStream};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+/// One request the receiver got.
+#[derive(Clone, Debug)]
+pub struct Received {
+    pub method: String,
+    pub path: String,
+    /// Lower-cased names.
+    pub headers: BTreeMap<String, String>,
+    pub body: String,
+    /// The form fields, in the order sent.
+    pub form: Vec<(String, String)>,
+}
+
+impl Received {
+    pub fn field(&self, name: &str) -> &str {
+        self.form
+            .iter()
+            .find(|(k, _)| k == name)
+            .map(|(_, v)| v.as_str())
+            .unwrap_or_else(|| panic!("no form field {name} in {:?}", self.form))
+    }
+    pub fn data(&self) -> Value {
+        serde_json::from_str(self.field("data")).expect("data is JSON")
+    }
+    pub fn header(&self, name: &str) -> Option<&str> {
+        self.headers.get(name).map(String::as_str)
+    }
+}
+
+/// What the receiver answers.
+#[derive(Clone, Copy, Debug)]
+pub enum Reply {
+    Status(u16),
+    /// Keeps the connection open without answering.
+    Hang,
+}
+
+type Script = Box<dyn FnMut(&Received) -> Reply + Send>;
+
+/// A real HTTP receiver on loopback that records every request and
+/// answers as its script says.
+pub struct Receiver {
+    pub url: String,
+    log: Arc<Mutex<Vec<Received>>>,
+    script: Arc<Mutex<Script>>,
+}
+
+impl Receiver {
+    pub fn start(path: &str) -> Receiver {
+        let listener = TcpListener::bind("127.0.0.1:0").expect("bind receiver");
+        let url = format!("http://{}{path}", listener.local_addr().expect("addr"));
+        let log: Arc<Mutex<Vec<Received>>> = Arc::default();
+        let script: Arc<Mutex<Script>> = Arc::new(Mutex::new(Box::new(|_| Reply::Status(200))));
+        let (l, s) = (log.clone(), script.clone());
+        std::thread::spawn(move || {
+            for stream in listener.incoming().flatten() {
+                let (l, s) = (l.clone(), s.clone());
+                std::thread::spawn(move || serve_one(stream, &l, &s));
+            }
+        });
+        Receiver { url, log, script }
+    }
+
+    pub fn answer(&self, script: impl FnMut(&Received) -> Reply + Send + 'static) {
+        *self.script.lock().unwrap() = Box::new(script);
+    }
+
+    pub fn received(&self) -> Vec<Received> {
+        self.log.lock().unwrap().clone()
+    }
+
+    /// Waits until `n` requests have arrived (or panics after `limit`).
+    pub fn wait_for(&self, n: usize, limit: Duration) -> Vec<Received> {
+        let start = Instant::now();
+        loop {
+            let got = self.received();
+            if got.len() >= n {
+                return got;
+            }
+            assert!(
+                start.elapsed() < limit,
+                "receiver got {} of {n} requests: {:?}",
+                got.len(),
+                got.iter().map(|r| r.form.clone()).collect::<Vec<_>>()
+            );
+            std::thread::sleep(Duration::from_millis(20));
+        }
+    }
+}
+
+fn serve_one(stream: TcpStream, log: &Mutex<Vec<Received>>, script: &Mutex<Script>) {
+    let mut reader = BufReader::new(stream.try_clone().expect("clone"));
+    let mut line = String::new();
+    if reader.read_line(&mut line).unwrap_or(0) == 0 {
+        return;
+    }
+    let mut parts = line.split_whitespace();
+    let method = parts.next().unwrap_or_default().to_string();
+    let path = parts.next().unwrap_or_default().to_string();
+    let mut headers = BTreeMap::new();
+    loop {
+        let mut h = String::new();
+        if reader.read_line(&mut h).unwrap_or(0) == 0 || h.trim().is_empty() {
+            break;
+        }
+        if let Some((k, v)) = h.split_once(':') {
+            headers.insert(k.trim().to_ascii_lowercase(), v.trim().to_string());
+        }
+    }
+    let len: usize = headers
+        .get("content-length")
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(0);
+    let mut body = vec![0u8; len];
+    if reader.read_exact(&mut body).is_err() {
+        return;
+    }
+    let body = String::from_utf8_lossy(&body).to_string();
+    let form = form_urlencoded::parse(body.as_bytes())
+        .map(|(k, v)| (k.to_string(), v.to_string()))
+        .collect();
+    let received = Received {
+        method,
+        path,
+        headers,
+        body,
+        form,
+    };
+    let reply = (script.lock().unwrap())(&received);
+    log.lock().unwrap().push(received);
+    let mut stream = stream;
+    match reply {
+        Reply::Status(code) => {
+            let _ = write!(
+                stream,
+                "HTTP/1.1 {code} Answer\r\nContent-Length: 11\r\nConnection: close\r\n\r\nanswer {code}"
+            );
+        }
+        Reply::Hang => std::thread::sleep(Duration::from_secs(30)),
+    }
+}
+
+/// Creates a config; returns its record.
+pub fn config(t: &Tenant, fields: Value) -> Value {
+    let mut c = json!({ "location_id": t.location_id(), "on_create": 1, "on_update": 1, "on_delete": 1 });
+    for (k, v) in fields.as_object().expect("object") {
+        c[k] = v.clone();
+    }
+    t.post("/v2/postbackconfigs", json!({ "postbackconfig": c }))
+        .expect(201)
+        .body["postbackconfig"]
+        .clone()
+}
+
+/// The config's delivery log, newest first.
+pub fn deliveries(t: &Tenant, config_id: &str) -> Vec<Value> {
+    t.get(&format!(
+        "/v2/postbackconfigs/{config_id}/deliveries?page_size=100"
+    ))
+    .expect(200)
+    .body["postbackdeliveries"]
+        .as_array()
+        .expect("list")
+        .clone()
+}
+
+/// Waits until the config's log satisfies `done`.
+fn wait_log(t: &Tenant, config_id: &str, limit: Duration, done: impl Fn(&[Value]) -> bool) -> Vec<Value> {
+    let start = Instant::now();
+    loop {
+        let log = deliveries(t, config_id);
+        if done(&log) {
+            return log;
+        }
+        assert!(start.elapsed() < limit, "delivery log never settled: {log:#?}");
+        std::thread::sleep(Duration::from_millis(50));
+    }
+}
+
+fn without_links(mut v: Value) -> Value {
+    if let Some(o) = v.as_object_mut() {
+        o.remove("_links");
+    }
+    v
+}
+
+fn sale(t: &Tenant, amount: &str) -> Value {
+    t.post(
+        "/v2/transactions",
+        json!({ "transaction": { "action": "sale", "payment_method": "cc",
+            "account_number": "4111111111111111", "exp_date": "1239",
+            "transaction_amount": amount, "product_transaction_id": t.cred("cc_product_transaction_id") } }),
+    )
+    .expect(201)
+    .body["transaction"]
+        .clone()
+}
+
+const WAIT: Duration = Duration::from_secs(10);
+
+engine_tests!(
+    configs_are_validated_and_keep_credentials_sealed,
+    contact_events_carry_the_record_expands_and_auth,
+    vault_transaction_and_batch_events,
+    retries_are_counted_and_the_last_failure_is_final,
+    events_of_a_record_arrive_in_order,
+    signed_deliveries_verify_with_standard_webhooks,
+    private_targets_are_refused_unless_allowed,
+    a_hanging_receiver_does_not_stall_others,
+    undelivered_events_survive_sigkill,
+);
+
+fn configs_are_validated_and_keep_credentials_sealed(app: &mut TestApp) {
+    let t = app.bootstrap();
+    let other = app.bootstrap();
+    let url = "http://127.0.0.1:9/hook";
+    // Defaults, and flags in any of their forms.
+    let c = config(
+        &t,
+        json!({ "resource": "contact", "url": url, "on_create": true, "on_update": "1", "on_delete": 0,
+            "basic_auth_username": "hook-user", "basic_auth_password": "S3cret-pass" }),
+    );
+    assert_eq!(c["format"], "api-default");
+    assert_eq!(c["number_of_attempts"], 1);
+    assert_eq!(c["attempt_interval"], 300);
+    assert_eq!(c["expands"], "");
+    assert_eq!(c["is_active"], true);
+    assert_eq!(
+        (
+            c["on_create"].clone(),
+            c["on_update"].clone(),
+            c["on_delete"].clone()
+        ),
+        (json!(true), json!(true), json!(false))
+    );
+    assert_eq!(c["has_basic_auth"], true);
+    assert_eq!(c["has_signing_secret"], false);
+    let id = str_of(&c["id"]);
+    let read = t
+        .get(&format!(
+            "/v2/postbackconfigs/{id}?expand=basic_auth_username,basic_auth_password"
+        ))
+        .expect(200);
+    assert_eq!(read.body["postbackconfig"]["basic_auth_password"], "********");
+    assert_eq!(read.body["postbackconfig"]["basic_auth_username"], "********");
+    for r in [&read, &t.get("/v2/postbackconfigs").expect(200)] {
+        assert!(
+            !r.text.contains("S3cret-pass") && !r.text.contains("hook-user"),
+            "{}",
+            r.text
+        );
+    }
+    assert_eq!(
+        t.get("/v2/postbackconfigs").body["meta"]["pagination"]["totalCount"],
+        1
+    );
+
+    // Each bad field is a 422 naming it; nothing is stored.
+    let bad = |fields: Value, field: &str| {
+        let mut c = json!({ "location_id": t.location_id(), "resource": "contact", "url": url });
+        for (k, v) in fields.as_object().unwrap() {
+            c[k] = v.clone();
+        }
+        let r = t
+            .post("/v2/postbackconfigs", json!({ "postbackconfig": c }))
+            .expect(422);
+        assert!(!r.errors(field).is_empty(), "{field}: {}", r.text);
+    };
+    bad(json!({ "resource": "invoice" }), "resource");
+    bad(json!({ "resource": "transaction" }), "product_transaction_id");
+    bad(
+        json!({ "resource": "transactionbatch" }),
+        "product_transaction_id",
+    );
+    bad(json!({ "url": "ftp://example.com/x" }), "url");
+    bad(json!({ "url": "/relative/path" }), "url");
+    bad(json!({ "url": "http://" }), "url");
+    bad(json!({ "number_of_attempts": 0 }), "number_of_attempts");
+    bad(json!({ "number_of_attempts": 11 }), "number_of_attempts");
+    bad(json!({ "attempt_interval": 0 }), "attempt_interval");
+    bad(json!({ "on_create": "yes" }), "on_create");
+    bad(json!({ "is_active": 2 }), "is_active");
+    bad(json!({ "format": "xml" }), "format");
+    bad(json!({ "expands": "changelogs,nonsense" }), "expands");
+    bad(
+        json!({ "basic_auth_username": "only-user" }),
+        "basic_auth_password",
+    );
+    bad(json!({ "signing_secret": "not-a-secret" }), "signing_secret");
+    bad(
+        json!({ "resource": "transaction", "product_transaction_id": other.cred("cc_product_transaction_id") }),
+        "product_transaction_id",
+    );
+    bad(json!({ "location_id": other.location_id() }), "location_id");
+    assert_eq!(
+        t.get("/v2/postbackconfigs").body["meta"]["pagination"]["totalCount"],
+        1
+    );
+
+    // A transaction config names its product transaction.
+    let tx = config(
+        &t,
+        json!({ "resource": "transaction", "url": url, "product_transaction_id": t.cred("cc_product_transaction_id"),
+            "expands": "changelogs, status,changelogs", "number_of_attempts": "3", "attempt_interval": 60 }),
+    );
+    assert_eq!(tx["expands"], "changelogs,status");
+    assert_eq!(tx["number_of_attempts"], 3);
+
+    // PUT changes what it carries; credentials can be removed.
+    let r = t
+        .put(
+            &format!("/v2/postbackconfigs/{id}"),
+            json!({ "postbackconfig": { "url": "https://hooks.example.com/in", "is_active": "0",
+                "basic_auth_username": "", "basic_auth_password": "" } }),
+        )
+        .expect(200);
+    assert_eq!(r.body["postbackconfig"]["url"], "https://hooks.example.com/in");
+    assert_eq!(r.body["postbackconfig"]["is_active"], false);
+    assert_eq!(r.body["postbackconfig"]["has_basic_auth"], false);
+    let r = t
+        .put(
+            &format!("/v2/postbackconfigs/{id}"),
+            json!({ "postbackconfig": { "url": "mailto:x@example.com" } }),
+        )
+        .expect(422);
+    assert!(!r.errors("url").is_empty());
+    // Another tenant cannot see or touch it.
+    other.get(&format!("/v2/postbackconfigs/{id}")).expect(404);
+    other.delete(&format!("/v2/postbackconfigs/{id}")).expect(404);
+    t.delete(&format!("/v2/postbackconfigs/{id}")).expect(204);
+    t.get(&format!("/v2/postbackconfigs/{id}")).expect(404);
+    t.get(&format!("/v2/postbackconfigs/{id}/deliveries")).expect(404);
+}
+
+fn contact_events_carry_the_record_expands_and_auth(app: &mut TestApp) {
+    let t = app.bootstrap();
+    let with_auth = Receiver::start("/with-auth?x=1");
+    let plain = Receiver::start("/plain");
+    let creates_only = Receiver::start("/creates");
+    config(
+        &t,
+        json!({ "resource": "contact", "url": with_auth.url, "expands": "changelogs",
+            "basic_auth_username": "hook-user", "basic_auth_password": "S3cret:pass" }),
+    );
+    config(&t, json!({ "resource": "contact", "url": plain.url }));
+    config(
+        &t,
+        json!({ "resource": "contact", "url": creates_only.url, "on_update": 0, "on_delete": "false" }),
+    );
+    let contact = t.contact(json!({ "first_name": "Ada" }));
+    let id = str_of(&contact["id"]);
+    t.put(
+        &format!("/v2/contacts/{id}"),
+        json!({ "contact": { "first_name": "Grace" } }),
+    )
+    .expect(200);
+    let after_update = t.get(&format!("/v2/contacts/{id}")).expect(200).body["contact"].clone();
+    t.delete(&format!("/v2/contacts/{id}")).expect(204);
+
+    let got = with_auth.wait_for(3, WAIT);
+    let expected_auth = format!(
+        "Basic {}",
+        base64::engine::general_purpose::STANDARD.encode("hook-user:S3cret:pass")
+    );
+    for (r, kind) in got.iter().zip(["CREATE", "UPDATE", "DELETE"]) {
+        assert_eq!(r.method, "POST");
+        assert_eq!(r.path, "/with-auth?x=1");
+        assert_eq!(
+            r.header("content-type"),
+            Some("application/x-www-form-urlencoded")
+        );
+        assert_eq!(r.header("authorization"), Some(expected_auth.as_str()));
+        let names: Vec<&str> = r.form.iter().map(|(k, _)| k.as_str()).collect();
+        assert_eq!(names, ["type", "resource", "number_of_attempts", "data"]);
+        assert_eq!(r.field("type"), kind);
+        assert_eq!(r.field("resource"), "contact");
+        assert_eq!(r.field("number_of_attempts"), "1");
+        assert!(r.header("webhook-signature").is_none(), "no secret, no signature");
+    }
+    // data is the record as the API returns it, with the expands.
+    let create = got[0].data();
+    let mut plain_create = create.clone();
+    plain_create.as_object_mut().unwrap().remove("changelogs");
+    assert_eq!(plain_create, without_links(contact.clone()));
+    let logs = create["changelogs"].as_array().expect("changelogs");
+    assert_eq!(logs.len(), 1);
+    assert_eq!(logs[0]["action"], "CREATE");
+    assert_eq!(logs[0]["model"], "Contact");
+    assert_eq!(logs[0]["model_id"], id.as_str());
+    assert_eq!(logs[0]["user_id"], t.user_id().as_str());
+    for key in ["id", "created_ts", "changelog_details", "user"] {
+        assert!(logs[0].get(key).is_some(), "changelog {key}");
+    }
+    let update = got[1].data();
+    assert_eq!(update["first_name"], "Grace");
+    let mut plain_update = update.clone();
+    plain_update.as_object_mut().unwrap().remove("changelogs");
+    assert_eq!(plain_update, without_links(after_update.clone()));
+    let last = update["changelogs"].as_array().unwrap().last().unwrap().clone();
+    assert_eq!(last["action"], "UPDATE");
+    let detail = last["changelog_details"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|d| d["field"] == "first_name")
+        .expect("first_name detail")
+        .clone();
+    assert_eq!(detail["old_value"], "Ada");
+    for key in ["id", "changelog_id", "field", "old_value"] {
+        assert!(detail.get(key).is_some(), "detail {key}");
+    }
+    let delete = got[2].data();
+    assert_eq!(delete["id"], id.as_str());
+    assert_eq!(delete["first_name"], "Grace");
+
+    // No credentials configured: no Authorization header, no expands.
+    let got = plain.wait_for(3, WAIT);
+    assert!(got.iter().all(|r| r.header("authorization").is_none()));
+    assert_eq!(got[0].data(), without_links(contact));
+    // on_update / on_delete off: only the CREATE.
+    let got = creates_only.wait_for(1, WAIT);
+    std::thread::sleep(Duration::from_millis(500));
+    assert_eq!(creates_only.received().len(), 1);
+    assert_eq!(got[0].field("type"), "CREATE");
+}
+
+fn vault_transaction_and_batch_events(app: &mut TestApp) {
+    let t = app.bootstrap();
+    let pt = t.cred("cc_product_transaction_id");
+    let vaults = Receiver::start("/vaults");
+    let transactions = Receiver::start("/transactions");
+    let batches = Receiver::start("/batches");
+    let elsewhere = Receiver::start("/ach-only");
+    config(
+        &t,
+        json!({ "resource": "accountvault", "url": vaults.url, "expands": "contact" }),
+    );
+    config(
+        &t,
+        json!({ "resource": "transaction", "url": transactions.url, "product_transaction_id": pt,
+            "expands": "status,is_voidable" }),
+    );
+    config(
+        &t,
+        json!({ "resource": "transactionbatch", "url": batches.url, "product_transaction_id": pt,
+            "expands": "changelogs" }),
+    );
+    // A config of the other product transaction hears nothing of these.
+    config(
+        &t,
+        json!({ "resource": "transaction", "url": elsewhere.url, "product_transaction_id": t.cred("ach_product_transaction_id") }),
+    );
+
+    let contact = t.contact(json!({}));
+    let vault = t
+        .post(
+            "/v2/accountvaults",
+            json!({ "accountvault": { "location_id": t.location_id(), "payment_method": "cc",
+                "account_number": "4111111111111111", "exp_date": "1239", "contact_id": contact["id"] } }),
+        )
+        .expect(201)
+        .body["accountvault"]
+        .clone();
+    let got = vaults.wait_for(1, WAIT);
+    assert_eq!(got[0].field("type"), "CREATE");
+    assert_eq!(got[0].field("resource"), "accountvault");
+    let data = got[0].data();
+    assert_eq!(data["account_number"], "XXXXXXXXXXXX1111");
+    assert_eq!(data["contact"]["id"], contact["id"]);
+    assert!(!got[0].body.contains("4111111111111111"), "no clear card number");
+
+    let tx = sale(&t, "12.34");
+    let got = transactions.wait_for(1, WAIT);
+    assert_eq!(got[0].field("type"), "CREATE");
+    assert_eq!(got[0].field("resource"), "transaction");
+    let data = got[0].data();
+    assert_eq!(data["id"], tx["id"]);
+    assert_eq!(data["transaction_amount"], "12.34");
+    assert_eq!(data["status_id"], 101);
+    assert_eq!(data["is_voidable"], true);
+    assert!(
+        data["status"].is_object() || data["status"].is_string(),
+        "status expand: {data}"
+    );
+    let mut plain = data.clone();
+    for k in ["status", "is_voidable"] {
+        plain.as_object_mut().unwrap().remove(k);
+    }
+    assert_eq!(plain, without_links(tx.clone()));
+
+    // The sale opened the batch: CREATE; settling it: UPDATE.
+    let got = batches.wait_for(1, WAIT);
+    assert_eq!(got[0].field("type"), "CREATE");
+    assert_eq!(got[0].field("resource"), "transactionbatch");
+    let batch = got[0].data();
+    assert_eq!(batch["is_open"], true);
+    assert_eq!(batch["processing_status_id"], 1);
+    let batch_id = str_of(&batch["id"]);
+    let settled = t
+        .post(&format!("/v2/transactionbatches/{batch_id}/settle"), json!({}))
+        .expect(200)
+        .body["transactionbatch"]
+        .clone();
+    let got = batches.wait_for(2, WAIT);
+    assert_eq!(got[1].field("type"), "UPDATE");
+    let data = got[1].data();
+    assert_eq!(data["is_open"], false);
+    assert_eq!(data["processing_status_id"], 2);
+    assert_eq!(data["settlement_file_name"], settled["settlement_file_name"]);
+    let log = data["changelogs"].as_array().unwrap().last().unwrap().clone();
+    assert_eq!(log["action"], "UPDATE");
+    assert_eq!(log["model"], "TransactionBatch");
+    let details: BTreeMap<String, Value> = log["changelog_details"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|d| (str_of(&d["field"]), d["old_value"].clone()))
+        .collect();
+    assert_eq!(details.get("is_open"), Some(&json!("1")));
+    assert_eq!(details.get("processing_status_id"), Some(&json!("1")));
+    assert_eq!(details.get("batch_close_ts"), Some(&Value::Null));
+
+    // A refund of the settled sale is another CREATE.
+    t.post(
+        "/v2/transactions",
+        json!({ "transaction": { "action": "refund", "previous_transaction_id": tx["id"], "transaction_amount": "2.00" } }),
+    )
+    .expect(201);
+    let got = transactions.wait_for(2, WAIT);
+    assert_eq!(got[1].field("type"), "CREATE");
+    assert_eq!(got[1].data()["type_id"], 30);
+    // Deleting the vault: DELETE.
+    t.delete(&format!("/v2/accountvaults/{}", str_of(&vault["id"])))
+        .expect(204);
+    let got = vaults.wait_for(2, WAIT);
+    assert_eq!(got[1].field("type"), "DELETE");
+    assert_eq!(got[1].data()["id"], vault["id"]);
+    std::thread::sleep(Duration::from_millis(300));
+    assert!(elsewhere.received().is_empty());
+}
+
+fn retries_are_counted_and_the_last_failure_is_final(app: &mut TestApp) {
+    let t = app.bootstrap();
+    let rx = Receiver::start("/flaky");
+    rx.answer(|_| Reply::Status(500));
+    let c = config(
+        &t,
+        json!({ "resource": "contact", "url": rx.url, "number_of_attempts": 3, "attempt_interval": 1 }),
+    );
+    let config_id = str_of(&c["id"]);
+    t.contact(json!({}));
+    let got = rx.wait_for(3, Duration::from_secs(15));
+    let counts: Vec<&str> = got.iter().map(|r| r.field("number_of_attempts")).collect();
+    assert_eq!(counts, ["1", "2", "3"]);
+    let log = wait_log(&t, &config_id, WAIT, |l| {
+        l.first().is_some_and(|d| d["status"] == "failed")
+    });
+    assert_eq!(log.len(), 1);
+    let d = &log[0];
+    assert_eq!(d["number_of_attempts"], 3);
+    assert_eq!(d["last_response_code"], 500);
+    assert_eq!(d["last_response"], "answer 500");
+    assert_eq!(d["type"], "CREATE");
+    assert_eq!(d["resource"], "contact");
+    assert!(d["last_attempt_ts"].as_i64().is_some());
+    assert!(d["delivered_ts"].is_null());
+    // The failure is final: no fourth attempt.
+    std::thread::sleep(Duration::from_millis(2500));
+    assert_eq!(rx.received().len(), 3);
+
+    // Redelivered, it starts again from attempt 1.
+    let delivery_id = str_of(&d["id"]);
+    rx.answer(|_| Reply::Status(204));
+    let r = t
+        .post(
+            &format!("/v2/postbackdeliveries/{delivery_id}/redeliver"),
+            json!({}),
+        )
+        .expect(200);
+    assert_eq!(r.body["postbackdelivery"]["status"], "pending");
+    let got = rx.wait_for(4, WAIT);
+    assert_eq!(got[3].field("number_of_attempts"), "1");
+    let log = wait_log(&t, &config_id, WAIT, |l| l[0]["status"] == "delivered");
+    assert_eq!(log[0]["number_of_attempts"], 1);
+    assert_eq!(log[0]["last_response_code"], 204);
+    assert!(log[0]["delivered_ts"].as_i64().is_some());
+    let r = t
+        .post(
+            &format!("/v2/postbackdeliveries/{delivery_id}/redeliver"),
+            json!({}),
+        )
+        .expect(422);
+    assert!(!r.errors("status").is_empty());
+    // The same delivery, by its own path, with the data sent.
+    let one = t
+        .get(&format!("/v2/postbackdeliveries/{delivery_id}?expand=data"))
+        .expect(200)
+        .body["postbackdelivery"]
+        .clone();
+    assert_eq!(one["data"]["id"], got[0].data()["id"]);
+
+    // A receiver that recovers: failed twice, then acknowledged.
+    let rx2 = Receiver::start("/recovers");
+    let mut n = 0;
+    rx2.answer(move |_| {
+        n += 1;
+        Reply::Status(if n <= 2 { 503 } else { 200 })
+    });
+    let c2 = config(
+        &t,
+        json!({ "resource": "contact", "url": rx2.url, "number_of_attempts": 5, "attempt_interval": 1 }),
+    );
+    t.contact(json!({}));
+    rx2.wait_for(3, Duration::from_secs(15));
+    let log = wait_log(&t, &str_of(&c2["id"]), WAIT, |l| l[0]["status"] == "delivered");
+    assert_eq!(log[0]["number_of_attempts"], 3);
+    std::thread::sleep(Duration::from_millis(1500));
+    assert_eq!(rx2.received().len(), 3, "nothing after the acknowledgement");
+    // A refused connection counts as a failed attempt too.
+    let closed = TcpListener::bind("127.0.0.1:0").unwrap();
+    let closed_url = format!("http://{}/gone", closed.local_addr().unwrap());
+    drop(closed);
+    let c3 = config(
+        &t,
+        json!({ "resource": "contact", "url": closed_url, "number_of_attempts": 2, "attempt_interval": 1 }),
+    );
+    t.contact(json!({}));
+    let log = wait_log(&t, &str_of(&c3["id"]), Duration::from_secs(15), |l| {
+        l.first().is_some_and(|d| d["status"] == "failed")
+    });
+    assert_eq!(log[0]["number_of_attempts"], 2);
+    assert!(log[0]["last_response_code"].is_null());
+    assert!(!str_of(&log[0]["last_error"]).is_empty());
+}
+
+fn events_of_a_record_arrive_in_order(app: &mut TestApp) {
+    let t = app.bootstrap();
+    let rx = Receiver::start("/ordered");
+    // The first delivery is refused once: the record's later events wait.
+    let mut first = true;
+    rx.answer(move |_| {
+        if std::mem::take(&mut first) {
+            Reply::Status(500)
+        } else {
+            Reply::Status(200)
+        }
+    });
+    config(
+        &t,
+        json!({ "resource": "contact", "url": rx.url, "number_of_attempts": 3, "attempt_interval": 1, "on_delete": 0 }),
+    );
+    let contact = t.contact(json!({ "first_name": "v0" }));
+    let id = str_of(&contact["id"]);
+    for i in 1..=5 {
+        t.put(
+            &format!("/v2/contacts/{id}"),
+            json!({ "contact": { "first_name": format!("v{i}") } }),
+        )
+        .expect(200);
+    }
+    let got = rx.wait_for(7, Duration::from_secs(15));
+    let seen: Vec<(String, String)> = got
+        .iter()
+        .map(|r| (r.field("type").to_string(), str_of(&r.data()["first_name"])))
+        .collect();
+    let mut expected = vec![("CREATE".to_string(), "v0".to_string())];
+    expected.push(expected[0].clone());
+    for i in 1..=5 {
+        expected.push(("UPDATE".into(), format!("v{i}")));
+    }
+    assert_eq!(seen, expected, "the refused CREATE is retried before any UPDATE");
+    assert_eq!(got[1].field("number_of_attempts"), "2");
+}
+
+fn signed_deliveries_verify_with_standard_webhooks(app: &mut TestApp) {
+    use hmac::{Hmac, Mac};
+    let t = app.bootstrap();
+    let rx = Receiver::start("/signed");
+    let key: [u8; 32] = rand::random();
+    let secret = format!("whsec_{}", base64::engine::general_purpose::STANDARD.encode(key));
+    let c = config(
+        &t,
+        json!({ "resource": "contact", "url": rx.url, "signing_secret": secret }),
+    );
+    assert_eq!(c["has_signing_secret"], true);
+    let read = t
+        .get(&format!("/v2/postbackconfigs/{}", str_of(&c["id"])))
+        .expect(200);
+    assert!(!read.text.contains(&secret[6..]), "the secret is never returned");
+    let contact = t.contact(json!({}));
+    let got = rx.wait_for(1, WAIT);
+    let r = &got[0];
+    let msg_id = r.header("webhook-id").expect("webhook-id");
+    let ts: i64 = r.header("webhook-timestamp").expect("timestamp").parse().unwrap();
+    let now = chrono::Utc::now().timestamp();
+    assert!((now - ts).abs() < 60);
+    let mut mac = Hmac::<sha2::Sha256>::new_from_slice(&key).unwrap();
+    mac.update(format!("{msg_id}.{ts}.{}", r.body).as_bytes());
+    let expected = format!(
+        "v1,{}",
+        base64::engine::general_purpose::STANDARD.encode(mac.finalize().into_bytes())
+    );
+    let header = r.header("webhook-signature").expect("signature");
+    assert!(
+        header.split(' ').any(|s| s == expected),
+        "{header} should hold {expected}"
+    );
+    // A signature over another body does not match.
+    let mut mac = Hmac::<sha2::Sha256>::new_from_slice(&key).unwrap();
+    mac.update(format!("{msg_id}.{ts}.{}x", r.body).as_bytes());
+    let forged = format!(
+        "v1,{}",
+        base64::engine::general_purpose::STANDARD.encode(mac.finalize().into_bytes())
+    );
+    assert!(!header.split(' ').any(|s| s == forged));
+    // webhook-id is the delivery's id in the log.
+    let log = deliveries(&t, &str_of(&c["id"]));
+    assert_eq!(log[0]["id"], msg_id);
+    assert_eq!(log[0]["record_id"], contact["id"]);
+}
+
+fn private_targets_are_refused_unless_allowed(app: &mut TestApp) {
+    app.kill();
+    app.extra_env
+        .push(("FERROGATE_POSTBACK_ALLOW_PRIVATE".into(), "0".into()));
+    app.spawn();
+    let t = app.bootstrap();
+    for url in [
+        "http://127.0.0.1:8080/hook",
+        "http://localhost/hook",
+        "http://10.1.2.3/hook",
+        "http://192.168.0.10/hook",
+        "http://169.254.169.254/latest/meta-data",
+        "http://[::1]:9000/hook",
+    ] {
+        let r = t
+            .post(
+                "/v2/postbackconfigs",
+                json!({ "postbackconfig": { "location_id": t.location_id(), "resource": "contact", "url": url } }),
+            )
+            .expect(422);
+        let message = r.errors("url").join(" ");
+        assert!(
+            message.contains("FERROGATE_POSTBACK_ALLOW_PRIVATE"),
+            "{url}: {message}"
+        );
+    }
+    config(
+        &t,
+        json!({ "resource": "contact", "url": "https://hooks.example.com/in" }),
+    );
+}
+
+fn a_hanging_receiver_does_not_stall_others(app: &mut TestApp) {
+    let t = app.bootstrap();
+    let hanging = Receiver::start("/hangs");
+    hanging.answer(|_| Reply::Hang);
+    let healthy = Receiver::start("/healthy");
+    config(&t, json!({ "resource": "contact", "url": hanging.url }));
+    config(&t, json!({ "resource": "contact", "url": healthy.url }));
+    for _ in 0..20 {
+        t.contact(json!({}));
+    }
+    healthy.wait_for(20, Duration::from_secs(5));
+    assert!(!hanging.received().is_empty());
+}
+
+fn undelivered_events_survive_sigkill(app: &mut TestApp) {
+    let t = app.bootstrap();
+    let rx = Receiver::start("/after-restart");
+    // The first delivery hangs (in flight at the kill); the rest are refused.
+    let mut first = true;
+    rx.answer(move |_| {
+        if std::mem::take(&mut first) {
+            Reply::Hang
+        } else {
+            Reply::Status(503)
+        }
+    });
+    let c = config(
+        &t,
+        json!({ "resource": "contact", "url": rx.url, "number_of_attempts": 10, "attempt_interval": 1, "on_update": 0, "on_delete": 0 }),
+    );
+    let ids: Vec<String> = (0..3).map(|_| str_of(&t.contact(json!({}))["id"])).collect();
+    rx.wait_for(2, WAIT);
+    app.kill();
+    rx.answer(|_| Reply::Status(200));
+    app.spawn();
+    let t = Tenant {
+        base: app.base.clone(),
+        ..t
+    };
+    let log = wait_log(&t, &str_of(&c["id"]), Duration::from_secs(20), |l| {
+        l.len() == 3 && l.iter().all(|d| d["status"] == "delivered")
+    });
+    let mut delivered: Vec<String> = log.iter().map(|d| str_of(&d["record_id"])).collect();
+    delivered.sort();
+    let mut expected = ids.clone();
+    expected.sort();
+    assert_eq!(delivered, expected);
+    // Each contact's CREATE was acknowledged by the receiver.
+    let acked: std::collections::BTreeSet<String> =
+        rx.received().iter().map(|r| str_of(&r.data()["id"])).collect();
+    assert!(ids.iter().all(|id| acked.contains(id)));
+}
