@@ -126,6 +126,13 @@ pub struct ServeArgs {
     /// Allow postback URLs on loopback and private networks (refused by
     /// default so a config cannot reach internal services). For tests and
     /// receivers inside a private network.
-    #[arg(long, env = "FERROGATE_POSTBACK_ALLOW_PRIVATE", action = clap::ArgAction::SetTrue)]
+    #[arg(
+        long,
+        env = "FERROGATE_POSTBACK_ALLOW_PRIVATE",
+        value_parser = clap::builder::BoolishValueParser::new(),
+        num_args = 0..=1,
+        default_value_t = false,
+        default_missing_value = "true"
+    )]
     pub postback_allow_private: bool,
 }

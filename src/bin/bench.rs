@@ -182,6 +182,13 @@ enum Scenario {
     /// vaults this process created.
     #[value(name = "sale-vault")]
     SaleVault,
+    /// POST /v2/contacts with a postback config subscribed to contact
+    /// creates: a receiver in this process records each delivery, and the
+    /// run reports deliveries per second and the delay from the create's
+    /// response to the delivery. The server needs
+    /// FERROGATE_POSTBACK_ALLOW_PRIVATE=1 (the receiver is on loopback).
+    #[value(name = "postback-contact")]
+    PostbackContact,
 }
 
 /// What a scenario does.
@@ -203,13 +210,17 @@ impl Scenario {
             Scenario::VaultGet => "vault-get",
             Scenario::SaleCard => "sale-card",
             Scenario::SaleVault => "sale-vault",
+            Scenario::PostbackContact => "postback-contact",
         }
     }
 
     /// The resource the scenario creates, reads or (for sale-vault) charges.
     fn resource(self) -> Resource {
         match self {
-            Scenario::ContactCreate | Scenario::ContactGet | Scenario::ContactList => Resource::Contact,
+            Scenario::ContactCreate
+            | Scenario::ContactGet
+            | Scenario::ContactList
+            | Scenario::PostbackContact => Resource::Contact,
             Scenario::VaultCreate | Scenario::VaultGet | Scenario::SaleVault => Resource::Vault,
             Scenario::SaleCard => Resource::Transaction,
         }
@@ -217,7 +228,7 @@ impl Scenario {
 
     fn action(self) -> Action {
         match self {
-            Scenario::ContactCreate | Scenario::VaultCreate => Action::Create,
+            Scenario::ContactCreate | Scenario::VaultCreate | Scenario::PostbackContact => Action::Create,
             Scenario::ContactGet | Scenario::VaultGet => Action::Get,
             Scenario::ContactList => Action::List,
             Scenario::SaleCard | Scenario::SaleVault => Action::Sale,
@@ -332,8 +343,14 @@ async fn run(args: Args, target: Target, credentials: Credentials) -> Result<Exi
                 warmup: args.warmup,
                 duration: args.duration,
             };
+            if scenario == Scenario::PostbackContact {
+                postbacks::prepare(&api).await?;
+            }
             let result = run_scenario(&api, run).await?;
             result.print(args.json);
+            if scenario == Scenario::PostbackContact {
+                postbacks::report(concurrency as usize, args.rate, args.json).await;
+            }
             if result.all_failed() {
                 failed.push(format!("{} c={}", scenario.name(), concurrency));
             }
@@ -1369,6 +1386,9 @@ async fn run_client(
                 (false, Err(ErrorSample::transport(&e)))
             }
         };
+        if let (Ok(Some(id)), Scenario::PostbackContact) = (&outcome, scenario) {
+            postbacks::created(id, started >= measure_from);
+        }
         // Created ids feed later get runs of the same resource, warmup included.
         if let (Ok(Some(id)), RequestSource::Create(resource)) = (&outcome, &source) {
             api.remember(*resource, id.clone());
@@ -1478,4 +1498,150 @@ impl RunResult {
 fn round(value: f64, decimals: i32) -> f64 {
     let scale = 10f64.powi(decimals);
     (value * scale).round() / scale
+}
+
+// ---------------------------------------------------------------------------
+// Postback delivery: a receiver in this process
+// ---------------------------------------------------------------------------
+
+mod postbacks {
+    use super::{round, Api, Value};
+    use anyhow::{Context, Result};
+    use serde_json::json;
+    use std::collections::HashMap;
+    use std::sync::{Mutex, OnceLock};
+    use std::time::{Duration, Instant};
+
+    /// When each measured contact's create answered, and when its CREATE
+    /// postback arrived.
+    #[derive(Default)]
+    struct Probe {
+        created: HashMap<String, Instant>,
+        received: HashMap<String, Instant>,
+        first_created: Option<Instant>,
+    }
+
+    fn probe() -> &'static Mutex<Probe> {
+        static PROBE: OnceLock<Mutex<Probe>> = OnceLock::new();
+        PROBE.get_or_init(Mutex::default)
+    }
+
+    /// Starts the receiver and subscribes it to the tenant's contact
+    /// creates, once per process; clears what an earlier run recorded.
+    pub async fn prepare(api: &Api) -> Result<()> {
+        static URL: tokio::sync::OnceCell<String> = tokio::sync::OnceCell::const_new();
+        let url = URL
+            .get_or_try_init(|| async {
+                let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await?;
+                let url = format!("http://{}/bench-receiver", listener.local_addr()?);
+                let app = axum::Router::new().route("/bench-receiver", axum::routing::post(receive));
+                tokio::spawn(async move { axum::serve(listener, app).await });
+                let body = json!({ "postbackconfig": {
+                    "location_id": api.location_id, "resource": "contact", "url": url,
+                    "on_create": 1, "on_update": 0, "on_delete": 0, "number_of_attempts": 3, "attempt_interval": 1 } });
+                let request = api.request("POST", "/v2/postbackconfigs", Some(&body.to_string()));
+                let response = api.exchange(&mut None, &request).await?;
+                anyhow::ensure!(
+                    response.status == 201,
+                    "creating the postback config answered {}: {} (does the server run with FERROGATE_POSTBACK_ALLOW_PRIVATE=1?)",
+                    response.status,
+                    String::from_utf8_lossy(&response.body)
+                );
+                Ok::<String, anyhow::Error>(url)
+            })
+            .await
+            .context("starting the postback receiver")?;
+        let _ = url;
+        *probe().lock().unwrap_or_else(|e| e.into_inner()) = Probe::default();
+        Ok(())
+    }
+
+    async fn receive(body: axum::body::Bytes) -> &'static str {
+        let at = Instant::now();
+        let id = form_urlencoded::parse(&body)
+            .find(|(k, _)| k == "data")
+            .and_then(|(_, data)| serde_json::from_str::<Value>(&data).ok())
+            .and_then(|v| v["id"].as_str().map(str::to_string));
+        if let Some(id) = id {
+            probe()
+                .lock()
+                .unwrap_or_else(|e| e.into_inner())
+                .received
+                .entry(id)
+                .or_insert(at);
+        }
+        "ok"
+    }
+
+    /// Records a create's answer; only measured ones count.
+    pub fn created(id: &str, measured: bool) {
+        if !measured {
+            return;
+        }
+        let now = Instant::now();
+        let mut p = probe().lock().unwrap_or_else(|e| e.into_inner());
+        p.first_created.get_or_insert(now);
+        p.created.insert(id.to_string(), now);
+    }
+
+    /// Waits (up to 60 s) for the measured creates' postbacks, then prints
+    /// deliveries per second and the delay percentiles.
+    pub async fn report(concurrency: usize, rate: Option<f64>, json: bool) {
+        let deadline = Instant::now() + Duration::from_secs(60);
+        loop {
+            let done = {
+                let p = probe().lock().unwrap_or_else(|e| e.into_inner());
+                p.created.keys().all(|id| p.received.contains_key(id))
+            };
+            if done || Instant::now() > deadline {
+                break;
+            }
+            tokio::time::sleep(Duration::from_millis(50)).await;
+        }
+        let p = probe().lock().unwrap_or_else(|e| e.into_inner());
+        let mut delays_us: Vec<u64> = Vec::with_capacity(p.created.len());
+        let mut last = None::<Instant>;
+        for (id, created) in &p.created {
+            if let Some(at) = p.received.get(id) {
+                delays_us.push(at.saturating_duration_since(*created).as_micros() as u64);
+                last = Some(last.map_or(*at, |l: Instant| l.max(*at)));
+            }
+        }
+        delays_us.sort_unstable();
+        let events = p.created.len();
+        let delivered = delays_us.len();
+        let span = match (p.first_created, last) {
+            (Some(first), Some(last)) => last.saturating_duration_since(first).as_secs_f64(),
+            _ => 0.0,
+        };
+        let per_second = if span > 0.0 { delivered as f64 / span } else { 0.0 };
+        let pct = |q: f64| -> Option<f64> {
+            let n = delays_us.len();
+            (n > 0).then(|| {
+                let rank = ((q / 100.0) * n as f64).ceil() as usize;
+                delays_us[rank.clamp(1, n) - 1] as f64 / 1000.0
+            })
+        };
+        let [p50, p90, p99, max] = [50.0, 90.0, 99.0, 100.0].map(pct);
+        if json {
+            let ms = |v: Option<f64>| v.map(|v| round(v, 3));
+            println!(
+                "{}",
+                json!({ "scenario": "postback-delivery", "concurrency": concurrency, "rate": rate,
+                    "events": events, "delivered": delivered, "deliveries_per_s": round(per_second, 1),
+                    "delay_p50_ms": ms(p50), "delay_p90_ms": ms(p90), "delay_p99_ms": ms(p99), "delay_max_ms": ms(max) })
+            );
+        } else {
+            let ms = |v: Option<f64>| v.map_or_else(|| "-".to_string(), |v| format!("{v:.2}ms"));
+            println!(
+                "{:<14}  c={:<4}  events={events}  delivered={delivered}  deliveries/s={per_second:.1}  delay p50={}  p90={}  p99={}  max={}",
+                "postback-delivery",
+                concurrency,
+                ms(p50),
+                ms(p90),
+                ms(p99),
+                ms(max)
+            );
+        }
+    }
 }
