@@ -50,7 +50,9 @@ CREATE TABLE postback_deliveries (
     created_ts BIGINT NOT NULL,
     modified_ts BIGINT NOT NULL
 );
-CREATE INDEX postback_deliveries_due ON postback_deliveries (due_ms) WHERE status = 'pending';
+-- Workers read pending rows only, oldest first: the log's delivered rows
+-- are never scanned.
+CREATE INDEX postback_deliveries_pending ON postback_deliveries (seq) WHERE status = 'pending';
 CREATE INDEX postback_deliveries_chain ON postback_deliveries (postback_config_id, record_id, seq) WHERE status = 'pending';
 CREATE INDEX postback_deliveries_log ON postback_deliveries (postback_config_id, id);
 CREATE INDEX postback_deliveries_location ON postback_deliveries (location_id, id);

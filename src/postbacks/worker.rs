@@ -31,6 +31,10 @@ pub const PER_CONFIG: usize = 64;
 pub const LEASE: Duration = Duration::from_secs(60);
 /// How often the worker looks for due rows when nothing wakes it.
 const POLL: Duration = Duration::from_millis(50);
+/// Least time between two rounds: under load, one round writes many
+/// outcomes and claims many rows instead of a round per event (every round
+/// is a write, and SQLite has one writer). Adds at most this to a delay.
+const ROUND_GAP: Duration = Duration::from_millis(5);
 /// How often leases of other nodes are checked for dead holders.
 const LEASE_CHECK: Duration = Duration::from_secs(1);
 /// How often old log rows are purged.
@@ -104,7 +108,10 @@ impl Worker {
         let mut finished: Vec<Done> = Vec::new();
         let mut last_lease_check = tokio::time::Instant::now() - LEASE_CHECK;
         let mut last_purge = tokio::time::Instant::now();
+        let mut last_round = tokio::time::Instant::now();
         loop {
+            tokio::time::sleep_until(last_round + ROUND_GAP).await;
+            last_round = tokio::time::Instant::now();
             if last_lease_check.elapsed() >= LEASE_CHECK {
                 last_lease_check = tokio::time::Instant::now();
                 if let Err(e) = self.release_dead_leases().await {
