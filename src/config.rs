@@ -126,6 +126,11 @@ pub struct ServeArgs {
     /// Allow postback URLs on loopback and private networks (refused by
     /// default so a config cannot reach internal services). For tests and
     /// receivers inside a private network.
-    #[arg(long, env = "FERROGATE_POSTBACK_ALLOW_PRIVATE", action = clap::ArgAction::SetTrue)]
+    #[arg(
+        long,
+        env = "FERROGATE_POSTBACK_ALLOW_PRIVATE",
+        action = clap::ArgAction::SetTrue,
+        value_parser = clap::builder::BoolishValueParser::new()
+    )]
     pub postback_allow_private: bool,
 }
