@@ -4,11 +4,14 @@
 //! be pointed at (422 naming the field). Tested as a matrix over every
 //! served endpoint and every verb, with two tenants from two bootstraps,
 //! and along the location tree (parent, child, grandchild, sibling).
+//! Postback configs and their delivery log are in the matrix too: a
+//! tenant's subscription, its deliveries and their payloads stay its own.
 
 use crate::engine_tests;
 use crate::support::{Resp, Tenant, TestApp};
 use serde_json::{json, Value};
 use std::collections::{BTreeMap, BTreeSet};
+use std::time::{Duration, Instant};
 
 engine_tests!(
     cross_tenant_matrix,
@@ -44,6 +47,16 @@ struct World {
     batch: String,
     /// The sale's Level 3 record.
     level3: String,
+    /// A postback config for the tenant's contacts (with Basic auth, a
+    /// signing secret and a product transaction), made before any contact.
+    hook: String,
+    hook_url: String,
+    hook_user: String,
+    hook_pass: String,
+    hook_secret: String,
+    /// The config's delivery of the contact's CREATE event (failed: the
+    /// URL answers nothing).
+    delivery: String,
 }
 
 fn id_of(resp: &Resp, key: &str) -> String {
@@ -60,10 +73,63 @@ fn level3_data() -> Value {
         "commodity_code": "4410" }] })
 }
 
+/// A signing secret for a postback config: whsec_ and base64 of 32 bytes.
+fn signing_secret() -> String {
+    use base64::Engine as _;
+    let key: [u8; 32] = rand::random();
+    format!("whsec_{}", base64::engine::general_purpose::STANDARD.encode(key))
+}
+
+/// The config's delivery of `record`'s CREATE event, once every delivery
+/// of the config has been attempted (so the log no longer changes): the
+/// delivery row is written with the change, the attempt follows at once.
+fn settled_delivery(t: &Tenant, hook: &str, record: &str) -> String {
+    let start = Instant::now();
+    loop {
+        let r = t
+            .get(&format!("/v2/postbackconfigs/{hook}/deliveries?page_size=100"))
+            .expect(200);
+        let log = r.body["postbackdeliveries"].as_array().expect("a list").clone();
+        let found = log
+            .iter()
+            .find(|d| d["record_id"] == json!(record) && d["type"] == "CREATE");
+        if let Some(d) = found {
+            if log.iter().all(|d| d["status"] != "pending") {
+                assert_eq!(d["status"], "failed", "nothing listens there: {d}");
+                return d["id"].as_str().expect("a delivery id").to_string();
+            }
+        }
+        assert!(
+            start.elapsed() < Duration::from_secs(30),
+            "the delivery log of {hook} never settled: {}",
+            r.text
+        );
+        std::thread::sleep(Duration::from_millis(50));
+    }
+}
+
 fn world(app: &TestApp, tag: &str) -> World {
     let t = app.bootstrap();
     let loc = t.location_id();
     let child = t.location(&loc, &format!("{tag} branch"));
+    // Port 9 (discard) on loopback: every attempt fails, which is what a
+    // redeliver needs.
+    let hook_url = format!("http://127.0.0.1:9/{tag}-postbacks");
+    let hook_user = format!("{tag}-hook-user");
+    let hook_pass = format!("{tag}-hook-pass-{}", ghost());
+    let hook_secret = signing_secret();
+    let hook = id_of(
+        &t.post(
+            "/v2/postbackconfigs",
+            json!({ "postbackconfig": { "location_id": loc, "resource": "contact", "url": hook_url,
+                "product_transaction_id": t.cred("cc_product_transaction_id"),
+                "on_create": 1, "on_update": 1, "on_delete": 1, "number_of_attempts": 1,
+                "expands": "location,notes", "basic_auth_username": hook_user,
+                "basic_auth_password": hook_pass, "signing_secret": hook_secret } }),
+        )
+        .expect(201),
+        "postbackconfig",
+    );
     let contact_api_id = format!("{tag}-crm-1");
     let contact = t.contact(json!({ "contact_api_id": contact_api_id, "first_name": tag }))["id"]
         .as_str()
@@ -138,7 +204,14 @@ fn world(app: &TestApp, tag: &str) -> World {
         .expect(201),
         "transactionlevel3",
     );
+    let delivery = settled_delivery(&t, &hook, &contact);
     World {
+        hook,
+        hook_url,
+        hook_user,
+        hook_pass,
+        hook_secret,
+        delivery,
         vault,
         vault_api_id,
         sale,
@@ -186,6 +259,12 @@ impl World {
             self.debit.clone(),
             self.batch.clone(),
             self.level3.clone(),
+            self.hook.clone(),
+            self.hook_url.clone(),
+            self.hook_user.clone(),
+            self.hook_pass.clone(),
+            self.hook_secret.clone(),
+            self.delivery.clone(),
             self.t.cred("developer_id"),
             self.t.cred("user_api_key"),
             self.t.cred("user_hash_key"),
@@ -212,6 +291,8 @@ impl World {
             ("/v2/transactions/{id}", self.debit.clone()),
             ("/v2/transactionbatches/{id}", self.batch.clone()),
             ("/v2/transactionlevel3s/{id}", self.level3.clone()),
+            ("/v2/postbackconfigs/{id}", self.hook.clone()),
+            ("/v2/postbackdeliveries/{id}", self.delivery.clone()),
         ]
     }
 
@@ -234,20 +315,35 @@ impl World {
             {
                 path.push_str("?expand=changelogs");
             }
+            if path.starts_with("/v2/postbackconfigs/") {
+                path.push_str("?expand=changelogs,basic_auth_username,basic_auth_password");
+            }
+            if path.starts_with("/v2/postbackdeliveries/") {
+                path.push_str("?expand=postback_config,data");
+            }
             out.insert(path.clone(), self.t.get(&path).expect(200).body);
         }
         for list in [
-            "/v2/contacts",
-            "/v2/locations",
-            "/v2/locationinfos?relationship=all",
-            "/v2/producttransactions",
-            "/v2/notes",
-            "/v2/users",
-            "/v2/authroleusers",
-            "/v2/accountvaults",
-            "/v2/transactions",
-            "/v2/transactionbatches",
-        ] {
+            format!("/v2/postbackconfigs/{}/deliveries?expand=data", self.hook),
+            "/v2/postbackconfigs".into(),
+            "/v2/postbackdeliveries".into(),
+        ]
+        .into_iter()
+        .chain(
+            [
+                "/v2/contacts",
+                "/v2/locations",
+                "/v2/locationinfos?relationship=all",
+                "/v2/producttransactions",
+                "/v2/notes",
+                "/v2/users",
+                "/v2/authroleusers",
+                "/v2/accountvaults",
+                "/v2/transactions",
+                "/v2/transactionbatches",
+            ]
+            .map(String::from),
+        ) {
             let path = format!(
                 "{list}{}page_size=100",
                 if list.contains('?') { "&" } else { "?" }
@@ -345,6 +441,10 @@ fn matrix(a: &World, b: &World) -> Vec<Case> {
             "/v2/transactions/{id}" => json!({ "transaction": { "action": "void" } }),
             "/v2/transactionbatches/{id}" => json!({ "transactionbatch": { "is_open": 0 } }),
             "/v2/transactionlevel3s/{id}" => json!({ "transactionlevel3": { "level3_data": level3_data() } }),
+            "/v2/postbackconfigs/{id}" => {
+                json!({ "postbackconfig": { "url": "http://127.0.0.1:9/mallory", "is_active": 1, "on_update": 1 } })
+            }
+            "/v2/postbackdeliveries/{id}" => json!({ "postbackdelivery": { "status": "pending" } }),
             other => panic!("no PUT body for {other}"),
         }
     };
@@ -355,6 +455,7 @@ fn matrix(a: &World, b: &World) -> Vec<Case> {
         "/v2/notes/{id}",
         "/v2/users/{id}",
         "/v2/transactions/{id}",
+        "/v2/postbackconfigs/{id}",
     ];
     let served_delete = [
         "/v2/accountvaults/{id}",
@@ -364,6 +465,7 @@ fn matrix(a: &World, b: &World) -> Vec<Case> {
         "/v2/users/{id}",
         "/v2/authroleusers/{id}",
         "/v2/transactionlevel3s/{id}",
+        "/v2/postbackconfigs/{id}",
     ];
 
     // Each of A's records by id, with every verb.
@@ -469,6 +571,45 @@ fn matrix(a: &World, b: &World) -> Vec<Case> {
         }
         cases.push(c);
     }
+    // The delivery log of A's config (with its filters and expands), and
+    // redelivering A's delivery (failed, so redeliverable by A itself).
+    let log = "/v2/postbackconfigs/{id}/deliveries";
+    for query in ["", "?expand=data,postback_config&page_size=100", "?status=failed"] {
+        let mut c = case(
+            "GET",
+            log,
+            format!("{}{query}", log.replace("{id}", &a.hook)),
+            not_found.clone(),
+        );
+        c.ghost_path = Some(format!("{}{query}", log.replace("{id}", &ghost())));
+        cases.push(c);
+    }
+    for method in ["POST", "PUT", "DELETE"] {
+        let mut c = case(method, log, log.replace("{id}", &a.hook), not_served.clone());
+        c.ghost_path = Some(log.replace("{id}", &ghost()));
+        if method != "DELETE" {
+            c.body = Some(json!({}));
+        }
+        cases.push(c);
+    }
+    let redeliver = "/v2/postbackdeliveries/{id}/redeliver";
+    for method in ["POST", "GET", "PUT", "DELETE"] {
+        let mut c = case(
+            method,
+            redeliver,
+            redeliver.replace("{id}", &a.delivery),
+            if method == "POST" {
+                not_found.clone()
+            } else {
+                not_served.clone()
+            },
+        );
+        c.ghost_path = Some(redeliver.replace("{id}", &ghost()));
+        if method == "POST" || method == "PUT" {
+            c.body = Some(json!({}));
+        }
+        cases.push(c);
+    }
 
     // B's own records, changed to point into A.
     let own = |template: &'static str, id: &str, body: Value, ghost_body: Value, field: &'static str| Case {
@@ -537,6 +678,52 @@ fn matrix(a: &World, b: &World) -> Vec<Case> {
         json!({ "user": { "primary_location_id": g } }),
         "primary_location_id",
     ));
+    // B's postback config subscribed to A's location or product transactions.
+    for (fields, ghostly, field) in [
+        (
+            json!({ "location_id": a.loc }),
+            json!({ "location_id": g }),
+            "location_id",
+        ),
+        (
+            json!({ "location_id": a.child }),
+            json!({ "location_id": g }),
+            "location_id",
+        ),
+        (
+            json!({ "location_id": a.loc, "product_transaction_id": a.cc }),
+            json!({ "location_id": g, "product_transaction_id": g }),
+            "location_id",
+        ),
+        (
+            json!({ "product_transaction_id": a.cc }),
+            json!({ "product_transaction_id": g }),
+            "product_transaction_id",
+        ),
+        (
+            json!({ "product_transaction_id": a.ach }),
+            json!({ "product_transaction_id": g }),
+            "product_transaction_id",
+        ),
+        (
+            json!({ "resource": "transaction", "product_transaction_id": a.cc }),
+            json!({ "resource": "transaction", "product_transaction_id": g }),
+            "product_transaction_id",
+        ),
+        (
+            json!({ "resource": "transactionbatch", "product_transaction_id": a.cc }),
+            json!({ "resource": "transactionbatch", "product_transaction_id": g }),
+            "product_transaction_id",
+        ),
+    ] {
+        cases.push(own(
+            "/v2/postbackconfigs/{id}",
+            &b.hook,
+            json!({ "postbackconfig": fields }),
+            json!({ "postbackconfig": ghostly }),
+            field,
+        ));
+    }
 
     // Lists: never A's records, however they are filtered.
     let lists: &[(&'static str, &[(&str, &str)])] = &[
@@ -615,6 +802,24 @@ fn matrix(a: &World, b: &World) -> Vec<Case> {
                 ("user_id", &a.extra_user),
             ],
         ),
+        (
+            "/v2/postbackconfigs",
+            &[
+                ("id", &a.hook),
+                ("location_id", &a.loc),
+                ("product_transaction_id", &a.cc),
+                ("url", &a.hook_url),
+                ("url", "A-postbacks"),
+            ],
+        ),
+        (
+            "/v2/postbackdeliveries",
+            &[
+                ("id", &a.delivery),
+                ("postback_config_id", &a.hook),
+                ("record_id", &a.contact),
+            ],
+        ),
     ];
     let plain: &[(&'static str, &str)] = &[
         (
@@ -640,6 +845,14 @@ fn matrix(a: &World, b: &World) -> Vec<Case> {
             "?expand=contact,account_vault,transaction_batch,transaction_level3,changelogs,created_user&page_size=100",
         ),
         ("/v2/transactionbatches", "?page_size=100"),
+        (
+            "/v2/postbackconfigs",
+            "?expand=location,product_transaction,basic_auth_username,basic_auth_password,changelogs&page_size=100",
+        ),
+        (
+            "/v2/postbackdeliveries",
+            "?expand=postback_config,data&page_size=100",
+        ),
     ];
     for (template, query) in plain {
         cases.push(case(
@@ -671,6 +884,27 @@ fn matrix(a: &World, b: &World) -> Vec<Case> {
             }
             cases.push(c);
         }
+    }
+    // B's own config's delivery log: B's deliveries only, whatever the
+    // filters name.
+    let mine = log.replace("{id}", &b.hook);
+    cases.push(case(
+        "GET",
+        log,
+        format!("{mine}?expand=data,postback_config&page_size=100"),
+        Expect::List { empty: false },
+    ));
+    for (k, v) in [
+        ("id", &a.delivery),
+        ("postback_config_id", &a.hook),
+        ("record_id", &a.contact),
+    ] {
+        cases.push(case(
+            "GET",
+            log,
+            format!("{mine}?{k}={v}"),
+            Expect::List { empty: true },
+        ));
     }
 
     // Creates that point into A: 422 naming the field, like a ghost id.
@@ -867,6 +1101,54 @@ fn matrix(a: &World, b: &World) -> Vec<Case> {
             Expect::Invalid("user_id"),
         ));
     }
+    // Postback configs subscribed to A's locations or product transactions.
+    let hook = |location: &str, resource: &str, pt: Option<&str>| {
+        let mut c = json!({ "location_id": location, "resource": resource,
+            "url": "http://127.0.0.1:9/mallory", "on_create": 1, "on_update": 1, "on_delete": 1 });
+        if let Some(pt) = pt {
+            c["product_transaction_id"] = json!(pt);
+        }
+        json!({ "postbackconfig": c })
+    };
+    let configs = "/v2/postbackconfigs";
+    for target in [&a.loc, &a.child] {
+        for resource in ["contact", "accountvault"] {
+            cases.push(create(
+                configs,
+                hook(target, resource, None),
+                hook(&g, resource, None),
+                Expect::Invalid("location_id"),
+            ));
+        }
+        cases.push(create(
+            configs,
+            hook(target, "transaction", Some(&a.cc)),
+            hook(&g, "transaction", Some(&g)),
+            Expect::Invalid("location_id"),
+        ));
+    }
+    for resource in ["contact", "transaction", "transactionbatch"] {
+        for pt in [&a.cc, &a.ach] {
+            cases.push(create(
+                configs,
+                hook(&b.loc, resource, Some(pt)),
+                hook(&b.loc, resource, Some(&g)),
+                Expect::Invalid("product_transaction_id"),
+            ));
+        }
+    }
+    // The delivery log is written by the server only.
+    let mut c = case(
+        "POST",
+        "/v2/postbackdeliveries",
+        "/v2/postbackdeliveries".into(),
+        not_served.clone(),
+    );
+    c.body = Some(
+        json!({ "postbackdelivery": { "postback_config_id": a.hook, "resource": "contact",
+        "type": "CREATE", "record_id": a.contact } }),
+    );
+    cases.push(c);
     for template in ["/v2/locationinfos", "/v2/producttransactions"] {
         let name = template.trim_start_matches("/v2/").trim_end_matches('s');
         let mut c = create(
@@ -954,7 +1236,10 @@ fn run_case(b: &World, a_secrets: &[String], c: &Case) {
         }
         Expect::List { empty } => {
             assert_eq!(r.status, 200, "{what}: body {}", r.text);
-            let key = c.template.trim_start_matches("/v2/");
+            let key = match c.template {
+                "/v2/postbackconfigs/{id}/deliveries" => "postbackdeliveries",
+                other => other.trim_start_matches("/v2/"),
+            };
             let items = r.body[key]
                 .as_array()
                 .unwrap_or_else(|| panic!("{what}: no {key} array: {}", r.text));
@@ -1032,10 +1317,10 @@ fn cross_tenant_matrix(app: &TestApp) {
     );
     assert_eq!(
         expected.len(),
-        (11 * 2 + 8) * 4,
-        "11 resources (collection and item) plus users/me, generateuserapikey, bins, \
+        (13 * 2 + 10) * 4,
+        "13 resources (collection and item) plus users/me, generateuserapikey, bins, \
          accountvaultupdates, a vault's bininfo, a transaction's bininfo, the ACH status \
-         simulator and settle, 4 verbs each"
+         simulator, settle, a postback config's deliveries and redeliver, 4 verbs each"
     );
     // The verbs the matrix expects to be served agree with the OpenAPI document.
     let doc = b.t.get("/v2/openapi.json").body;
@@ -1050,7 +1335,7 @@ fn cross_tenant_matrix(app: &TestApp) {
             );
         }
     }
-    assert!(cases.len() > 120, "{} cases", cases.len());
+    assert!(cases.len() > 300, "{} cases", cases.len());
 
     let secrets = a.secrets();
     for c in &cases {
@@ -1075,6 +1360,39 @@ fn cross_tenant_matrix(app: &TestApp) {
         a.extra_user
     );
     a.t.get("/v2/contacts").expect(200);
+    // A's delivery was redeliverable all along: B's 404 was the scope, not
+    // the delivery's status.
+    let r =
+        a.t.post(
+            &format!("/v2/postbackdeliveries/{}/redeliver", a.delivery),
+            json!({}),
+        )
+        .expect(200);
+    assert_eq!(r.body["postbackdelivery"]["id"], a.delivery, "{}", r.text);
+    assert_eq!(r.body["postbackdelivery"]["status"], "pending", "{}", r.text);
+    // A change of A's is delivered to A's subscription only (the delivery
+    // row is written with the change), never to B's.
+    let b_log = |t: &Tenant| {
+        t.get("/v2/postbackdeliveries?page_size=100").expect(200).body["postbackdeliveries"].clone()
+    };
+    let b_deliveries = b_log(&b.t);
+    let fresh = id_of(
+        &a.t.post(
+            "/v2/contacts",
+            json!({ "contact": { "location_id": a.loc, "last_name": "A later" } }),
+        )
+        .expect(201),
+        "contact",
+    );
+    let theirs =
+        a.t.get(&format!("/v2/postbackdeliveries?record_id={fresh}"))
+            .expect(200);
+    assert_eq!(
+        theirs.body["postbackdeliveries"][0]["postback_config_id"], a.hook,
+        "{}",
+        theirs.text
+    );
+    assert_eq!(b_log(&b.t), b_deliveries, "B's subscription gets nothing of A's");
 }
 
 /// Api id addressing and update_if_exists with an api id A also uses.
