@@ -542,12 +542,32 @@ fn vault_transaction_and_batch_events(app: &mut TestApp) {
     let got = transactions.wait_for(2, WAIT);
     assert_eq!(got[1].field("type"), "CREATE");
     assert_eq!(got[1].data()["type_id"], 30);
-    // Deleting the vault: DELETE.
-    t.delete(&format!("/v2/accountvaults/{}", str_of(&vault["id"])))
-        .expect(204);
-    let got = vaults.wait_for(2, WAIT);
-    assert_eq!(got[1].field("type"), "DELETE");
-    assert_eq!(got[1].data()["id"], vault["id"]);
+    // A void of a new sale: the sale's CREATE, then its UPDATE.
+    let second = sale(&t, "3.21");
+    let voided = t
+        .put(
+            &format!("/v2/transactions/{}", str_of(&second["id"])),
+            json!({ "transaction": { "action": "void" } }),
+        )
+        .expect(200)
+        .body["transaction"]
+        .clone();
+    let got = transactions.wait_for(4, WAIT);
+    assert_eq!((got[2].field("type"), got[3].field("type")), ("CREATE", "UPDATE"));
+    let data = got[3].data();
+    assert_eq!(data["id"], second["id"]);
+    assert_eq!(data["status_id"], voided["status_id"]);
+    assert_eq!(data["is_voidable"], false);
+    // Updating the vault: UPDATE; deleting it: DELETE.
+    let vault_path = format!("/v2/accountvaults/{}", str_of(&vault["id"]));
+    t.put(&vault_path, json!({ "accountvault": { "title": "Renamed" } }))
+        .expect(200);
+    t.delete(&vault_path).expect(204);
+    let got = vaults.wait_for(3, WAIT);
+    assert_eq!(got[1].field("type"), "UPDATE");
+    assert_eq!(got[1].data()["title"], "Renamed");
+    assert_eq!(got[2].field("type"), "DELETE");
+    assert_eq!(got[2].data()["id"], vault["id"]);
     std::thread::sleep(Duration::from_millis(300));
     assert!(elsewhere.received().is_empty());
 }
