@@ -108,6 +108,16 @@ impl Sql {
         self.params.push(value.into());
         self
     }
+    /// Appends `?, ?, ...`, one placeholder per value (for `IN (...)`).
+    pub fn bind_list<V: Into<Value>>(&mut self, values: impl IntoIterator<Item = V>) -> &mut Self {
+        for (i, value) in values.into_iter().enumerate() {
+            if i > 0 {
+                self.text.push_str(", ");
+            }
+            self.bind(value);
+        }
+        self
+    }
     /// Statement with its parameters given at once.
     pub fn with(text: &str, params: Vec<Value>) -> Self {
         debug_assert_eq!(text.matches('?').count(), params.len());

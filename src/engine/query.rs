@@ -310,14 +310,11 @@ impl ListQuery {
                     sql.push(" AND t.").push(col).push(" = ").bind(values[0].clone());
                 }
                 Condition::In(col, values) => {
-                    sql.push(" AND t.").push(col).push(" IN (");
-                    for (i, v) in values.iter().enumerate() {
-                        if i > 0 {
-                            sql.push(", ");
-                        }
-                        sql.bind(v.clone());
-                    }
-                    sql.push(")");
+                    sql.push(" AND t.")
+                        .push(col)
+                        .push(" IN (")
+                        .bind_list(values.iter().cloned())
+                        .push(")");
                 }
                 Condition::Like(col, needles) => {
                     sql.push(" AND (");

@@ -208,11 +208,34 @@ pub async fn list(
     caller: Caller,
     RawQuery(q): RawQuery,
 ) -> ApiResult<Response> {
+    list_within(res, app, caller, q, None).await
+}
+
+/// The records of a list that belong to one parent record, served under
+/// the parent's path (`/v2/postbackconfigs/{id}/deliveries`).
+pub struct Within {
+    pub parent: &'static Resource,
+    pub parent_id: String,
+    /// The listed resource's column naming the parent.
+    pub column: &'static str,
+    pub path: String,
+}
+
+/// A list, optionally of one parent's records: 404 when the parent is not
+/// in the caller's scope.
+pub async fn list_within(
+    res: &'static Resource,
+    app: AppState,
+    caller: Caller,
+    q: Option<String>,
+    within: Option<Within>,
+) -> ApiResult<Response> {
     caller.perms.require(&res.permission("read"))?;
     let pairs = query_pairs(q.as_deref());
     let cx = app.cx(&caller);
     let q = ListQuery::parse(res, &pairs, &cx.scope, cx.now)?;
     res.rules.check_list_params(&q.extra)?;
+    let path = within.as_ref().map_or_else(|| res.path(), |w| w.path.clone());
     let cx2 = cx.clone();
     let q2 = q.clone();
     let (records, total) = app
@@ -221,7 +244,21 @@ pub async fn list(
             if res.name == "locationinfo" {
                 return crate::resources::locationinfos::list(&cx2, conn, &q2);
             }
-            let (records, total) = query::list(conn, res, &cx2.scope, &q2, None)?;
+            let only_parent = match &within {
+                Some(w) => {
+                    query::find(conn, w.parent, &cx2.scope, &w.parent_id)?
+                        .ok_or_else(|| ApiError::not_found(w.parent.name))?;
+                    Some(|sql: &mut crate::db::Sql| {
+                        sql.push(" AND t.")
+                            .push(w.column)
+                            .push(" = ")
+                            .bind(w.parent_id.clone());
+                    })
+                }
+                None => None,
+            };
+            let extra = only_parent.as_ref().map(|f| f as &dyn Fn(&mut crate::db::Sql));
+            let (records, total) = query::list(conn, res, &cx2.scope, &q2, extra)?;
             let mut out = Vec::with_capacity(records.len());
             for r in &records {
                 out.push(engine::render_expanded(&cx2, conn, r, &q2.expand)?);
@@ -229,7 +266,7 @@ pub async fn list(
             Ok((out, total))
         })
         .await?;
-    let meta = engine::list_meta(&cx, &res.path(), &q, total);
+    let meta = engine::list_meta(&cx, &path, &q, total);
     Ok(many(res, records, meta))
 }
 

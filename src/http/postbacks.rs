@@ -1,14 +1,14 @@
 //! Postback routes beyond the generic ones: a config's delivery log and
 //! the redeliver action.
 
-use super::crud::{many, one};
-use super::extract::{query_pairs, IdPath};
+use super::crud::{list_within, one, Within};
+use super::extract::IdPath;
 use super::AppState;
 use crate::auth::Caller;
 use crate::db::Sql;
-use crate::engine::query::{self, ListQuery};
+use crate::engine::query;
 use crate::engine::record::Record;
-use crate::engine::{list_meta, render, render_expanded};
+use crate::engine::render;
 use crate::error::{ApiError, ApiResult};
 use crate::resources::{POSTBACK_CONFIG, POSTBACK_DELIVERY};
 use axum::extract::{RawQuery, State};
@@ -32,32 +32,13 @@ async fn deliveries(
     IdPath(id): IdPath,
     RawQuery(q): RawQuery,
 ) -> ApiResult<Response> {
-    caller.perms.require("postbackdeliveries.read")?;
-    let pairs = query_pairs(q.as_deref());
-    let cx = app.cx(&caller);
-    let q = ListQuery::parse(&POSTBACK_DELIVERY, &pairs, &cx.scope, cx.now)?;
-    let cx2 = cx.clone();
-    let q2 = q.clone();
-    let config_id = id.clone();
-    let (records, total) = app
-        .store
-        .read(move |conn| {
-            query::find(conn, &POSTBACK_CONFIG, &cx2.scope, &config_id)?
-                .ok_or_else(|| ApiError::not_found("postbackconfig"))?;
-            let only_config = |sql: &mut Sql| {
-                sql.push(" AND t.postback_config_id = ").bind(config_id.clone());
-            };
-            let (records, total) =
-                query::list(conn, &POSTBACK_DELIVERY, &cx2.scope, &q2, Some(&only_config))?;
-            let mut out = Vec::with_capacity(records.len());
-            for r in &records {
-                out.push(render_expanded(&cx2, conn, r, &q2.expand)?);
-            }
-            Ok((out, total))
-        })
-        .await?;
-    let meta = list_meta(&cx, &format!("/v2/postbackconfigs/{id}/deliveries"), &q, total);
-    Ok(many(&POSTBACK_DELIVERY, records, meta))
+    let within = Within {
+        parent: &POSTBACK_CONFIG,
+        path: format!("/v2/postbackconfigs/{id}/deliveries"),
+        parent_id: id,
+        column: "postback_config_id",
+    };
+    list_within(&POSTBACK_DELIVERY, app, caller, q, Some(within)).await
 }
 
 /// `POST /v2/postbackdeliveries/{id}/redeliver`: a failed delivery is sent

@@ -105,14 +105,9 @@ fn counted(
         "SELECT COUNT(*), CAST(COALESCE(SUM(transaction_amount), 0) AS BIGINT) FROM transactions WHERE product_transaction_id = ",
     );
     sql.bind(product_transaction_id.to_string())
-        .push(" AND type_id IN (");
-    for (i, t) in class.types().iter().enumerate() {
-        if i > 0 {
-            sql.push(", ");
-        }
-        sql.bind(t.code() as i64);
-    }
-    sql.push(") AND created_ts >= ")
+        .push(" AND type_id IN (")
+        .bind_list(class.types().iter().map(|t| t.code() as i64))
+        .push(") AND created_ts >= ")
         .bind(since)
         .push(" AND (status_id IS NULL OR status_id NOT IN (")
         .bind(StatusId::Declined.code() as i64)

@@ -65,6 +65,7 @@ struct Target {
 }
 
 /// The outcome of one attempt, to be written back.
+#[derive(Clone)]
 struct Done {
     id: String,
     config_id: String,
@@ -207,8 +208,7 @@ impl Worker {
         }
         let node = self.node_id.clone();
         let keyring = self.keyring.clone();
-        let shared = Arc::new(finished);
-        let job_outcomes = shared.clone();
+        let job_outcomes = finished.clone();
         let result = self
             .store
             .write(move |conn| {
@@ -220,7 +220,7 @@ impl Worker {
                 Ok((claimed, targets))
             })
             .await;
-        result.map_err(|e| (e, Arc::try_unwrap(shared).unwrap_or_default()))
+        result.map_err(|e| (e, finished))
     }
 
     fn release_slot(&mut self, config_id: &str) {
@@ -325,14 +325,9 @@ fn claim(
              AND e.record_id = d.record_id AND e.status = 'pending' AND e.seq < d.seq)",
         );
     if !saturated.is_empty() {
-        sql.push(" AND d.postback_config_id NOT IN (");
-        for (i, config) in saturated.iter().enumerate() {
-            if i > 0 {
-                sql.push(", ");
-            }
-            sql.bind(config.clone());
-        }
-        sql.push(")");
+        sql.push(" AND d.postback_config_id NOT IN (")
+            .bind_list(saturated.iter().cloned())
+            .push(")");
     }
     sql.push(" ORDER BY d.seq LIMIT ").bind(capacity as i64);
     if conn.dialect() == Dialect::Postgres {
@@ -376,13 +371,7 @@ fn targets(
         "SELECT id, url, basic_auth_username, basic_auth_password, signing_secret, number_of_attempts, attempt_interval \
          FROM postback_configs WHERE id IN (",
     );
-    for (i, id) in ids.iter().enumerate() {
-        if i > 0 {
-            sql.push(", ");
-        }
-        sql.bind(id.to_string());
-    }
-    sql.push(")");
+    sql.bind_list(ids.iter().map(|id| id.to_string())).push(")");
     for row in conn.query(&sql)? {
         let mut broken = None;
         let mut open = |v: &Value| -> Option<String> {
@@ -471,7 +460,7 @@ fn record_outcomes(conn: &mut dyn Conn, node: &str, outcomes: &[Done]) -> ApiRes
 
 /// The form body of a delivery: exactly type, resource,
 /// number_of_attempts and data.
-pub fn form_body(event_type: &str, resource: &str, number_of_attempts: i64, data: &str) -> String {
+fn form_body(event_type: &str, resource: &str, number_of_attempts: i64, data: &str) -> String {
     form_urlencoded::Serializer::new(String::new())
         .append_pair("type", event_type)
         .append_pair("resource", resource)
@@ -502,10 +491,10 @@ async fn attempt(delivery: Claimed, target: Arc<Target>, allow_private: bool) ->
             }
             if let Some(key) = &target.signing_key {
                 let ts = Clock.now_ts();
-                headers.push(("webhook-id".to_string(), delivery.id.clone()));
-                headers.push(("webhook-timestamp".to_string(), ts.to_string()));
+                headers.push((signing::HEADER_ID.to_string(), delivery.id.clone()));
+                headers.push((signing::HEADER_TIMESTAMP.to_string(), ts.to_string()));
                 headers.push((
-                    "webhook-signature".to_string(),
+                    signing::HEADER_SIGNATURE.to_string(),
                     signing::sign(key, &delivery.id, ts, body.as_bytes()),
                 ));
             }

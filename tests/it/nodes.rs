@@ -151,7 +151,7 @@ fn a_live_nodes_pending_sale_is_left_alone() {
 /// the other.
 #[test]
 fn postbacks_are_shared_by_nodes_and_survive_the_lease_holder() {
-    use crate::postbacks::{config, deliveries, Receiver, Reply};
+    use crate::postbacks::{config, wait_log, Receiver, Reply};
     let Some(mut app) = TestApp::start(Engine::Postgres) else {
         eprintln!("skipped: FERROGATE_TEST_DATABASE_URL is not set");
         return;
@@ -203,20 +203,8 @@ fn postbacks_are_shared_by_nodes_and_survive_the_lease_holder() {
     app.kill();
     let got = rx.wait_for(ids.len() + 2, Duration::from_secs(15));
     assert_eq!(got.last().unwrap().data()["id"], id.as_str());
-    let start = Instant::now();
-    loop {
-        let log = deliveries(&tb, &config_id);
-        let mine = log
-            .iter()
-            .find(|d| d["record_id"] == id.as_str())
-            .expect("in the log");
-        if mine["status"] == "delivered" {
-            break;
-        }
-        assert!(
-            start.elapsed() < Duration::from_secs(10),
-            "never recorded: {mine}"
-        );
-        std::thread::sleep(Duration::from_millis(100));
-    }
+    wait_log(&tb, &config_id, Duration::from_secs(10), |log| {
+        log.iter()
+            .any(|d| d["record_id"] == id.as_str() && d["status"] == "delivered")
+    });
 }

@@ -178,7 +178,7 @@ pub fn deliveries(t: &Tenant, config_id: &str) -> Vec<Value> {
 }
 
 /// Waits until the config's log satisfies `done`.
-fn wait_log(t: &Tenant, config_id: &str, limit: Duration, done: impl Fn(&[Value]) -> bool) -> Vec<Value> {
+pub fn wait_log(t: &Tenant, config_id: &str, limit: Duration, done: impl Fn(&[Value]) -> bool) -> Vec<Value> {
     let start = Instant::now();
     loop {
         let log = deliveries(t, config_id);
