@@ -48,6 +48,9 @@ pub struct Caller {
     pub developer_id: String,
     pub scope: TenantScope,
     pub perms: Perms,
+    /// The test clock offset of the caller's location, in seconds (0
+    /// unless a sandbox test clock moved it): see `clock`.
+    pub clock_offset_s: i64,
 }
 
 /// Reads the permissions of a user's roles.
@@ -122,7 +125,7 @@ pub fn authenticate(conn: &mut dyn Conn, creds: Credentials) -> ApiResult<Caller
     let rows = conn.query(&Sql::with(
         "SELECT u.api_key_hash, u.status, u.location_id, l.path, l.tz, \
          EXISTS (SELECT 1 FROM locations c WHERE c.parent_id = u.location_id), \
-         EXISTS (SELECT 1 FROM developers d WHERE d.id = ?), r.is_admin, rp.permission \
+         EXISTS (SELECT 1 FROM developers d WHERE d.id = ?), r.is_admin, rp.permission, l.clock_offset_s \
          FROM users u JOIN locations l ON l.id = u.location_id \
          LEFT JOIN auth_role_users a ON a.user_id = u.id \
          LEFT JOIN roles r ON r.id = a.auth_role_id \
@@ -155,5 +158,6 @@ pub fn authenticate(conn: &mut dyn Conn, creds: Credentials) -> ApiResult<Caller
             leaf: user[5].as_int() == Some(0),
         },
         perms,
+        clock_offset_s: user[9].as_int().unwrap_or(0),
     })
 }

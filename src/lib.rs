@@ -20,3 +20,4 @@ pub mod postbacks;
 pub mod processor;
 pub mod resources;
 pub mod server;
+pub mod testclock;

@@ -1,6 +1,7 @@
 //! The `ferrogate` binary.
 
 use clap::{Parser, Subcommand};
+use ferrogate::clock::Clock;
 use ferrogate::config::{DbArgs, ServeArgs};
 use std::io::Write;
 use tracing_subscriber::EnvFilter;
@@ -57,6 +58,13 @@ enum Command {
         #[command(subcommand)]
         command: BinsCommand,
     },
+    /// Sandbox test clocks: move a location's time forward (see README,
+    /// "Test clocks"). A running server delivers what came due within a
+    /// moment; `POST /v2/developer/testclock/advance` also waits for it.
+    Testclock {
+        #[command(subcommand)]
+        command: TestclockCommand,
+    },
     /// Data key management.
     Keys {
         #[command(subcommand)]
@@ -71,6 +79,27 @@ enum BinsCommand {
     /// Bad rows are reported by line and skipped; the command fails, with
     /// nothing written, only when the file is unusable.
     Import(ferrogate::bins::import::ImportArgs),
+}
+
+#[derive(Subcommand)]
+enum TestclockCommand {
+    /// Print a location's clock as JSON.
+    Show {
+        #[command(flatten)]
+        db: DbArgs,
+        #[arg(long)]
+        location_id: String,
+    },
+    /// Move a location's clock forward and print it as JSON.
+    Advance {
+        #[command(flatten)]
+        db: DbArgs,
+        #[arg(long)]
+        location_id: String,
+        /// Seconds to move forward (0 to ten years).
+        #[arg(long)]
+        seconds: i64,
+    },
 }
 
 #[derive(Subcommand)]
@@ -145,7 +174,7 @@ fn run(cli: Cli) -> anyhow::Result<()> {
             let store = ferrogate::server::open_store(&db.database_url, 1).await?;
             ferrogate::server::check_data_keys(&store, keyring.clone()).await?;
             let store2 = store.clone();
-            let now = chrono::Utc::now().timestamp();
+            let now = Clock::system().now_ts();
             let report = tokio::task::spawn_blocking(move || ferrogate::keys::rotate(&store2, keyring, now))
                 .await?
                 .map_err(|e| anyhow::anyhow!("rotation failed: {e}"))?;
@@ -167,7 +196,7 @@ fn run(cli: Cli) -> anyhow::Result<()> {
             let keyring = std::sync::Arc::new(db.keyring()?);
             let store = ferrogate::server::open_store(&db.database_url, 1).await?;
             ferrogate::server::check_data_keys(&store, keyring.clone()).await?;
-            let now = chrono::Utc::now().timestamp();
+            let now = Clock::system().now_ts();
             let store2 = store.clone();
             let creds =
                 tokio::task::spawn_blocking(move || ferrogate::bootstrap::run(&store2, keyring, name, now))
@@ -182,5 +211,34 @@ fn run(cli: Cli) -> anyhow::Result<()> {
         Command::Bins {
             command: BinsCommand::Import(args),
         } => runtime.block_on(ferrogate::bins::import::run(args)),
+        Command::Testclock { command } => runtime.block_on(async {
+            let (db, location_id, seconds) = match command {
+                TestclockCommand::Show { db, location_id } => (db, location_id, None),
+                TestclockCommand::Advance {
+                    db,
+                    location_id,
+                    seconds,
+                } => (db, location_id, Some(seconds)),
+            };
+            let store = ferrogate::server::open_store(&db.database_url, 1).await?;
+            let wall = Clock::system().now_ts();
+            let scope = ferrogate::testclock::operator_scope();
+            let clock = match seconds {
+                Some(s) => {
+                    store
+                        .write(move |conn| ferrogate::testclock::advance(&scope, conn, &location_id, s, wall))
+                        .await
+                }
+                None => {
+                    store
+                        .read(move |conn| ferrogate::testclock::show(&scope, conn, &location_id, wall))
+                        .await
+                }
+            }
+            .map_err(|e| anyhow::anyhow!("{e}"))?;
+            tokio::task::spawn_blocking(move || store.shutdown()).await?;
+            println!("{}", clock.to_json());
+            Ok(())
+        }),
     }
 }

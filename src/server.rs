@@ -10,39 +10,6 @@ use axum::extract::Request;
 use std::io::Write;
 use std::sync::Arc;
 
-/// Reconciles what an earlier process left pending, then keeps doing so
-/// in the background (other nodes may die while this one runs).
-async fn start_reconciler(
-    store: Store,
-    payments: crate::payments::Payments,
-    keyring: Arc<crate::crypto::Keyring>,
-) -> anyhow::Result<()> {
-    let now = Clock.now_ts();
-    let report = crate::payments::reconcile::run_once(&store, &payments, keyring.clone(), now)
-        .await
-        .map_err(|e| anyhow::anyhow!("reconciling pending transactions: {e}"))?;
-    if report != Default::default() {
-        tracing::warn!(?report, "reconciled what an interrupted run left pending");
-    }
-    tokio::spawn(async move {
-        let mut tick = tokio::time::interval(std::time::Duration::from_secs(10));
-        tick.tick().await;
-        loop {
-            tick.tick().await;
-            match crate::payments::reconcile::run_once(&store, &payments, keyring.clone(), Clock.now_ts())
-                .await
-            {
-                Ok(r) if r != Default::default() => {
-                    tracing::warn!(report = ?r, "reconciled interrupted work")
-                }
-                Ok(_) => {}
-                Err(e) => tracing::warn!(error = %e, "reconciliation pass failed"),
-            }
-        }
-    });
-    Ok(())
-}
-
 pub async fn serve(args: ServeArgs) -> anyhow::Result<()> {
     let keyring = Arc::new(args.db.keyring()?);
     let store = open_store(&args.db.database_url, args.db.db_pool).await?;
@@ -60,20 +27,38 @@ pub async fn serve(args: ServeArgs) -> anyhow::Result<()> {
     if args.smtp_url.is_some() {
         tracing::info!("FERROGATE_SMTP_URL is set; mail delivery arrives with the invoices feature");
     }
-    let payments = crate::payments::Payments::new(Arc::new(crate::processor::SandboxProcessor::default()));
-    store.hold_node_lock(&payments.node_id)?;
-    start_reconciler(store.clone(), payments.clone(), keyring.clone()).await?;
+    let clock = Clock::system();
+    let payments = crate::payments::Payments::new(
+        store.clone(),
+        Arc::new(crate::processor::SandboxProcessor::default()),
+        keyring.clone(),
+        clock.clone(),
+    );
+    store.hold_node_lock(payments.node_id())?;
+    payments
+        .start_reconciler()
+        .await
+        .map_err(|e| anyhow::anyhow!("reconciling pending transactions: {e}"))?;
     crate::postbacks::set_policy(crate::postbacks::Policy {
         allow_private: args.postback_allow_private,
     });
-    crate::postbacks::worker::start(store.clone(), keyring.clone(), payments.node_id.to_string());
+    let deliveries = crate::postbacks::worker::Deliveries::new(
+        store.clone(),
+        keyring.clone(),
+        payments.node_id().to_string(),
+        args.postback_allow_private,
+        clock.clone(),
+        Arc::new(tokio::sync::Notify::new()),
+    );
+    deliveries.start();
     let state = AppState {
         store: store.clone(),
         keyring,
-        clock: Arc::new(Clock),
+        clock,
         public_url: Arc::from(public_url.as_str()),
         metrics: Arc::new(Metrics::default()),
-        payments: payments.clone(),
+        payments,
+        deliveries,
     };
     // The contract: the first stdout line names the address.
     {

@@ -51,6 +51,12 @@ pub const MIGRATIONS: &[Migration] = &[
         include_str!("../../migrations/0008_postbacks.sql"),
         include_str!("../../migrations/0008_postbacks.postgres.sql"),
     ),
+    (
+        9,
+        "test_clocks",
+        include_str!("../../migrations/0009_test_clocks.sql"),
+        "",
+    ),
 ];
 
 /// Applies every migration not yet recorded. Returns how many ran.

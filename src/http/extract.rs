@@ -81,7 +81,7 @@ impl AppState {
         Cx {
             user_id: caller.user_id.clone(),
             scope: caller.scope.clone(),
-            now: self.clock.now_ts(),
+            now: self.clock.location_now(caller.clock_offset_s),
             keyring: self.keyring.clone(),
             public_url: self.public_url.clone(),
             perms: std::sync::Arc::new(caller.perms.clone()),

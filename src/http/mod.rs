@@ -3,6 +3,7 @@
 
 mod bins;
 pub mod crud;
+mod developer;
 pub mod docs;
 pub mod extract;
 pub mod metrics;
@@ -33,10 +34,12 @@ pub const MAX_BODY: usize = 1024 * 1024;
 pub struct AppState {
     pub store: Store,
     pub keyring: Arc<Keyring>,
-    pub clock: Arc<Clock>,
+    /// The only source of "now" (see `clock`).
+    pub clock: Clock,
     pub public_url: Arc<str>,
     pub metrics: Arc<metrics::Metrics>,
     pub payments: crate::payments::Payments,
+    pub deliveries: crate::postbacks::worker::Deliveries,
 }
 
 /// The declared resources served by the generic routes, with their verbs.
@@ -80,6 +83,10 @@ pub fn app(state: AppState) -> Router {
             "/v2/accountvaultupdates",
             axum::routing::post(account_vault_updates),
         );
+    // A test processor's controls exist only where it is the processor.
+    if state.payments.simulator().is_some() {
+        api = api.merge(developer::routes());
+    }
     for (res, verbs) in MOUNTED {
         // Users, transactions and batches add their own actions.
         if !matches!(res.name, "user" | "transaction" | "transactionbatch") {

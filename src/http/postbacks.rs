@@ -5,11 +5,8 @@ use super::crud::{list_within, one, Within};
 use super::extract::IdPath;
 use super::AppState;
 use crate::auth::Caller;
-use crate::db::Sql;
-use crate::engine::query;
-use crate::engine::record::Record;
 use crate::engine::render;
-use crate::error::{ApiError, ApiResult};
+use crate::error::ApiResult;
 use crate::resources::{POSTBACK_CONFIG, POSTBACK_DELIVERY};
 use axum::extract::{RawQuery, State};
 use axum::http::StatusCode;
@@ -47,35 +44,12 @@ async fn redeliver(State(app): State<AppState>, caller: Caller, IdPath(id): IdPa
     caller.perms.require("postbackdeliveries.redeliver")?;
     let cx = app.cx(&caller);
     let cx2 = cx.clone();
-    let now_ms = crate::clock::Clock.now_ms();
+    let now_ms = app.clock.now_ms();
     let record = app
         .store
-        .write(move |conn| {
-            let delivery = query::find(conn, &POSTBACK_DELIVERY, &cx2.scope, &id)?
-                .ok_or_else(|| ApiError::not_found("postbackdelivery"))?;
-            let status = delivery.text("status").unwrap_or_default().to_string();
-            if status != "failed" {
-                return Err(ApiError::field(
-                    "status",
-                    format!("Only a failed delivery can be redelivered; this one is {status}."),
-                ));
-            }
-            conn.execute(&Sql::with(
-                "UPDATE postback_deliveries SET status = 'pending', attempts = 0, due_ms = ?, next_attempt_ts = ?, \
-                 lease_owner = NULL, lease_until_ms = NULL, modified_ts = ? WHERE id = ? AND status = 'failed'",
-                vec![
-                    now_ms.into(),
-                    (now_ms / 1000).into(),
-                    cx2.now.into(),
-                    delivery.id().into(),
-                ],
-            ))?;
-            let fresh = query::find(conn, &POSTBACK_DELIVERY, &cx2.scope, delivery.id())?
-                .ok_or_else(|| ApiError::not_found("postbackdelivery"))?;
-            Ok::<Record, ApiError>(fresh)
-        })
+        .write(move |conn| crate::postbacks::schedule::redeliver(&cx2, conn, &id, now_ms))
         .await?;
-    crate::postbacks::outbox::wake().notify_one();
+    app.deliveries.wake();
     Ok(one(
         &POSTBACK_DELIVERY,
         StatusCode::OK,

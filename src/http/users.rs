@@ -3,10 +3,8 @@
 use super::crud::{self, one};
 use super::extract::IdPath;
 use super::AppState;
-use crate::auth::{require_covers_user, Caller};
+use crate::auth::Caller;
 use crate::crypto::{hash_api_key, random_secret};
-use crate::db::Sql;
-use crate::engine::events::{self, Action, Change};
 use crate::engine::{query, render};
 use crate::error::{ApiError, ApiResult};
 use crate::resources::USER;
@@ -65,29 +63,7 @@ async fn generate_api_key(
     let key = random_secret(40);
     let digest = hash_api_key(&key);
     app.store
-        .write(move |conn| {
-            let user =
-                query::find(conn, &USER, &cx.scope, &id)?.ok_or_else(|| ApiError::not_found("user"))?;
-            if id != cx.user_id {
-                require_covers_user(conn, &cx.perms, &id)?;
-            }
-            conn.execute(&Sql::with(
-                "UPDATE users SET api_key_hash = ?, modified_ts = ?, modified_user_id = ? WHERE id = ?",
-                vec![
-                    digest.into(),
-                    cx.now.into(),
-                    cx.user_id.clone().into(),
-                    id.clone().into(),
-                ],
-            ))?;
-            let change = Change {
-                field: "user_api_key",
-                old: Some("********".into()),
-                new: Some("********".into()),
-            };
-            events::record(conn, &cx, Action::Update, &user, &[change])?;
-            Ok(())
-        })
+        .write(move |conn| crate::resources::users::replace_api_key(&cx, conn, &id, digest))
         .await?;
     Ok(one(&USER, StatusCode::OK, json!({ "user_api_key": key })))
 }

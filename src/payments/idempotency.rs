@@ -12,7 +12,6 @@
 use crate::db::{Conn, Sql, Store};
 use crate::engine::Cx;
 use crate::error::{ApiError, ApiResult};
-use axum::http::HeaderMap;
 use serde_json::Value as Json;
 use sha2::{Digest, Sha256};
 
@@ -22,18 +21,15 @@ pub const TTL_SECS: i64 = 24 * 3600;
 /// (the process died before starting the work).
 const ABANDONED_SECS: i64 = 60;
 
-/// The `Idempotency-Key` header, if sent: 1-255 visible ASCII characters.
-pub fn key(headers: &HeaderMap) -> ApiResult<Option<String>> {
-    let Some(raw) = headers.get("idempotency-key") else {
-        return Ok(None);
-    };
-    let text = raw.to_str().unwrap_or_default();
+/// Checks an `Idempotency-Key` as sent: 1-255 visible ASCII characters.
+pub fn check_key(raw: &[u8]) -> ApiResult<String> {
+    let text = std::str::from_utf8(raw).unwrap_or_default();
     if text.is_empty() || text.len() > 255 || !text.bytes().all(|b| (0x21..=0x7e).contains(&b)) {
         return Err(ApiError::BadRequest(
             "Idempotency-Key must be 1 to 255 visible ASCII characters.".into(),
         ));
     }
-    Ok(Some(text.to_string()))
+    Ok(text.to_string())
 }
 
 /// The digest that tells a repeat from another request under one key.

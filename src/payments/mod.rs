@@ -1,16 +1,330 @@
-//! The payment service: transactions through the processor, batches and
-//! settlement, Level 3 data, idempotency, velocity limits and the
-//! reconciliation of what a crash left pending. Handlers live in
-//! `http::transactions`; records are declared in `resources`.
+//! The payments domain: every payment, whoever starts it, goes through the
+//! operations of [`Payments`]. The API, recurring runs, hosted forms,
+//! quick-invoice pay pages, terminals and the emulator differ only in the
+//! [`Origin`] they pass; none of them sequences processor calls.
+//!
+//! A money-moving operation runs in three steps (ADR 0006, ADR 0008):
+//!
+//! 1. **prepare** (one write job): resolve and check everything, reserve
+//!    what must not be taken twice (an api id, a refund's remainder, a
+//!    velocity slot) and store the transaction as `pending`, or mark the
+//!    transaction a follow-up action works on ([`create::prepare`],
+//!    [`follow_up::prepare`]);
+//! 2. **call** the processor outside any database transaction
+//!    ([`call::ask`]);
+//! 3. **complete** (one write job): record the outcome, enter the batch,
+//!    save the vault, write the events and the idempotent answer
+//!    ([`create::complete`], [`follow_up::complete`]).
+//!
+//! Once step 1 has begun, the operation runs on a task of its own: a
+//! caller that goes away (a client that disconnects) does not stop it, and
+//! a retry with the same `Idempotency-Key` or `transaction_api_id` finds
+//! the recorded result. A crash between steps 1 and 3 leaves a `pending`
+//! row naming its node; the reconciler reverses it at the processor and
+//! declines it ([`reconcile`]).
 
+pub mod ach_status;
 pub mod actions;
 pub mod batches;
+pub mod call;
+pub mod create;
+pub mod follow_up;
 pub mod idempotency;
 pub mod level3;
+pub mod pending;
 pub mod reconcile;
-pub mod service;
+pub mod request;
 pub mod source;
 pub mod state;
 pub mod velocity;
 
-pub use service::Payments;
+pub use request::{
+    BatchId, FollowUp, Idempotency, NewPayment, Origin, QuickInvoiceId, RecurringId, Reply, TransactionId,
+    TrxSource,
+};
+
+use crate::clock::{date_text, Clock};
+use crate::crypto::Keyring;
+use crate::db::Store;
+use crate::engine::record::Record;
+use crate::engine::{query, Cx};
+use crate::error::{ApiError, ApiResult};
+use crate::ids::new_id;
+use crate::processor::{Processor, SettleRequest, Simulator, StatusId};
+use crate::resources::{TRANSACTION, TRANSACTION_BATCH};
+use idempotency::Claim;
+use serde_json::Value as Json;
+use std::future::Future;
+use std::sync::atomic::AtomicBool;
+use std::sync::Arc;
+
+/// The payment service: the store, the processor and this node's
+/// identity. Cheap to clone; one per process.
+#[derive(Clone)]
+pub struct Payments {
+    store: Store,
+    processor: Arc<dyn Processor>,
+    keyring: Arc<Keyring>,
+    clock: Clock,
+    /// This process's id in `pending_node`.
+    node_id: Arc<str>,
+    /// Set after the first reconciliation pass.
+    started: Arc<AtomicBool>,
+}
+
+impl Payments {
+    pub fn new(store: Store, processor: Arc<dyn Processor>, keyring: Arc<Keyring>, clock: Clock) -> Payments {
+        Payments {
+            store,
+            processor,
+            keyring,
+            clock,
+            node_id: Arc::from(format!("node-{}", new_id()).as_str()),
+            started: Arc::new(AtomicBool::new(false)),
+        }
+    }
+
+    /// This process's node id (its advisory lock and `pending_node`).
+    pub fn node_id(&self) -> &str {
+        &self.node_id
+    }
+
+    /// The processor's developer controls, when it is a test processor.
+    pub fn simulator(&self) -> Option<&dyn Simulator> {
+        self.processor.simulator()
+    }
+
+    /// A new payment (`POST /v2/transactions` and every other producer).
+    /// Answers 201 with the stored transaction, a decline included; a
+    /// repeat of an `Idempotency-Key` answers what the first stored.
+    pub fn create(
+        &self,
+        cx: Cx,
+        request: NewPayment,
+    ) -> impl Future<Output = ApiResult<Reply>> + Send + 'static {
+        let this = self.clone();
+        detached(async move {
+            let idempotency = request.idempotency.clone();
+            let key = idempotency.as_ref().map(|i| i.key.clone());
+            this.claim_then(&cx, idempotency.as_ref(), 201, move |this, cx| async move {
+                this.new_payment(&cx, request, key).await
+            })
+            .await
+        })
+    }
+
+    /// An action on an existing transaction (`PUT /v2/transactions/{id}`).
+    pub fn update(
+        &self,
+        cx: Cx,
+        request: FollowUp,
+    ) -> impl Future<Output = ApiResult<Reply>> + Send + 'static {
+        let this = self.clone();
+        detached(async move {
+            let idempotency = request.idempotency.clone();
+            let key = idempotency.as_ref().map(|i| i.key.clone());
+            this.claim_then(&cx, idempotency.as_ref(), 200, move |this, cx| async move {
+                this.follow_up(&cx, request, key).await
+            })
+            .await
+        })
+    }
+
+    /// Claims the idempotency key (or replays its answer), runs `work`,
+    /// and gives the key back when the work fails before storing an answer.
+    async fn claim_then<F, Fut>(
+        &self,
+        cx: &Cx,
+        idempotency: Option<&Idempotency>,
+        status: u16,
+        work: F,
+    ) -> ApiResult<Reply>
+    where
+        F: FnOnce(Payments, Cx) -> Fut,
+        Fut: Future<Output = ApiResult<Json>>,
+    {
+        if let Some(i) = idempotency {
+            if let Claim::Replay(status, body) =
+                idempotency::claim(&self.store, cx, &i.key, &i.fingerprint).await?
+            {
+                return Ok(Reply {
+                    status,
+                    body,
+                    replayed: true,
+                });
+            }
+        }
+        let result = work(self.clone(), cx.clone()).await;
+        if let (Err(e), Some(i)) = (&result, idempotency) {
+            idempotency::fail(&self.store, cx, &i.key, e).await;
+        }
+        result.map(|body| Reply {
+            status,
+            body,
+            replayed: false,
+        })
+    }
+
+    async fn new_payment(&self, cx: &Cx, request: NewPayment, key: Option<String>) -> ApiResult<Json> {
+        let node = self.node_id.clone();
+        let (cx1, key1) = (cx.clone(), key.clone());
+        let NewPayment { input, origin, .. } = request;
+        let prepared = self
+            .store
+            .write(move |conn| create::prepare(&cx1, conn, &input, &origin, &node, key1.as_deref()))
+            .await?;
+        let answer = match call::ask(&self.processor, prepared.call.clone()).await {
+            Ok(a) => a,
+            Err(e) => call::failure_answer(&self.processor, &prepared.id, &prepared.call, e).await,
+        };
+        let cx3 = cx.clone();
+        self.store
+            .write(move |conn| create::complete(&cx3, conn, &prepared, &answer, key.as_deref()))
+            .await
+    }
+
+    async fn follow_up(&self, cx: &Cx, request: FollowUp, key: Option<String>) -> ApiResult<Json> {
+        /// What the first job of an action leaves to do.
+        enum Step {
+            /// Finished in that job (tipadjust, edit): the response body.
+            Done(Json),
+            /// The processor must answer before the action completes.
+            Ask(Box<pending::Prepared>),
+        }
+        let node = self.node_id.clone();
+        let (cx1, key1) = (cx.clone(), key.clone());
+        let FollowUp {
+            transaction, input, ..
+        } = request;
+        let step = self
+            .store
+            .write(move |conn| {
+                let tx = query::find(conn, &TRANSACTION, &cx1.scope, transaction.as_str())?
+                    .ok_or_else(|| ApiError::not_found("transaction"))?;
+                let prepared = follow_up::prepare(&cx1, conn, &tx, &input, &node)?;
+                // Actions without a processor call finish in this job.
+                if matches!(prepared.call, call::Call::Nothing) {
+                    let body = follow_up::complete(&cx1, conn, &prepared, None, key1.as_deref())?;
+                    return Ok(Step::Done(body));
+                }
+                Ok(Step::Ask(Box::new(prepared)))
+            })
+            .await?;
+        let prepared = match step {
+            Step::Ask(p) => *p,
+            Step::Done(body) => return Ok(body),
+        };
+        let answer = match call::ask(&self.processor, prepared.call.clone()).await {
+            Ok(a) => a,
+            Err(e) => {
+                let p = prepared.clone();
+                self.store.write(move |conn| follow_up::abandon(conn, &p)).await?;
+                return Err(match e {
+                    crate::processor::ProcessorError::Unavailable(m) => {
+                        tracing::warn!(error = %m, "processor unavailable");
+                        ApiError::Unavailable("The processor is not reachable; retry shortly.".into())
+                    }
+                    other => ApiError::field("action", other.to_string()),
+                });
+            }
+        };
+        let cx3 = cx.clone();
+        self.store
+            .write(move |conn| follow_up::complete(&cx3, conn, &prepared, Some(&answer), key.as_deref()))
+            .await
+    }
+
+    /// Closes a batch at the processor (`POST /v2/transactionbatches/{id}/settle`).
+    /// Runs to the end even if the caller goes away.
+    pub fn settle(&self, cx: Cx, batch: BatchId) -> impl Future<Output = ApiResult<Record>> + Send + 'static {
+        let this = self.clone();
+        detached(async move {
+            let cx1 = cx.clone();
+            let (before, amounts, attempt) = this
+                .store
+                .write(move |conn| {
+                    let found = query::find(conn, &TRANSACTION_BATCH, &cx1.scope, batch.as_str())?
+                        .ok_or_else(|| ApiError::not_found("transactionbatch"))?;
+                    let (amounts, attempt) = batches::begin_settle(conn, &cx1, &found)?;
+                    Ok((found, amounts, attempt))
+                })
+                .await?;
+            let processor = this.processor.clone();
+            let request = SettleRequest {
+                batch_id: before.id().to_string(),
+                amounts,
+                attempt,
+            };
+            let answer = tokio::task::spawn_blocking(move || processor.settle(&request))
+                .await
+                .map_err(ApiError::internal)?
+                .map_err(|e| e.to_string());
+            let settle_date = date_text(cx.now, cx.scope.tz);
+            this.store
+                .write(move |conn| batches::finish_settle(conn, &cx, before, answer, &settle_date))
+                .await
+        })
+    }
+
+    /// The sandbox's ACH status change (`PUT /v2/developer/transactions/{id}`):
+    /// what the bank would do days later, driven by hand. Only with a
+    /// processor that has a [`Simulator`].
+    pub async fn set_ach_status(&self, cx: Cx, id: TransactionId, to: StatusId) -> ApiResult<Record> {
+        if self.processor.simulator().is_none() {
+            return Err(ApiError::NotFound("No such endpoint.".into()));
+        }
+        let processor = self.processor.clone();
+        self.store
+            .write(move |conn| {
+                let simulator = processor
+                    .simulator()
+                    .ok_or_else(|| ApiError::NotFound("No such endpoint.".into()))?;
+                ach_status::apply(&cx, conn, simulator, id.as_str(), to)
+            })
+            .await
+    }
+
+    /// One reconciliation pass: what dead nodes (or this one, long ago)
+    /// left pending is reversed and declined; see [`reconcile`].
+    pub async fn reconcile(&self) -> ApiResult<reconcile::Report> {
+        reconcile::run_once(self, self.clock.now_ts()).await
+    }
+
+    /// Reconciles what an earlier process left, then keeps doing so every
+    /// 10 s in the background (other nodes may die while this one runs).
+    pub async fn start_reconciler(&self) -> ApiResult<()> {
+        let report = self.reconcile().await?;
+        if report != Default::default() {
+            tracing::warn!(?report, "reconciled what an interrupted run left pending");
+        }
+        let this = self.clone();
+        tokio::spawn(async move {
+            let mut tick = tokio::time::interval(std::time::Duration::from_secs(10));
+            tick.tick().await;
+            loop {
+                tick.tick().await;
+                match this.reconcile().await {
+                    Ok(r) if r != Default::default() => {
+                        tracing::warn!(report = ?r, "reconciled interrupted work")
+                    }
+                    Ok(_) => {}
+                    Err(e) => tracing::warn!(error = %e, "reconciliation pass failed"),
+                }
+            }
+        });
+        Ok(())
+    }
+}
+
+/// Runs `work` on a task of its own and waits for it: dropping the
+/// returned future (a client that went away) does not stop the work. The
+/// task is spawned when this is called, not when first polled.
+fn detached<T: Send + 'static>(
+    work: impl Future<Output = ApiResult<T>> + Send + 'static,
+) -> impl Future<Output = ApiResult<T>> + Send + 'static {
+    let task = tokio::spawn(work);
+    async move {
+        task.await
+            .map_err(|e| ApiError::internal(format!("payment task failed: {e}")))?
+    }
+}

@@ -8,9 +8,9 @@
 //! several nodes may run it at once (every step is a compare-and-set).
 
 use super::idempotency;
-use super::service::Payments;
 use super::state::PENDING;
-use crate::db::{Conn, Sql, Store, Value};
+use super::Payments;
+use crate::db::{Conn, Sql, Value};
 use crate::engine::events::{self, Action};
 use crate::engine::query::TenantScope;
 use crate::engine::record::Record;
@@ -50,12 +50,9 @@ fn cx_for(location_id: &str, now: i64, keyring: Arc<crate::crypto::Keyring>) -> 
 }
 
 /// One reconciliation pass.
-pub async fn run_once(
-    store: &Store,
-    payments: &Payments,
-    keyring: Arc<crate::crypto::Keyring>,
-    now: i64,
-) -> ApiResult<Report> {
+pub async fn run_once(payments: &Payments, now: i64) -> ApiResult<Report> {
+    let store = &payments.store;
+    let keyring = payments.keyring.clone();
     let me = payments.node_id.to_string();
     let nodes: Vec<(Option<String>, i64)> = store
         .read(|conn| {
@@ -141,7 +138,7 @@ pub async fn run_once(
             } else {
                 let id = tx.id().to_string();
                 let n = store
-                    .write(move |conn| super::service::clear_mark(conn, &id, None))
+                    .write(move |conn| super::pending::clear_mark(conn, &id, None))
                     .await?;
                 report.unmarked += n as usize;
             }
@@ -195,7 +192,7 @@ fn decline_interrupted(cx: &Cx, conn: &mut dyn Conn, mut tx: Record) -> ApiResul
     }
     // A refund's reservation on its original is given back.
     if tx.int("type_id") == Some(TypeId::Refund.code() as i64) {
-        super::service::release_refund(conn, &tx)?;
+        super::pending::release_refund(conn, &tx)?;
     }
     tx.set("state", "done");
     tx.set("status_id", StatusId::Declined.code() as i64);

@@ -8,6 +8,7 @@
 //! - [`signing`] computes Standard Webhooks signatures.
 
 pub mod outbox;
+pub mod schedule;
 pub mod send;
 pub mod signing;
 pub mod worker;

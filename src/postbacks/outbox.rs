@@ -52,7 +52,7 @@ pub fn enqueue(conn: &mut dyn Conn, cx: &Cx, action: Action, record: &Record) ->
     if configs.is_empty() {
         return Ok(());
     }
-    let now_ms = crate::clock::Clock.now_ms();
+    let now_ms = crate::clock::Clock::system().now_ms();
     // Configs asking for the same expands share one rendering.
     let mut rendered: Vec<(String, String)> = Vec::new();
     for config in configs {

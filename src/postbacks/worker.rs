@@ -21,7 +21,7 @@ use base64::Engine as _;
 use std::collections::HashMap;
 use std::sync::Arc;
 use std::time::Duration;
-use tokio::sync::mpsc;
+use tokio::sync::{mpsc, Notify};
 
 /// Deliveries in flight in this process.
 pub const MAX_IN_FLIGHT: usize = 512;
@@ -79,19 +79,94 @@ struct Done {
     next_attempt_ts: Option<i64>,
 }
 
-/// Starts the worker; it runs for the life of the process.
-pub fn start(store: Store, keyring: Arc<Keyring>, node_id: String) {
-    tokio::spawn(async move {
-        let mut worker = Worker {
+/// The delivery service of this process: starts the background loop and
+/// runs a round on demand ([`Deliveries::run_once`], for the test clock
+/// and tests). Cheap to clone.
+#[derive(Clone)]
+pub struct Deliveries {
+    store: Store,
+    keyring: Arc<Keyring>,
+    node_id: String,
+    allow_private: bool,
+    clock: Clock,
+    wake: Arc<Notify>,
+}
+
+impl Deliveries {
+    pub fn new(
+        store: Store,
+        keyring: Arc<Keyring>,
+        node_id: String,
+        allow_private: bool,
+        clock: Clock,
+        wake: Arc<Notify>,
+    ) -> Deliveries {
+        Deliveries {
             store,
             keyring,
             node_id,
-            allow_private: super::policy().allow_private,
+            allow_private,
+            clock,
+            wake,
+        }
+    }
+
+    /// Tells the loop to look for due rows now (new events, a redelivery).
+    pub fn wake(&self) {
+        self.wake.notify_one();
+    }
+
+    /// Starts the background loop; it runs for the life of the process.
+    pub fn start(&self) {
+        let mut worker = self.worker();
+        let wake = self.wake.clone();
+        tokio::spawn(async move { worker.run(wake).await });
+    }
+
+    fn worker(&self) -> Worker {
+        Worker {
+            store: self.store.clone(),
+            keyring: self.keyring.clone(),
+            node_id: self.node_id.clone(),
+            allow_private: self.allow_private,
+            clock: self.clock.clone(),
             in_flight: HashMap::new(),
             total: 0,
-        };
-        worker.run().await;
-    });
+        }
+    }
+
+    /// Delivers everything due now and waits for the outcomes: round after
+    /// round (a record's next event becomes eligible once the one before
+    /// it is settled) until a round finds nothing. Rows leased by the
+    /// background loop are left to it. Returns the attempts made.
+    pub async fn run_once(&self) -> ApiResult<usize> {
+        let mut worker = self.worker();
+        let mut attempts = 0;
+        let mut finished = Vec::new();
+        // Bounded: each round settles or reschedules what it claimed.
+        for _ in 0..1000 {
+            let (claimed, targets) = worker
+                .step(std::mem::take(&mut finished), MAX_IN_FLIGHT)
+                .await
+                .map_err(|(e, _)| e)?;
+            if claimed.is_empty() {
+                return Ok(attempts);
+            }
+            attempts += claimed.len();
+            let mut sends = tokio::task::JoinSet::new();
+            for delivery in claimed {
+                if let Some(target) = targets.get(&delivery.config_id).cloned() {
+                    let (clock, allow_private) = (self.clock.clone(), self.allow_private);
+                    sends.spawn(async move { attempt(delivery, target, allow_private, &clock).await });
+                }
+            }
+            while let Some(done) = sends.join_next().await {
+                finished.push(done.map_err(crate::error::ApiError::internal)?);
+            }
+        }
+        worker.step(finished, 0).await.map_err(|(e, _)| e)?;
+        Ok(attempts)
+    }
 }
 
 struct Worker {
@@ -99,12 +174,13 @@ struct Worker {
     keyring: Arc<Keyring>,
     node_id: String,
     allow_private: bool,
+    clock: Clock,
     in_flight: HashMap<String, usize>,
     total: usize,
 }
 
 impl Worker {
-    async fn run(&mut self) {
+    async fn run(&mut self, wake: Arc<Notify>) {
         let (tx, mut rx) = mpsc::unbounded_channel::<Done>();
         let mut finished: Vec<Done> = Vec::new();
         let mut last_lease_check = tokio::time::Instant::now() - LEASE_CHECK;
@@ -141,9 +217,9 @@ impl Worker {
                         *self.in_flight.entry(delivery.config_id.clone()).or_default() += 1;
                         self.total += 1;
                         let tx = tx.clone();
-                        let allow_private = self.allow_private;
+                        let (allow_private, clock) = (self.allow_private, self.clock.clone());
                         tokio::spawn(async move {
-                            let done = attempt(delivery, target, allow_private).await;
+                            let done = attempt(delivery, target, allow_private, &clock).await;
                             let _ = tx.send(done);
                         });
                     }
@@ -163,6 +239,7 @@ impl Worker {
                     self.release_slot(&done.config_id);
                     finished.push(done);
                 }
+                _ = wake.notified() => {}
                 _ = outbox::wake().notified() => {}
                 _ = tokio::time::sleep(POLL) => {}
             }
@@ -182,7 +259,7 @@ impl Worker {
             .filter(|(_, n)| **n >= PER_CONFIG)
             .map(|(c, _)| c.clone())
             .collect();
-        let now_ms = Clock.now_ms();
+        let now_ms = self.clock.now_ms();
         if finished.is_empty() {
             // Idle rounds read before they write.
             let due = self
@@ -277,7 +354,7 @@ impl Worker {
     }
 
     async fn purge(&self) -> ApiResult<()> {
-        let now = Clock.now_ts();
+        let now = self.clock.now_ts();
         self.store
             .write(move |conn| {
                 conn.execute(&Sql::with(
@@ -470,7 +547,7 @@ fn form_body(event_type: &str, resource: &str, number_of_attempts: i64, data: &s
 }
 
 /// One attempt: send, then decide delivered, retry or failed.
-async fn attempt(delivery: Claimed, target: Arc<Target>, allow_private: bool) -> Done {
+async fn attempt(delivery: Claimed, target: Arc<Target>, allow_private: bool, clock: &Clock) -> Done {
     let number = delivery.attempts + 1;
     let outcome = match &target.broken {
         Some(reason) => send::Outcome {
@@ -490,7 +567,7 @@ async fn attempt(delivery: Claimed, target: Arc<Target>, allow_private: bool) ->
                 headers.push(("Authorization".to_string(), format!("Basic {auth}")));
             }
             if let Some(key) = &target.signing_key {
-                let ts = Clock.now_ts();
+                let ts = clock.now_ts();
                 headers.push((signing::HEADER_ID.to_string(), delivery.id.clone()));
                 headers.push((signing::HEADER_TIMESTAMP.to_string(), ts.to_string()));
                 headers.push((
@@ -506,7 +583,7 @@ async fn attempt(delivery: Claimed, target: Arc<Target>, allow_private: bool) ->
             send::post(&out, allow_private).await
         }
     };
-    let now_ms = Clock.now_ms();
+    let now_ms = clock.now_ms();
     let (status, due_ms, next_attempt_ts) = if outcome.acknowledged() {
         ("delivered", now_ms, None)
     } else if number >= target.max_attempts {

@@ -96,6 +96,24 @@ pub enum PaymentMethod {
     Ach,
 }
 
+impl PaymentMethod {
+    /// `cc` or `ach`, as the API carries it.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            PaymentMethod::Cc => "cc",
+            PaymentMethod::Ach => "ach",
+        }
+    }
+
+    pub fn parse(s: &str) -> Option<PaymentMethod> {
+        match s {
+            "cc" => Some(PaymentMethod::Cc),
+            "ach" => Some(PaymentMethod::Ach),
+            _ => None,
+        }
+    }
+}
+
 /// The processor's handle on an earlier transaction (an authorization,
 /// a sale, an ACH debit): what a connector needs to refer to it again.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -354,6 +372,31 @@ pub trait Processor: Send + Sync {
 
     /// Close a batch.
     fn settle(&self, req: &SettleRequest) -> ProcessorResult<SettleResponse>;
+
+    /// The controls a test processor gives developers (the sandbox's ACH
+    /// status changes); `None` for a real connector, so the developer
+    /// endpoints are not served at all.
+    fn simulator(&self) -> Option<&dyn Simulator> {
+        None
+    }
+}
+
+/// What a test processor lets a developer drive by hand, standing in for
+/// the bank: an ACH transaction's later life (origination, settlement,
+/// returns) happens days after the request on a real network.
+pub trait Simulator: Send + Sync {
+    /// The change of an ACH transaction from `from` to `to`, for an amount
+    /// of `amount` cents, or why the flow does not allow it.
+    fn ach_status_change(&self, from: StatusId, to: StatusId, amount: i64)
+        -> Result<AchStatusChange, String>;
+}
+
+/// What an allowed ACH status change does to the transaction.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct AchStatusChange {
+    pub status_id: StatusId,
+    /// The reason to record with the new status, if it has one.
+    pub reason: Option<ReasonCode>,
 }
 
 #[cfg(test)]

@@ -419,9 +419,40 @@ impl SandboxProcessor {
     }
 }
 
+impl Simulator for SandboxProcessor {
+    fn ach_status_change(
+        &self,
+        from: StatusId,
+        to: StatusId,
+        amount: i64,
+    ) -> Result<AchStatusChange, String> {
+        if !ach_status_change_allowed(from, to) {
+            return Err(format!(
+                "Status {} cannot change to {} (allowed: 131/132 -> 133 -> 134; any of these -> 201, 301 or 331; 201, 301 and 331 are final).",
+                from.code(),
+                to.code()
+            ));
+        }
+        let reason = match to {
+            StatusId::ChargedBack => Some(ach_chargeback_reason(amount)),
+            StatusId::Voided => Some(ReasonCode::VOIDED),
+            StatusId::Declined => Some(ReasonCode::DO_NOT_HONOR_GENERAL),
+            _ => None,
+        };
+        Ok(AchStatusChange {
+            status_id: to,
+            reason,
+        })
+    }
+}
+
 impl Processor for SandboxProcessor {
     fn name(&self) -> &'static str {
         "sandbox"
+    }
+
+    fn simulator(&self) -> Option<&dyn Simulator> {
+        Some(self)
     }
 
     fn authorize(&self, req: &AuthorizeRequest) -> ProcessorResult {

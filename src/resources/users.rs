@@ -167,3 +167,23 @@ impl Rules for UserRules {
         out.insert("user_hash_key".into(), Json::Null);
     }
 }
+
+/// Replaces a user's API key by one whose digest is `digest` (the old key
+/// stops working at once); the change log shows only that it changed.
+pub fn replace_api_key(cx: &Cx, conn: &mut dyn Conn, id: &str, digest: String) -> ApiResult<()> {
+    let user =
+        crate::engine::query::find(conn, &USER, &cx.scope, id)?.ok_or_else(|| ApiError::not_found("user"))?;
+    if id != cx.user_id {
+        require_covers_user(conn, &cx.perms, id)?;
+    }
+    conn.execute(&Sql::with(
+        "UPDATE users SET api_key_hash = ?, modified_ts = ?, modified_user_id = ? WHERE id = ?",
+        vec![digest.into(), cx.now.into(), cx.user_id.clone().into(), id.into()],
+    ))?;
+    let change = crate::engine::events::Change {
+        field: "user_api_key",
+        old: Some("********".into()),
+        new: Some("********".into()),
+    };
+    crate::engine::events::record(conn, cx, crate::engine::events::Action::Update, &user, &[change])
+}

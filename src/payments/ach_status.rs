@@ -1,0 +1,65 @@
+//! The sandbox's ACH status changes: on a real network an ACH debit is
+//! originated, settles or comes back days after the request. A test
+//! processor's [`Simulator`] says which changes its flow allows; this
+//! records one on the transaction (only `status_id` and what goes with it).
+
+use super::state;
+use crate::clock::{date_text, timestamp_text};
+use crate::db::{Conn, Value};
+use crate::engine::record::Record;
+use crate::engine::validate::UpdateInput;
+use crate::engine::{query, update_record, Cx};
+use crate::error::{ApiError, ApiResult};
+use crate::processor::{Simulator, StatusId};
+use crate::resources::TRANSACTION;
+
+/// Moves ACH transaction `id` to status `to`, if the simulator's flow
+/// allows it from where it is.
+pub fn apply(
+    cx: &Cx,
+    conn: &mut dyn Conn,
+    simulator: &dyn Simulator,
+    id: &str,
+    to: StatusId,
+) -> ApiResult<Record> {
+    let tx =
+        query::find(conn, &TRANSACTION, &cx.scope, id)?.ok_or_else(|| ApiError::not_found("transaction"))?;
+    if tx.text("payment_method") != Some("ach") {
+        return Err(ApiError::field(
+            "status_id",
+            "Only ACH transactions change status here.",
+        ));
+    }
+    let from = state::status(&tx)
+        .ok_or_else(|| ApiError::field("status_id", "The transaction has no status yet."))?;
+    if tx.text("pending_action").is_some() {
+        return Err(ApiError::field(
+            "status_id",
+            "Another action on this transaction is in progress.",
+        ));
+    }
+    let amount = tx.int("transaction_amount").unwrap_or(0);
+    let change = simulator
+        .ach_status_change(from, to, amount)
+        .map_err(|message| ApiError::field("status_id", message))?;
+    let today = date_text(cx.now, chrono_tz::UTC);
+    let mut changes: Vec<(&'static str, Value)> =
+        vec![("status_id", Value::Int(change.status_id.code() as i64))];
+    if let Some(reason) = change.reason {
+        changes.push(("reason_code_id", (reason.code() as i64).into()));
+    }
+    match change.status_id {
+        StatusId::AchSettled => changes.push(("settle_date", today.into())),
+        StatusId::ChargedBack => {
+            changes.push(("charge_back_date", today.clone().into()));
+            changes.push(("return_date", today.into()));
+            if let Some(v) = change.reason.and_then(|r| r.ach_return_verbiage()) {
+                changes.push(("verbiage", v.into()));
+            }
+        }
+        StatusId::Voided => changes.push(("void_date", timestamp_text(cx.now).into())),
+        _ => {}
+    }
+    let input = UpdateInput::named(&TRANSACTION, changes)?;
+    update_record(cx, conn, tx, input)
+}

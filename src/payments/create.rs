@@ -1,0 +1,749 @@
+//! A new payment (sale, authonly, avsonly, force, refund, debit, credit),
+//! step 1 and step 3 of the three in `payments` (the call is step 2).
+//!
+//! Step 1, [`prepare`], reads top to bottom as the questions a cashier
+//! asks: **where** (location, product transaction), **who** (the
+//! contact), **with what** (the money's source), whether the **rules**
+//! allow it (requirements, refund remainder, velocity), then it records
+//! the payment as pending and says which **processor call** it needs.
+//! Step 3, [`complete`], records the processor's answer.
+
+use super::actions::{Action, Parsed};
+use super::call::Call;
+use super::pending::{
+    apply_answer, load, processor_ref, release_refund, save_vault, store_pending, transaction_body, Prepared,
+    SaveAccount,
+};
+use super::request::Origin;
+use super::source::{self, Resolved, Source};
+use super::state::{self, Facts, DONE, PENDING};
+use super::velocity::{self, Breach, Class};
+use super::{batches, idempotency};
+use crate::clock::{date_text, timestamp_text};
+use crate::db::{Conn, Sql, Value};
+use crate::engine::events::{self, Action as EventAction};
+use crate::engine::record::Record;
+use crate::engine::validate::blank;
+use crate::engine::{insert, query, Cx};
+use crate::error::{ApiError, ApiResult, FieldErrors};
+use crate::ids::new_id;
+use crate::processor::*;
+use crate::resources::product_transactions::{ach_profiles, check_identity, default_for, settings};
+use crate::resources::{CONTACT, LOCATION, PRODUCT_TRANSACTION, TRANSACTION};
+use serde_json::Value as Json;
+
+fn location_tz(conn: &mut dyn Conn, location_id: &str) -> ApiResult<chrono_tz::Tz> {
+    let tz = conn
+        .query_one(&Sql::with(
+            "SELECT tz FROM locations WHERE id = ?",
+            vec![location_id.into()],
+        ))?
+        .and_then(|r| r[0].as_str().and_then(|s| s.parse().ok()));
+    Ok(tz.unwrap_or(chrono_tz::UTC))
+}
+
+/// The product transaction a new transaction runs on: the one named, or
+/// the location's default for the payment method.
+fn product_transaction(
+    cx: &Cx,
+    conn: &mut dyn Conn,
+    record: &Record,
+    method: &str,
+    location_id: &str,
+    errors: &mut FieldErrors,
+) -> ApiResult<Option<Record>> {
+    let pt = match record.text("product_transaction_id") {
+        Some(id) => query::find(conn, &PRODUCT_TRANSACTION, &cx.scope, id)?,
+        None if method == "ach" => None,
+        None => default_for(conn, cx, location_id, method)?,
+    };
+    let Some(pt) = pt else {
+        let message = match record.text("product_transaction_id") {
+            Some(_) => "product_transaction_id provided is not valid".to_string(),
+            None => blank("product_transaction_id"),
+        };
+        errors.add("product_transaction_id", message);
+        return Ok(None);
+    };
+    if pt.text("location_id") != Some(location_id) {
+        errors.add(
+            "product_transaction_id",
+            "The product transaction belongs to another location.",
+        );
+        return Ok(None);
+    }
+    if pt.text("payment_method") != Some(method) {
+        errors.add(
+            "product_transaction_id",
+            format!("The product transaction does not take {method} payments."),
+        );
+        return Ok(None);
+    }
+    if pt.int("active") == Some(0) {
+        errors.add("product_transaction_id", "The product transaction is not active.");
+        return Ok(None);
+    }
+    Ok(Some(pt))
+}
+
+/// Checks an ACH request against its product transaction's profile.
+fn check_ach(
+    settings: &Json,
+    action: Action,
+    record: &Record,
+    parsed: &Parsed,
+    bank: &mut AchData,
+    errors: &mut FieldErrors,
+) {
+    if bank.sec_code.is_empty() {
+        errors.add("ach_sec_code", blank("ach_sec_code"));
+        return;
+    }
+    if let Err(msg) = crate::cards::check_sec_code(&bank.sec_code) {
+        errors.add("ach_sec_code", msg);
+        return;
+    }
+    if action == Action::Credit && bank.sec_code != "CCD" {
+        errors.add("ach_sec_code", "Merchant-initiated credits use SEC code CCD.");
+        return;
+    }
+    let profiles = ach_profiles(settings);
+    let Some(profile) = profiles.iter().find(|p| p.sec_code == bank.sec_code) else {
+        let codes: Vec<&str> = profiles.iter().map(|p| p.sec_code.as_str()).collect();
+        errors.add(
+            "ach_sec_code",
+            format!(
+                "The product transaction takes SEC codes {} only.",
+                codes.join(", ")
+            ),
+        );
+        return;
+    };
+    if !profile.actions.iter().any(|a| a == action.name()) {
+        errors.add(
+            "action",
+            format!(
+                "The {} ACH profile of this product transaction does not allow {}.",
+                bank.sec_code,
+                action.name()
+            ),
+        );
+    }
+    let has = |f: &str| !record.get(f).is_null() || parsed.text(f).is_some();
+    check_identity(&profile.required, has, errors);
+    if profile.required.iter().any(|f| f == "check_number") && bank.check_number.is_none() {
+        errors.add("check_number", blank("check_number"));
+    }
+    if let Some(date) = &bank.effective_date {
+        if *date < date_text(record.int("created_ts").unwrap_or(0), chrono_tz::UTC) {
+            errors.add("effective_date", "Effective Date cannot be in the past.");
+        }
+    }
+}
+
+fn order_num() -> String {
+    use rand::Rng;
+    let mut rng = rand::thread_rng();
+    (0..12)
+        .map(|_| char::from(b'0' + rng.gen_range(0..10u8)))
+        .collect()
+}
+
+fn flag_setting(settings: &Json, name: &str) -> bool {
+    matches!(&settings[name], Json::Bool(true)) || settings[name].as_i64() == Some(1)
+}
+
+/// Where a payment happens.
+struct Place {
+    location_id: String,
+    /// `None` when the request named none that fits (its error is recorded).
+    product_transaction: Option<Record>,
+    /// The product transaction's settings (`Json::Null` without one).
+    settings: Json,
+}
+
+/// What pays.
+struct Funding {
+    source: Source,
+    vault: Option<Record>,
+    previous: Option<Record>,
+    type_id: TypeId,
+}
+
+/// Step 1 of a new payment: every check, the reservations that must not
+/// be taken twice, and the row stored as pending. No processor call.
+pub fn prepare(
+    cx: &Cx,
+    conn: &mut dyn Conn,
+    parsed: &Parsed,
+    origin: &Origin,
+    node: &str,
+    idem_key: Option<&str>,
+) -> ApiResult<Prepared> {
+    let action = parsed.action;
+    let mut errors = FieldErrors::new();
+    let mut record = draft(cx, parsed, origin, node);
+    let method =
+        PaymentMethod::parse(record.text("payment_method").unwrap_or("cc")).unwrap_or(PaymentMethod::Cc);
+
+    let place = locate(cx, conn, &mut record, method, &mut errors)?;
+    let contact_id = identify_payer(cx, conn, parsed, &place, &mut errors)?;
+    let Some(mut funding) = fund(cx, conn, parsed, method, &place, &mut errors)? else {
+        errors.into_result()?;
+        return Err(ApiError::field("account_number", blank("account_number")));
+    };
+    let contact_id = contact_id.or_else(|| {
+        funding
+            .vault
+            .as_ref()
+            .and_then(|v| v.text("contact_id").map(str::to_string))
+    });
+    record.set("contact_id", contact_id.clone());
+    describe_funding(cx, parsed, &mut record, &mut funding, &place, &mut errors);
+
+    check_requirements(parsed, &record, &funding, method, &place, &mut errors);
+    let save = parsed.flag("save_account") == Some(true);
+    if save && contact_id.is_none() {
+        errors.add(
+            "contact_id",
+            "Contact Id cannot be blank. (save_account stores the account on a contact.)",
+        );
+    }
+    // The api id is unique per location; the index catches a lost race.
+    if let Some(api_id) = record.text("transaction_api_id") {
+        if query::find_by_api_id(conn, &TRANSACTION, &cx.scope, &place.location_id, api_id)?.is_some() {
+            errors.add(
+                "transaction_api_id",
+                "Transaction Api Id has already been taken at this location.",
+            );
+        }
+    }
+    let amount = record.int("transaction_amount").unwrap_or(0);
+    if action == Action::Refund {
+        check_refund(cx, conn, &funding, method, amount, &place, &mut errors)?;
+    }
+    errors.into_result()?;
+
+    if action == Action::Refund {
+        reserve_refund(conn, &funding, amount)?;
+    }
+    let breach = velocity_breach(cx, conn, &funding, amount, &place)?;
+    record_pending(cx, conn, &record, idem_key)?;
+    let call = match breach {
+        Some(b) => Call::Decline(b.reason, b.message),
+        None => processor_call(parsed, &record, &funding, &place)?,
+    };
+    let id = record.id().to_string();
+    let save_account = match (save, contact_id) {
+        (true, Some(contact_id)) => Some(SaveAccount {
+            contact_id,
+            title: parsed.text("save_account_title"),
+            source: funding.source,
+        }),
+        _ => None,
+    };
+    Ok(Prepared {
+        id,
+        action,
+        call,
+        save_account,
+        new_amount: None,
+        extra: Vec::new(),
+    })
+}
+
+/// The pending row's own fields, before anything is looked up.
+fn draft(cx: &Cx, parsed: &Parsed, origin: &Origin, node: &str) -> Record {
+    let mut record = parsed.input.record.clone();
+    record.set("id", new_id());
+    record.set("created_ts", cx.now);
+    record.set("modified_ts", cx.now);
+    record.set("created_user_id", cx.user_id.clone());
+    record.set("modified_user_id", cx.user_id.clone());
+    record.set("timestamp", timestamp_text(cx.now));
+    record.set("state", PENDING);
+    record.set("pending_node", node.to_string());
+    record.set("refunded_amount", 0);
+    record.set("trx_source_id", origin.source.code());
+    record.set(
+        "recurring_id",
+        origin.recurring_id.as_ref().map(|r| r.to_string()),
+    );
+    record.set("is_recurring", i64::from(origin.recurring_id.is_some()));
+    record.set(
+        "quick_invoice_id",
+        origin.quick_invoice_id.as_ref().map(|q| q.to_string()),
+    );
+    record.set("notification_email_sent", 0);
+    record
+}
+
+/// Where: the location (the caller's own unless named) and the product
+/// transaction (the one named, or the location's default for the method).
+fn locate(
+    cx: &Cx,
+    conn: &mut dyn Conn,
+    record: &mut Record,
+    method: PaymentMethod,
+    errors: &mut FieldErrors,
+) -> ApiResult<Place> {
+    let location_id = record
+        .text("location_id")
+        .map(str::to_string)
+        .unwrap_or_else(|| cx.scope.location_id.clone());
+    if query::find(conn, &LOCATION, &cx.scope, &location_id)?.is_none() {
+        return Err(ApiError::field(
+            "location_id",
+            "location_id provided is not valid",
+        ));
+    }
+    record.set("location_id", location_id.clone());
+    let pt = product_transaction(cx, conn, record, method.as_str(), &location_id, errors)?;
+    let settings = pt.as_ref().map(settings).unwrap_or(Json::Null);
+    if let Some(pt) = &pt {
+        record.set("product_transaction_id", pt.id().to_string());
+    }
+    Ok(Place {
+        location_id,
+        product_transaction: pt,
+        settings,
+    })
+}
+
+/// Who: the contact named by id or by its api id at the location.
+fn identify_payer(
+    cx: &Cx,
+    conn: &mut dyn Conn,
+    parsed: &Parsed,
+    place: &Place,
+    errors: &mut FieldErrors,
+) -> ApiResult<Option<String>> {
+    let record = &parsed.input.record;
+    let contact = match (record.text("contact_id"), parsed.text("contact_api_id")) {
+        (Some(id), _) => {
+            let c = query::find(conn, &CONTACT, &cx.scope, id)?;
+            if c.is_none() {
+                errors.add("contact_id", "contact_id provided is not valid");
+            }
+            c
+        }
+        (None, Some(api_id)) => {
+            let c = query::find_by_api_id(conn, &CONTACT, &cx.scope, &place.location_id, &api_id)?;
+            if c.is_none() {
+                errors.add("contact_api_id", "contact_api_id provided is not valid");
+            }
+            c
+        }
+        _ => None,
+    };
+    Ok(contact.map(|c| c.id().to_string()))
+}
+
+/// With what: the one source of the money (`source::resolve`), and the
+/// transaction type it makes for this action.
+fn fund(
+    cx: &Cx,
+    conn: &mut dyn Conn,
+    parsed: &Parsed,
+    method: PaymentMethod,
+    place: &Place,
+    errors: &mut FieldErrors,
+) -> ApiResult<Option<Funding>> {
+    let resolved = source::resolve(cx, conn, parsed, method.as_str(), &place.location_id, errors)?;
+    let Some(Resolved {
+        source,
+        vault,
+        previous,
+    }) = resolved
+    else {
+        return Ok(None);
+    };
+    let type_id = match (&source, parsed.action) {
+        (Source::Card(_), Action::AvsOnly) => TypeId::AvsOnly,
+        (_, Action::Refund) => TypeId::Refund,
+        (Source::Card(_), _) => TypeId::Sale,
+        (Source::Bank(_), Action::Credit) => TypeId::Credit,
+        (Source::Bank(_), _) => TypeId::Debit,
+    };
+    Ok(Some(Funding {
+        source,
+        vault,
+        previous,
+        type_id,
+    }))
+}
+
+/// Copies what the source says about the account onto the record (brand,
+/// expiry, holder, bank details; the number sealed, only its first six
+/// and last four in clear) and checks an ACH request against its profile.
+fn describe_funding(
+    cx: &Cx,
+    parsed: &Parsed,
+    record: &mut Record,
+    funding: &mut Funding,
+    place: &Place,
+    errors: &mut FieldErrors,
+) {
+    if let Some(v) = &funding.vault {
+        record.set("account_vault_id", v.id().to_string());
+        record.set("is_accountvault", 1);
+    } else {
+        record.set("is_accountvault", 0);
+    }
+    if let Some(p) = &funding.previous {
+        record.set("previous_transaction_id", p.id().to_string());
+    }
+    let number = match &mut funding.source {
+        Source::Card(card) => {
+            record.set("account_type", card.account_type);
+            record.set("exp_date", card.data.exp_date.clone());
+            if record.get("account_holder_name").is_null() {
+                record.set("account_holder_name", card.data.account_holder_name.clone());
+            }
+            record.set(
+                "entry_mode_id",
+                card.data.entry_mode.unwrap_or(EntryMode::Keyed).code(),
+            );
+            if record.get("billing_street").is_null() {
+                record.set("billing_street", card.data.billing_street.clone());
+            }
+            if record.get("billing_zip").is_null() {
+                record.set("billing_zip", card.data.billing_zip.clone());
+            }
+            record.set("first_six", card.data.pan.get(..6).map(str::to_string));
+            card.data.pan.clone()
+        }
+        Source::Bank(bank) => {
+            if let Some(s) = record.text("ach_sec_code") {
+                bank.sec_code = s.to_string();
+            }
+            if bank.effective_date.is_none() {
+                let hold = velocity::debit_hold_days(&place.settings["velocity_settings"]);
+                bank.effective_date = Some(date_text(cx.now + hold * 86_400, chrono_tz::UTC));
+            }
+            // Without a valid product transaction there is no profile to
+            // check against (its own error already says so).
+            if place.product_transaction.is_some() {
+                check_ach(&place.settings, parsed.action, record, parsed, bank, errors);
+            }
+            record.set("account_type", bank.account_type.as_str());
+            record.set("routing", bank.routing.clone());
+            record.set("ach_sec_code", bank.sec_code.clone());
+            record.set("effective_date", bank.effective_date.clone());
+            if record.get("account_holder_name").is_null() {
+                record.set("account_holder_name", bank.account_holder_name.clone());
+            }
+            bank.account_number.clone()
+        }
+    };
+    record.set("type_id", funding.type_id.code() as i64);
+    if number.len() >= 8 || matches!(funding.source, Source::Card(_)) {
+        record.set(
+            "last_four",
+            number.get(number.len().saturating_sub(4)..).map(str::to_string),
+        );
+    }
+    record.set("account_number", cx.keyring.encrypt(&number));
+    if record.get("order_num").is_null() {
+        record.set("order_num", order_num());
+    }
+}
+
+/// The product transaction's virtual-terminal requirements and the
+/// lodging dates.
+fn check_requirements(
+    parsed: &Parsed,
+    record: &Record,
+    funding: &Funding,
+    method: PaymentMethod,
+    place: &Place,
+    errors: &mut FieldErrors,
+) {
+    if method == PaymentMethod::Cc && parsed.action != Action::Refund {
+        for (setting, field) in [
+            ("vt_require_street", "billing_street"),
+            ("vt_require_zip", "billing_zip"),
+        ] {
+            if flag_setting(&place.settings, setting) && record.get(field).is_null() {
+                errors.add(field, blank(field));
+            }
+        }
+        if flag_setting(&place.settings, "vt_require_cvv")
+            && funding.vault.is_none()
+            && funding.previous.is_none()
+            && parsed.text("cvv").is_none()
+        {
+            errors.add("cvv", blank("cvv"));
+        }
+    }
+    if let (Some(a), Some(b)) = (record.text("checkin_date"), record.text("checkout_date")) {
+        let parse = |s: &str| chrono::NaiveDate::parse_from_str(s, "%Y-%m-%d").ok();
+        if let (Some(a), Some(b)) = (parse(a), parse(b)) {
+            let nights = (b - a).num_days();
+            if !(0..=99).contains(&nights) {
+                errors.add(
+                    "checkout_date",
+                    "Checkout Date must be 0 to 99 days after checkin_date.",
+                );
+            }
+        }
+    }
+}
+
+/// A referenced refund: the original must allow it, within what is left
+/// to refund and past the product transaction's refund hold.
+fn check_refund(
+    cx: &Cx,
+    conn: &mut dyn Conn,
+    funding: &Funding,
+    method: PaymentMethod,
+    amount: i64,
+    place: &Place,
+    errors: &mut FieldErrors,
+) -> ApiResult<()> {
+    let Some(orig) = &funding.previous else {
+        return Ok(());
+    };
+    let facts = Facts::load(conn, orig)?;
+    if let Err(msg) = state::refundable(orig, &facts) {
+        errors.add("previous_transaction_id", msg);
+    } else if method == PaymentMethod::Ach && amount != orig.int("transaction_amount").unwrap_or(0) {
+        errors.add(
+            "transaction_amount",
+            "ACH debits are refunded in full only; send a credit for a partial amount.",
+        );
+    } else if amount > state::remaining(orig) {
+        errors.add(
+            "transaction_amount",
+            format!(
+                "Transaction Amount cannot exceed the amount left to refund ({}).",
+                crate::money::format(state::remaining(orig))
+            ),
+        );
+    } else {
+        let hold = velocity::refund_hold_days(&place.settings["velocity_settings"]);
+        if hold > 0 && orig.int("created_ts").unwrap_or(0) + hold * 86_400 > cx.now {
+            errors.add(
+                "previous_transaction_id",
+                format!("Refunds are held for {hold} days after the original transaction."),
+            );
+        }
+    }
+    Ok(())
+}
+
+/// Reserves a referenced refund's amount on its original by
+/// compare-and-set, so concurrent refunds cannot exceed what is left.
+fn reserve_refund(conn: &mut dyn Conn, funding: &Funding, amount: i64) -> ApiResult<()> {
+    let Some(orig) = &funding.previous else {
+        return Ok(());
+    };
+    let reserved = conn.execute(&Sql::with(
+        "UPDATE transactions SET refunded_amount = refunded_amount + ? \
+         WHERE id = ? AND transaction_amount - refunded_amount >= ?",
+        vec![amount.into(), orig.id().into(), amount.into()],
+    ))?;
+    if reserved == 0 {
+        return Err(ApiError::field(
+            "transaction_amount",
+            "Transaction Amount cannot exceed the amount left to refund.",
+        ));
+    }
+    Ok(())
+}
+
+/// The velocity limit this payment would break, if any. PostgreSQL
+/// serialises the product transaction's writers while a limit is set, so
+/// two requests cannot both take the last slot.
+fn velocity_breach(
+    cx: &Cx,
+    conn: &mut dyn Conn,
+    funding: &Funding,
+    amount: i64,
+    place: &Place,
+) -> ApiResult<Option<Breach>> {
+    let class = match funding.type_id {
+        TypeId::Refund => Class::Refund,
+        TypeId::Credit => Class::Credit,
+        TypeId::Sale | TypeId::Debit => Class::Debit,
+        _ => return Ok(None),
+    };
+    let Some(pt) = &place.product_transaction else {
+        return Ok(None);
+    };
+    let limits = &place.settings["velocity_settings"];
+    if !velocity::any_limit(limits, class) {
+        return Ok(None);
+    }
+    if conn.dialect() == crate::db::Dialect::Postgres {
+        conn.query(&Sql::with(
+            "SELECT id FROM product_transactions WHERE id = ? FOR UPDATE",
+            vec![pt.id().into()],
+        ))?;
+    }
+    let tz = location_tz(conn, &place.location_id)?;
+    velocity::check(conn, limits, pt.id(), class, amount, cx.now, tz)
+}
+
+/// Stores the row as pending (and ties the idempotency key to it).
+fn record_pending(cx: &Cx, conn: &mut dyn Conn, record: &Record, idem_key: Option<&str>) -> ApiResult<()> {
+    insert(conn, record).map_err(|e| match e {
+        crate::db::DbError::Unique(_) => ApiError::field(
+            "transaction_api_id",
+            "Transaction Api Id has already been taken at this location.",
+        ),
+        other => other.into(),
+    })?;
+    if let Some(key) = idem_key {
+        idempotency::link(conn, &cx.user_id, key, record.id())?;
+    }
+    Ok(())
+}
+
+/// The processor request this payment needs.
+fn processor_call(parsed: &Parsed, record: &Record, funding: &Funding, place: &Place) -> ApiResult<Call> {
+    let action = parsed.action;
+    let settings = &place.settings;
+    let option = |name: &str, setting: &str| {
+        parsed
+            .flag(name)
+            .unwrap_or_else(|| flag_setting(settings, setting))
+    };
+    let options = AuthOptions {
+        allow_partial: option(
+            "allow_partial_authorization_override",
+            "allow_partial_authorization",
+        ),
+        auto_decline_cvv: option("auto_decline_cvv_override", "auto_decline_cvv"),
+        auto_decline_street: option("auto_decline_street_override", "auto_decline_street"),
+        auto_decline_zip: option("auto_decline_zip_override", "auto_decline_zip"),
+    };
+    let gateway_id = record.id().to_string();
+    let amount = record.int("transaction_amount").unwrap_or(0);
+    Ok(match (&funding.source, action, &funding.previous) {
+        // A referenced refund, card or ACH, names its original.
+        (_, Action::Refund, Some(orig)) => Call::Refund(RefundRequest {
+            gateway_id,
+            original: processor_ref(orig),
+            amount,
+        }),
+        (Source::Card(card), Action::Sale | Action::AuthOnly, _) => Call::Authorize(AuthorizeRequest {
+            gateway_id,
+            amount,
+            card: card.data.clone(),
+            capture: action == Action::Sale,
+            options,
+        }),
+        (Source::Card(card), Action::Force, _) => Call::Force(ForceRequest {
+            gateway_id,
+            amount,
+            card: card.data.clone(),
+            auth_code: record.text("auth_code").unwrap_or_default().to_string(),
+        }),
+        (Source::Card(card), Action::AvsOnly, _) => Call::AvsOnly(AvsOnlyRequest {
+            card: card.data.clone(),
+        }),
+        (Source::Card(card), Action::Refund, None) => Call::Credit(CreditRequest {
+            gateway_id,
+            amount,
+            card: card.data.clone(),
+        }),
+        (Source::Bank(bank), Action::Debit, _) => Call::AchDebit(AchRequest {
+            gateway_id,
+            amount,
+            account: bank.clone(),
+        }),
+        (Source::Bank(bank), _, _) => Call::AchCredit(AchRequest {
+            gateway_id,
+            amount,
+            account: bank.clone(),
+        }),
+        (Source::Card(_), _, _) => {
+            return Err(ApiError::field("action", "This action does not take a card."));
+        }
+    })
+}
+
+/// Step 3 of a new payment: the processor's answer recorded, the batch
+/// entered, the account saved, the events and the idempotent answer
+/// written, in one database transaction. Returns the record and its body.
+pub fn complete(
+    cx: &Cx,
+    conn: &mut dyn Conn,
+    prepared: &Prepared,
+    answer: &ProcessorResponse,
+    idem_key: Option<&str>,
+) -> ApiResult<Json> {
+    let before = load(conn, &prepared.id)?;
+    let mut record = before.clone();
+    if record.text("state") != Some(PENDING) {
+        return Err(ApiError::Unavailable(
+            "The transaction was interrupted and has been reversed; look it up by id or transaction_api_id."
+                .into(),
+        ));
+    }
+    let method = record.text("payment_method").unwrap_or("cc").to_string();
+    let requested = record.int("transaction_amount").unwrap_or(0);
+    apply_answer(&mut record, answer, &method);
+    let approved = answer.is_approved();
+    match prepared.action {
+        Action::AvsOnly => {
+            record.set("transaction_amount", 0);
+            record.set("auth_amount", 0);
+        }
+        _ if approved => {
+            // A partial approval settles what was approved.
+            let amount = if answer.approved_amount > 0 && answer.approved_amount < requested {
+                answer.approved_amount
+            } else {
+                requested
+            };
+            record.set("transaction_amount", amount);
+            record.set("auth_amount", amount);
+        }
+        _ => record.set("auth_amount", 0),
+    }
+    record.set("state", DONE);
+    record.set("pending_node", Value::Null);
+    record.set("modified_ts", cx.now);
+
+    if approved && method == "cc" {
+        let amount = record.int("transaction_amount").unwrap_or(0);
+        match (prepared.action, answer.status_id) {
+            (Action::Sale | Action::Force, StatusId::Approved) => {
+                batches::enter(cx, conn, &mut record, amount)?
+            }
+            (Action::Refund, StatusId::Refunded) => batches::enter(cx, conn, &mut record, -amount)?,
+            _ => {}
+        }
+    }
+    if !approved && prepared.action == Action::Refund {
+        release_refund(conn, &record)?;
+    }
+    if let (true, Some(save)) = (approved, &prepared.save_account) {
+        // The charge stands even if the account cannot be kept.
+        match save_vault(cx, conn, &record, save) {
+            Ok(vault_id) => {
+                if record.get("account_vault_id").is_null() {
+                    record.set("account_vault_id", vault_id);
+                }
+            }
+            Err(ApiError::Validation(e)) => {
+                tracing::warn!(transaction_id = record.id(), errors = ?e.0.keys().collect::<Vec<_>>(), "save_account: the vault was refused")
+            }
+            Err(other) => return Err(other),
+        }
+    }
+    if !store_pending(conn, &before, &record)? {
+        return Err(ApiError::Unavailable(
+            "The transaction was interrupted and has been reversed; look it up by id or transaction_api_id."
+                .into(),
+        ));
+    }
+    events::record(conn, cx, EventAction::Create, &record, &[])?;
+    let body = transaction_body(cx, &record);
+    if let Some(key) = idem_key {
+        idempotency::finish(conn, &cx.user_id, key, 201, &body)?;
+    }
+    Ok(body)
+}

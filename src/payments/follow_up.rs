@@ -1,0 +1,455 @@
+//! An action on an existing transaction (authcomplete, authincrement,
+//! void, partialreversal, tipadjust, edit): step 1, [`prepare`], checks
+//! the action against the transaction's state and, when the processor is
+//! involved, marks the transaction so no other action runs on it
+//! meanwhile; step 3, [`complete`], records the outcome.
+
+use super::actions::{Action, Parsed};
+use super::batches;
+use super::call::Call;
+use super::idempotency;
+use super::pending::{clear_mark, load, processor_ref, release_refund, transaction_body, Prepared};
+use super::state::{self, Facts, DONE, PENDING};
+use crate::clock::timestamp_text;
+use crate::db::{Conn, Sql, Value};
+use crate::engine::record::Record;
+use crate::engine::validate::UpdateInput;
+use crate::engine::{query, update_record, Cx};
+use crate::error::{ApiError, ApiResult};
+use crate::processor::*;
+use crate::resources::{ACCOUNT_VAULT, CONTACT, TRANSACTION};
+use serde_json::Value as Json;
+
+/// Step 1 of a follow-up action on `tx` (found in the caller's scope).
+pub fn prepare(
+    cx: &Cx,
+    conn: &mut dyn Conn,
+    tx: &Record,
+    parsed: &Parsed,
+    node: &str,
+) -> ApiResult<Prepared> {
+    let action = parsed.action;
+    let facts = Facts::load(conn, tx)?;
+    let extra = carried_fields(cx, conn, tx, parsed)?;
+    let (call, new_amount) = action_call(tx, parsed, &facts)?;
+    if !matches!(call, Call::Nothing) {
+        mark(conn, tx, action, node)?;
+    }
+    let mut prepared = Prepared {
+        id: tx.id().to_string(),
+        action,
+        call,
+        save_account: None,
+        new_amount,
+        extra,
+    };
+    if action == Action::Edit {
+        edit_links(cx, conn, tx, parsed, &mut prepared)?;
+    }
+    Ok(prepared)
+}
+
+fn refuse(msg: String) -> ApiError {
+    ApiError::field("action", msg)
+}
+
+/// The other fields the body sets (stored ones), checked: the payment
+/// method must match, a `transaction_api_id` is set once.
+fn carried_fields(
+    cx: &Cx,
+    conn: &mut dyn Conn,
+    tx: &Record,
+    parsed: &Parsed,
+) -> ApiResult<Vec<(&'static str, Value)>> {
+    let mut extra: Vec<(&'static str, Value)> = Vec::new();
+    for name in &parsed.input.present {
+        let Some(field) = TRANSACTION.field(name) else {
+            continue;
+        };
+        let value = parsed.input.record.get(name).clone();
+        match *name {
+            "action" | "transaction_amount" | "contact_id" => {}
+            "payment_method" if value.as_str() != tx.text("payment_method") => {
+                return Err(ApiError::field(
+                    "payment_method",
+                    format!(
+                        "Payment Method does not match the transaction ({}).",
+                        tx.text("payment_method").unwrap_or_default()
+                    ),
+                ));
+            }
+            "payment_method" => {}
+            // Set once: a transaction without one may take one now.
+            "transaction_api_id" => match (tx.text("transaction_api_id"), value.as_str()) {
+                (Some(have), Some(sent)) if have == sent => {}
+                (None, Some(sent)) => {
+                    let location = tx.text("location_id").unwrap_or_default();
+                    if query::find_by_api_id(conn, &TRANSACTION, &cx.scope, location, sent)?.is_some() {
+                        return Err(ApiError::field(
+                            "transaction_api_id",
+                            "Transaction Api Id has already been taken at this location.",
+                        ));
+                    }
+                    extra.push((field.name, value));
+                }
+                (_, None) => {}
+                (Some(_), Some(_)) => {
+                    return Err(ApiError::field(
+                        "transaction_api_id",
+                        "Transaction Api Id is already set and cannot change.",
+                    ))
+                }
+            },
+            _ if field.stored => extra.push((field.name, value)),
+            _ => {}
+        }
+    }
+    Ok(extra)
+}
+
+/// What the action asks of the processor, and the amount it leads to,
+/// if the transaction's state allows it.
+fn action_call(tx: &Record, parsed: &Parsed, facts: &Facts) -> ApiResult<(Call, Option<i64>)> {
+    let action = parsed.action;
+    let sent = parsed.input.record.int("transaction_amount");
+    let current = tx.int("transaction_amount").unwrap_or(0);
+    let (call, new_amount) = match action {
+        Action::AuthComplete => {
+            state::completable(tx, facts).map_err(refuse)?;
+            let authorized = tx.int("auth_amount").unwrap_or(current);
+            let amount = sent.unwrap_or(current);
+            if amount > authorized {
+                return Err(ApiError::field(
+                    "transaction_amount",
+                    format!(
+                        "Transaction Amount cannot exceed the authorized amount ({}).",
+                        crate::money::format(authorized)
+                    ),
+                ));
+            }
+            (
+                Call::Capture(CaptureRequest {
+                    original: processor_ref(tx),
+                    authorized_amount: authorized,
+                    amount,
+                }),
+                Some(amount),
+            )
+        }
+        Action::AuthIncrement => {
+            state::completable(tx, facts).map_err(refuse)?;
+            let amount = sent.unwrap_or(0);
+            if amount <= current {
+                return Err(ApiError::field(
+                    "transaction_amount",
+                    format!(
+                        "Transaction Amount is the new authorized total and must be above the current {}.",
+                        crate::money::format(current)
+                    ),
+                ));
+            }
+            (
+                Call::Increment(IncrementRequest {
+                    original: processor_ref(tx),
+                    authorized_amount: tx.int("auth_amount").unwrap_or(current),
+                    amount,
+                }),
+                Some(amount),
+            )
+        }
+        Action::Void => {
+            state::voidable(tx, facts).map_err(refuse)?;
+            if let Some(a) = sent {
+                if a != current {
+                    return Err(ApiError::field(
+                        "transaction_amount",
+                        "A void cancels the whole amount; use partialreversal to lower it.",
+                    ));
+                }
+            }
+            (
+                Call::Void(VoidRequest {
+                    original: processor_ref(tx),
+                }),
+                Some(0),
+            )
+        }
+        Action::PartialReversal => {
+            state::reversible(tx, facts).map_err(refuse)?;
+            let amount = sent.unwrap_or(0);
+            if amount >= current {
+                return Err(ApiError::field(
+                    "transaction_amount",
+                    format!(
+                        "Transaction Amount is the reduced final amount and must be below {}.",
+                        crate::money::format(current)
+                    ),
+                ));
+            }
+            (
+                Call::PartialReversal(PartialReversalRequest {
+                    original: processor_ref(tx),
+                    original_amount: current,
+                    new_amount: amount,
+                    captured: state::status(tx) == Some(StatusId::Approved),
+                }),
+                Some(amount),
+            )
+        }
+        Action::TipAdjust => {
+            state::tip_adjustable(tx, facts).map_err(refuse)?;
+            let base = current - tx.int("tip_amount").unwrap_or(0);
+            let amount = sent.unwrap_or(0);
+            if amount < base {
+                return Err(ApiError::field(
+                    "transaction_amount",
+                    format!(
+                        "Transaction Amount is the new total with the tip and cannot be below {}.",
+                        crate::money::format(base)
+                    ),
+                ));
+            }
+            (Call::Nothing, Some(amount))
+        }
+        Action::Edit => {
+            if tx.text("state") == Some(PENDING) {
+                return Err(refuse(
+                    "The transaction is still being processed; retry shortly.".into(),
+                ));
+            }
+            (Call::Nothing, None)
+        }
+        _ => return Err(refuse(format!("The {} action runs with POST.", action.name()))),
+    };
+    Ok((call, new_amount))
+}
+
+/// Marks the transaction as having `action` in flight on `node`.
+fn mark(conn: &mut dyn Conn, tx: &Record, action: Action, node: &str) -> ApiResult<()> {
+    let marked = conn.execute(&Sql::with(
+        "UPDATE transactions SET pending_action = ?, pending_node = ? \
+             WHERE id = ? AND state = ? AND pending_action IS NULL",
+        vec![action.name().into(), node.into(), tx.id().into(), DONE.into()],
+    ))?;
+    if marked == 0 {
+        return Err(refuse(
+            "Another action on this transaction is in progress; retry shortly.".into(),
+        ));
+    }
+    Ok(())
+}
+
+/// edit: the contact to link (`contact_id` "" detaches; `contact_api_id`
+/// names one at the location) and whether the vault and its other
+/// transactions move with it.
+fn edit_links(
+    cx: &Cx,
+    conn: &mut dyn Conn,
+    tx: &Record,
+    parsed: &Parsed,
+    prepared: &mut Prepared,
+) -> ApiResult<()> {
+    // contact_id "" detaches; contact_api_id names one at the location.
+    let contact = match (parsed.present("contact_id"), parsed.text("contact_api_id")) {
+        (true, _) => match parsed.input.record.text("contact_id") {
+            None => Some(Value::Null),
+            Some(id) => match query::find(conn, &CONTACT, &cx.scope, id)? {
+                Some(c) if c.text("location_id") == tx.text("location_id") => Some(Value::from(id)),
+                _ => return Err(ApiError::field("contact_id", "contact_id provided is not valid")),
+            },
+        },
+        (false, Some(api_id)) => {
+            let location = tx.text("location_id").unwrap_or_default();
+            match query::find_by_api_id(conn, &CONTACT, &cx.scope, location, &api_id)? {
+                Some(c) => Some(Value::from(c.id())),
+                None => {
+                    return Err(ApiError::field(
+                        "contact_api_id",
+                        "contact_api_id provided is not valid",
+                    ))
+                }
+            }
+        }
+        _ => None,
+    };
+    if let Some(c) = contact {
+        prepared.extra.push(("contact_id", c));
+    }
+    let move_vault = parsed.flag("move_account_vault") == Some(true);
+    let move_txs = parsed.flag("move_account_vault_transactions") == Some(true);
+    if (move_vault || move_txs) && tx.get("account_vault_id").is_null() {
+        return Err(ApiError::field(
+            "move_account_vault",
+            "The transaction was not paid with an account vault.",
+        ));
+    }
+    if move_vault {
+        prepared.extra.push(("move_account_vault", Value::Int(1)));
+    }
+    if move_txs {
+        prepared
+            .extra
+            .push(("move_account_vault_transactions", Value::Int(1)));
+    }
+    Ok(())
+}
+
+/// Step 3 of a follow-up action. `answer` is None for actions that
+/// do not call the processor.
+pub fn complete(
+    cx: &Cx,
+    conn: &mut dyn Conn,
+    prepared: &Prepared,
+    answer: Option<&ProcessorResponse>,
+    idem_key: Option<&str>,
+) -> ApiResult<Json> {
+    if answer.is_some() && clear_mark(conn, &prepared.id, Some(prepared.action))? == 0 {
+        return Err(ApiError::Unavailable(
+            "The action was interrupted; look the transaction up and retry.".into(),
+        ));
+    }
+    // Read after the mark is gone: the row as this action found it.
+    let old = load(conn, &prepared.id)?;
+    let mut changes: Vec<(&'static str, Value)> = Vec::new();
+    let current = old.int("transaction_amount").unwrap_or(0);
+    let mut batch_change: Option<(i64, i64)> = None;
+    let mut vault_moves: Option<(bool, bool)> = None;
+    match (prepared.action, answer) {
+        (Action::Edit, _) => {
+            let mut mv = (false, false);
+            for (name, value) in &prepared.extra {
+                match *name {
+                    "move_account_vault" => mv.0 = true,
+                    "move_account_vault_transactions" => mv.1 = true,
+                    _ => changes.push((name, value.clone())),
+                }
+            }
+            vault_moves = Some(mv);
+        }
+        (Action::TipAdjust, _) => {
+            let new = prepared.new_amount.unwrap_or(current);
+            let base = current - old.int("tip_amount").unwrap_or(0);
+            changes.push(("transaction_amount", new.into()));
+            changes.push(("tip_amount", (new - base).into()));
+            batch_change = Some((0, new - current));
+        }
+        (action, Some(answer)) => {
+            for (name, value) in &prepared.extra {
+                changes.push((name, value.clone()));
+            }
+            // A void answers 201 (Voided): only a decline is a refusal.
+            if !matches!(answer.status_id, StatusId::Declined | StatusId::Rejected) {
+                let new = prepared.new_amount.unwrap_or(current);
+                changes.push(("status_id", (answer.status_id.code() as i64).into()));
+                changes.push(("reason_code_id", (answer.reason_code_id.code() as i64).into()));
+                changes.push(("verbiage", answer.verbiage.clone().into()));
+                changes.push(("response_message", answer.response_message.clone().into()));
+                match action {
+                    Action::Void => {
+                        changes.push(("transaction_amount", 0.into()));
+                        changes.push(("void_date", timestamp_text(cx.now).into()));
+                        if old.text("transaction_batch_id").is_some() {
+                            let signed = if state::type_id(&old) == Some(TypeId::Refund) {
+                                -current
+                            } else {
+                                current
+                            };
+                            batch_change = Some((-1, -signed));
+                        }
+                        if state::type_id(&old) == Some(TypeId::Refund) {
+                            release_refund(conn, &old)?;
+                        }
+                    }
+                    Action::AuthComplete => {
+                        changes.push(("transaction_amount", new.into()));
+                    }
+                    Action::AuthIncrement => {
+                        changes.push(("transaction_amount", new.into()));
+                        changes.push(("auth_amount", new.into()));
+                    }
+                    Action::PartialReversal => {
+                        changes.push(("transaction_amount", new.into()));
+                        changes.push(("auth_amount", new.into()));
+                        batch_change = Some((0, new - current));
+                    }
+                    _ => {}
+                }
+            } else {
+                // A declined follow-up leaves the transaction as it was and
+                // says why.
+                changes.push(("reason_code_id", (answer.reason_code_id.code() as i64).into()));
+                changes.push(("response_message", answer.response_message.clone().into()));
+            }
+        }
+        (_, None) => {}
+    }
+    let input = UpdateInput::named(&TRANSACTION, changes)?;
+    let mut record = update_record(cx, conn, old.clone(), input)?;
+    if let Some((count, amount)) = batch_change {
+        batches::adjust(conn, cx, &record, count, amount)?;
+    }
+    // A completed authorization enters the batch now.
+    if prepared.action == Action::AuthComplete
+        && answer.is_some_and(|a| a.is_approved())
+        && record.get("transaction_batch_id").is_null()
+    {
+        let amount = record.int("transaction_amount").unwrap_or(0);
+        let before = record.clone();
+        batches::enter(cx, conn, &mut record, amount)?;
+        let input = UpdateInput::named(
+            &TRANSACTION,
+            ["transaction_batch_id", "batch", "batch_seq"].map(|n| (n, record.get(n).clone())),
+        )?;
+        record = update_record(cx, conn, before, input)?;
+    }
+    if let Some((move_vault, move_txs)) = vault_moves {
+        move_with_vault(cx, conn, &record, move_vault, move_txs)?;
+    }
+    let body = transaction_body(cx, &record);
+    if let Some(key) = idem_key {
+        idempotency::finish(conn, &cx.user_id, key, 200, &body)?;
+    }
+    Ok(body)
+}
+
+/// edit's `move_account_vault` (the vault follows the transaction's
+/// contact) and `move_account_vault_transactions` (the vault's other
+/// transactions follow too).
+fn move_with_vault(
+    cx: &Cx,
+    conn: &mut dyn Conn,
+    tx: &Record,
+    move_vault: bool,
+    move_txs: bool,
+) -> ApiResult<()> {
+    let Some(vault_id) = tx.text("account_vault_id") else {
+        return Ok(());
+    };
+    let contact = tx.get("contact_id").clone();
+    if move_vault {
+        if let Some(vault) = query::find(conn, &ACCOUNT_VAULT, &cx.scope, vault_id)? {
+            let input = UpdateInput::named(&ACCOUNT_VAULT, [("contact_id", contact.clone())])?;
+            update_record(cx, conn, vault, input)?;
+        }
+    }
+    if move_txs {
+        let mut sql = query::select(&TRANSACTION, &cx.scope);
+        sql.push(" AND t.account_vault_id = ")
+            .bind(vault_id.to_string())
+            .push(" AND t.id <> ")
+            .bind(tx.id().to_string())
+            .push(" LIMIT 5000");
+        for row in conn.query(&sql)? {
+            let other = Record::from_row(&TRANSACTION, row);
+            let input = UpdateInput::named(&TRANSACTION, [("contact_id", contact.clone())])?;
+            update_record(cx, conn, other, input)?;
+        }
+    }
+    Ok(())
+}
+
+/// Clears the mark of a PUT action whose processor call failed outright.
+pub fn abandon(conn: &mut dyn Conn, prepared: &Prepared) -> ApiResult<()> {
+    clear_mark(conn, &prepared.id, Some(prepared.action))?;
+    Ok(())
+}

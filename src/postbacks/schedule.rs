@@ -1,0 +1,49 @@
+//! Changes to when deliveries are due, made outside the worker: a failed
+//! delivery sent again, and a location's test clock moving ahead.
+
+use crate::db::{Conn, Sql};
+use crate::engine::record::Record;
+use crate::engine::{query, Cx};
+use crate::error::{ApiError, ApiResult};
+use crate::resources::POSTBACK_DELIVERY;
+
+/// A failed delivery is due again now, from its first attempt; its
+/// record's later events wait for it again.
+pub fn redeliver(cx: &Cx, conn: &mut dyn Conn, id: &str, now_ms: i64) -> ApiResult<Record> {
+    let delivery = query::find(conn, &POSTBACK_DELIVERY, &cx.scope, id)?
+        .ok_or_else(|| ApiError::not_found("postbackdelivery"))?;
+    let status = delivery.text("status").unwrap_or_default().to_string();
+    if status != "failed" {
+        return Err(ApiError::field(
+            "status",
+            format!("Only a failed delivery can be redelivered; this one is {status}."),
+        ));
+    }
+    conn.execute(&Sql::with(
+        "UPDATE postback_deliveries SET status = 'pending', attempts = 0, due_ms = ?, next_attempt_ts = ?, \
+         lease_owner = NULL, lease_until_ms = NULL, modified_ts = ? WHERE id = ? AND status = 'failed'",
+        vec![
+            now_ms.into(),
+            (now_ms / 1000).into(),
+            cx.now.into(),
+            delivery.id().into(),
+        ],
+    ))?;
+    query::find(conn, &POSTBACK_DELIVERY, &cx.scope, delivery.id())?
+        .ok_or_else(|| ApiError::not_found("postbackdelivery"))
+}
+
+/// A location's test clock moved `seconds` ahead: its pending deliveries
+/// come due that much sooner, as if the time had passed. Returns how many
+/// deliveries moved.
+pub fn shift_due(conn: &mut dyn Conn, location_id: &str, seconds: i64) -> ApiResult<u64> {
+    Ok(conn.execute(&Sql::with(
+        "UPDATE postback_deliveries SET due_ms = due_ms - ?, next_attempt_ts = next_attempt_ts - ? \
+         WHERE location_id = ? AND status = 'pending'",
+        vec![
+            seconds.saturating_mul(1000).into(),
+            seconds.into(),
+            location_id.into(),
+        ],
+    ))?)
+}
