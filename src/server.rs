@@ -4,6 +4,7 @@
 use crate::clock::Clock;
 use crate::config::ServeArgs;
 use crate::db::Store;
+use crate::engine::events::EventSink;
 use crate::http::{app, metrics::Metrics, AppState};
 use anyhow::Context;
 use axum::extract::Request;
@@ -16,9 +17,10 @@ async fn start_reconciler(
     store: Store,
     payments: crate::payments::Payments,
     keyring: Arc<crate::crypto::Keyring>,
+    sink: Arc<dyn EventSink>,
 ) -> anyhow::Result<()> {
     let now = Clock.now_ts();
-    let report = crate::payments::reconcile::run_once(&store, &payments, keyring.clone(), now)
+    let report = crate::payments::reconcile::run_once(&store, &payments, keyring.clone(), sink.clone(), now)
         .await
         .map_err(|e| anyhow::anyhow!("reconciling pending transactions: {e}"))?;
     if report != Default::default() {
@@ -29,8 +31,14 @@ async fn start_reconciler(
         tick.tick().await;
         loop {
             tick.tick().await;
-            match crate::payments::reconcile::run_once(&store, &payments, keyring.clone(), Clock.now_ts())
-                .await
+            match crate::payments::reconcile::run_once(
+                &store,
+                &payments,
+                keyring.clone(),
+                sink.clone(),
+                Clock.now_ts(),
+            )
+            .await
             {
                 Ok(r) if r != Default::default() => {
                     tracing::warn!(report = ?r, "reconciled interrupted work")
@@ -62,7 +70,10 @@ pub async fn serve(args: ServeArgs) -> anyhow::Result<()> {
     }
     let payments = crate::payments::Payments::new(Arc::new(crate::processor::SandboxProcessor::default()));
     store.hold_node_lock(&payments.node_id)?;
-    start_reconciler(store.clone(), payments.clone(), keyring.clone()).await?;
+    // The postback outbox hears of every change: requests', and the
+    // reconciler's reversals.
+    let sink: Arc<dyn EventSink> = Arc::new(crate::postbacks::outbox::Outbox);
+    start_reconciler(store.clone(), payments.clone(), keyring.clone(), sink.clone()).await?;
     crate::postbacks::set_policy(crate::postbacks::Policy {
         allow_private: args.postback_allow_private,
     });
@@ -74,6 +85,7 @@ pub async fn serve(args: ServeArgs) -> anyhow::Result<()> {
         public_url: Arc::from(public_url.as_str()),
         metrics: Arc::new(Metrics::default()),
         payments: payments.clone(),
+        sink,
     };
     // The contract: the first stdout line names the address.
     {

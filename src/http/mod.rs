@@ -37,10 +37,14 @@ pub struct AppState {
     pub public_url: Arc<str>,
     pub metrics: Arc<metrics::Metrics>,
     pub payments: crate::payments::Payments,
+    /// Told of every change, in its transaction (the postback outbox).
+    pub sink: Arc<dyn crate::engine::events::EventSink>,
 }
 
 /// The declared resources served by the generic routes, with their verbs.
-/// Users add `me` and `generateuserapikey` (see `users`).
+/// Those with `own_routes` (users, transactions, batches) are served by
+/// their own modules, which add actions (`me`, `generateuserapikey`,
+/// `settle`, ...); the table still documents them.
 pub static MOUNTED: &[(&Resource, crud::Verbs)] = &[
     (&resources::CONTACT, crud::ALL),
     (&resources::LOCATION, crud::ALL),
@@ -48,13 +52,14 @@ pub static MOUNTED: &[(&Resource, crud::Verbs)] = &[
     (&resources::PRODUCT_TRANSACTION, crud::READ_ONLY),
     (&resources::NOTE, crud::ALL),
     (&resources::ACCOUNT_VAULT, crud::ALL),
-    (&resources::USER, crud::ALL),
+    (&resources::USER, crud::ALL.own_routes()),
     (
         &resources::AUTH_ROLE_USER,
         crud::Verbs {
             create: true,
             update: false,
             delete: true,
+            own_routes: false,
         },
     ),
     (
@@ -63,9 +68,10 @@ pub static MOUNTED: &[(&Resource, crud::Verbs)] = &[
             create: true,
             update: true,
             delete: false,
+            own_routes: true,
         },
     ),
-    (&resources::TRANSACTION_BATCH, crud::READ_ONLY),
+    (&resources::TRANSACTION_BATCH, crud::READ_ONLY.own_routes()),
     (&resources::POSTBACK_CONFIG, crud::ALL),
     (&resources::POSTBACK_DELIVERY, crud::READ_ONLY),
 ];
@@ -81,8 +87,7 @@ pub fn app(state: AppState) -> Router {
             axum::routing::post(account_vault_updates),
         );
     for (res, verbs) in MOUNTED {
-        // Users, transactions and batches add their own actions.
-        if !matches!(res.name, "user" | "transaction" | "transactionbatch") {
+        if !verbs.own_routes {
             api = api.merge(crud::routes(res, *verbs));
         }
     }

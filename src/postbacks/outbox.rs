@@ -3,15 +3,25 @@
 //! event; a rolled-back change takes its rows with it.
 
 use crate::db::{Conn, Sql, Value};
-use crate::engine::events::Action;
+use crate::engine::events::{Action, EventSink};
 use crate::engine::record::Record;
 use crate::engine::{location_of, render_expanded, Cx};
 use crate::error::ApiResult;
 use crate::ids::new_id;
-use crate::resources::postbackconfigs::subscribable;
 use serde_json::Value as Json;
 use std::sync::OnceLock;
 use tokio::sync::Notify;
+
+/// The event sink that writes postback deliveries: the one every context
+/// gets whose changes configs may subscribe to.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct Outbox;
+
+impl EventSink for Outbox {
+    fn record(&self, conn: &mut dyn Conn, cx: &Cx, action: Action, record: &Record) -> ApiResult<()> {
+        enqueue(conn, cx, action, record)
+    }
+}
 
 /// Rung when events are written, so this process's worker looks at once
 /// instead of at its next poll.
@@ -20,13 +30,14 @@ pub fn wake() -> &'static Notify {
     WAKE.get_or_init(Notify::new)
 }
 
-/// Writes the delivery rows of one event. Records of other resources, and
-/// events no active config wants, cost one indexed lookup or nothing.
+/// Writes the delivery rows of one event. Records of resources that
+/// declare no `postback` cost nothing; events no active config wants, one
+/// indexed lookup.
 pub fn enqueue(conn: &mut dyn Conn, cx: &Cx, action: Action, record: &Record) -> ApiResult<()> {
     let res = record.res;
-    if subscribable(res.name).is_none() {
+    let Some(postback) = res.postback else {
         return Ok(());
-    }
+    };
     let Some(location_id) = location_of(record) else {
         return Ok(());
     };
@@ -42,7 +53,7 @@ pub fn enqueue(conn: &mut dyn Conn, cx: &Cx, action: Action, record: &Record) ->
         .push(" AND is_active = 1 AND ")
         .push(wanted)
         .push(" = 1");
-    if matches!(res.name, "transaction" | "transactionbatch") {
+    if postback.by_product_transaction {
         sql.push(" AND product_transaction_id = ").bind(Value::from(
             record.text("product_transaction_id").map(str::to_string),
         ));
@@ -111,5 +122,135 @@ fn strip_links(json: &mut Json) {
         }
         Json::Array(items) => items.iter_mut().for_each(strip_links),
         _ => {}
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::auth::Perms;
+    use crate::crypto::Keyring;
+    use crate::db::{DbError, Dialect, Row, Store};
+    use crate::engine::query::TenantScope;
+    use crate::engine::{self, validate};
+    use crate::error::ApiError;
+    use crate::ids::ROOT_LOCATION_ID;
+    use crate::resources::{CONTACT, NOTE};
+    use std::sync::{Arc, Mutex};
+
+    fn cx(location_id: &str, user_id: &str, sink: Arc<dyn EventSink>) -> Cx {
+        Cx {
+            user_id: user_id.to_string(),
+            scope: TenantScope {
+                location_id: location_id.to_string(),
+                path: format!("/{ROOT_LOCATION_ID}/{location_id}/"),
+                tz: chrono_tz::UTC,
+                leaf: false,
+            },
+            now: 1_700_000_000,
+            keyring: Arc::new(Keyring::new(&[7; 32], &[])),
+            public_url: Arc::from(""),
+            perms: Arc::new(Perms {
+                admin: true,
+                ..Default::default()
+            }),
+            sink,
+        }
+    }
+
+    /// Remembers what it was told and how many change log rows of the
+    /// record it could see then; fails when asked to.
+    struct Probe {
+        seen: Mutex<Vec<(Action, &'static str, i64)>>,
+        fail: bool,
+    }
+
+    impl EventSink for Probe {
+        fn record(&self, conn: &mut dyn Conn, _cx: &Cx, action: Action, record: &Record) -> ApiResult<()> {
+            let logs = conn.query_int(&Sql::with(
+                "SELECT COUNT(*) FROM changelogs WHERE model_id = ?",
+                vec![record.id().into()],
+            ))?;
+            self.seen
+                .lock()
+                .map_err(ApiError::internal)?
+                .push((action, record.res.name, logs));
+            if self.fail {
+                return Err(ApiError::internal("the sink refused"));
+            }
+            Ok(())
+        }
+    }
+
+    fn count(store: &Store, table: &'static str) -> i64 {
+        store
+            .write_blocking(move |conn| {
+                Ok(conn.query_int(&Sql::new(&format!("SELECT COUNT(*) FROM {table}")))?)
+            })
+            .unwrap()
+    }
+
+    /// The engine tells the context's sink of each change inside the
+    /// change's transaction, after its change log row: a sink that fails
+    /// takes the change and its log with it.
+    #[test]
+    fn the_sink_runs_inside_the_change_transaction() {
+        let path = std::env::temp_dir().join(format!("ferrogate-sink-{}.db", new_id()));
+        let store = Store::open(&format!("sqlite://{}", path.display()), 2).unwrap();
+        store.migrate().unwrap();
+        let creds = crate::bootstrap::run(&store, Arc::new(Keyring::new(&[7; 32], &[])), None, 1_700_000_000)
+            .unwrap();
+        let body = serde_json::json!({ "location_id": creds.location_id, "last_name": "Sink" });
+        let body = body.as_object().unwrap().clone();
+
+        for fail in [false, true] {
+            let probe = Arc::new(Probe {
+                seen: Mutex::new(Vec::new()),
+                fail,
+            });
+            let cx = cx(&creds.location_id, &creds.user_id, probe.clone());
+            let (contacts, logs) = (count(&store, "contacts"), count(&store, "changelogs"));
+            let input = validate::for_create(&CONTACT, &body).unwrap();
+            let result = store.write_blocking(move |conn| engine::create(&cx, conn, &CONTACT, input));
+            assert_eq!(result.is_err(), fail);
+            assert_eq!(
+                *probe.seen.lock().unwrap(),
+                [(Action::Create, "contact", 1)],
+                "told once, after the change log row"
+            );
+            let grown = i64::from(!fail);
+            assert_eq!(count(&store, "contacts"), contacts + grown);
+            assert_eq!(count(&store, "changelogs"), logs + grown);
+        }
+        store.shutdown();
+        for suffix in ["", "-wal", "-shm"] {
+            let _ = std::fs::remove_file(format!("{}{suffix}", path.display()));
+        }
+    }
+
+    /// A connection that must not be used.
+    struct Untouched;
+
+    impl Conn for Untouched {
+        fn query(&mut self, _: &Sql) -> Result<Vec<Row>, DbError> {
+            panic!("queried")
+        }
+        fn execute(&mut self, _: &Sql) -> Result<u64, DbError> {
+            panic!("executed")
+        }
+        fn dialect(&self) -> Dialect {
+            Dialect::Sqlite
+        }
+    }
+
+    /// Changes of resources that declare no postback cost the outbox no
+    /// statement.
+    #[test]
+    fn records_without_postbacks_cost_nothing() {
+        let cx = cx("l", "u", Arc::new(Outbox));
+        let note = Record::empty(&NOTE);
+        for action in [Action::Create, Action::Update, Action::Delete] {
+            Outbox.record(&mut Untouched, &cx, action, &note).unwrap();
+        }
     }
 }
