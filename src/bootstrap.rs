@@ -63,6 +63,8 @@ pub fn run(store: &Store, keyring: Arc<Keyring>, name: Option<String>, now: i64)
             keyring: keyring.clone(),
             public_url: Arc::from(""),
             perms: Arc::new(crate::auth::Perms { admin: true, ..Default::default() }),
+            // A location being created has no postback config yet.
+            sink: Arc::new(events::NoSink),
         };
 
         conn.execute(&Sql::with(

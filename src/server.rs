@@ -4,7 +4,8 @@
 use crate::clock::Clock;
 use crate::config::ServeArgs;
 use crate::db::Store;
-use crate::http::{app, metrics::Metrics, AppState};
+use crate::engine::events::EventSink;
+use crate::http::{metrics::Metrics, AppState};
 use anyhow::Context;
 use axum::extract::Request;
 use std::io::Write;
@@ -28,11 +29,17 @@ pub async fn serve(args: ServeArgs) -> anyhow::Result<()> {
         tracing::info!("FERROGATE_SMTP_URL is set; mail delivery arrives with the invoices feature");
     }
     let clock = Clock::system();
+    // The postback outbox hears of every change (requests' and the
+    // reconciler's) and wakes this process's delivery worker.
+    let wake = Arc::new(tokio::sync::Notify::new());
+    let sink: Arc<dyn EventSink> =
+        Arc::new(crate::postbacks::outbox::Outbox::new(clock.clone(), wake.clone()));
     let payments = crate::payments::Payments::new(
         store.clone(),
         Arc::new(crate::processor::SandboxProcessor::default()),
         keyring.clone(),
         clock.clone(),
+        sink.clone(),
     );
     store.hold_node_lock(payments.node_id())?;
     payments
@@ -48,7 +55,7 @@ pub async fn serve(args: ServeArgs) -> anyhow::Result<()> {
         payments.node_id().to_string(),
         args.postback_allow_private,
         clock.clone(),
-        Arc::new(tokio::sync::Notify::new()),
+        wake,
     );
     deliveries.start();
     let state = AppState {
@@ -59,6 +66,7 @@ pub async fn serve(args: ServeArgs) -> anyhow::Result<()> {
         metrics: Arc::new(Metrics::default()),
         payments,
         deliveries,
+        sink,
     };
     // The contract: the first stdout line names the address.
     {
@@ -67,16 +75,67 @@ pub async fn serve(args: ServeArgs) -> anyhow::Result<()> {
         out.flush()?;
     }
     tracing::info!(%addr, public_url, engine = ?store.dialect(), "ferrogate serving");
-    let service = tower::Layer::layer(
-        &tower::util::MapRequestLayer::new(trim_trailing_slash),
-        app(state),
-    );
-    axum::serve(listener, axum::ServiceExt::<Request>::into_make_service(service))
-        .with_graceful_shutdown(shutdown_signal())
-        .await?;
+    let app = crate::http::service(state);
+    let service = tower::util::MapRequest::new(app, |request: hyper::Request<hyper::body::Incoming>| {
+        trim_trailing_slash(request.map(axum::body::Body::new))
+    });
+    serve_http(listener, service, shutdown_signal()).await;
     tracing::info!("stopped accepting requests; finishing writes");
     tokio::task::spawn_blocking(move || store.shutdown()).await?;
     Ok(())
+}
+
+/// Accepts connections until `shutdown`, then lets the requests in flight
+/// finish. HTTP/1.1 with half-closed connections allowed: a client that
+/// shuts its side right after sending (or closes the socket) still has
+/// its request read and served, instead of hyper's default of dropping
+/// a request whose connection reads end-of-file.
+async fn serve_http<S>(
+    listener: tokio::net::TcpListener,
+    service: S,
+    shutdown: impl std::future::Future<Output = ()>,
+) where
+    S: tower::Service<
+            hyper::Request<hyper::body::Incoming>,
+            Response = axum::response::Response,
+            Error = std::convert::Infallible,
+        > + Clone
+        + Send
+        + 'static,
+    S::Future: Send + 'static,
+{
+    let graceful = hyper_util::server::graceful::GracefulShutdown::new();
+    let mut shutdown = std::pin::pin!(shutdown);
+    loop {
+        let stream = tokio::select! {
+            accepted = listener.accept() => match accepted {
+                Ok((stream, _)) => stream,
+                Err(e) => {
+                    // Out of file descriptors and the like: back off a moment.
+                    tracing::warn!(error = %e, "accepting a connection failed");
+                    tokio::time::sleep(std::time::Duration::from_millis(50)).await;
+                    continue;
+                }
+            },
+            _ = &mut shutdown => break,
+        };
+        let _ = stream.set_nodelay(true);
+        let connection = hyper::server::conn::http1::Builder::new()
+            .half_close(true)
+            .timer(hyper_util::rt::TokioTimer::new())
+            .serve_connection(
+                hyper_util::rt::TokioIo::new(stream),
+                hyper_util::service::TowerToHyperService::new(service.clone()),
+            );
+        let connection = graceful.watch(connection);
+        tokio::spawn(async move {
+            if let Err(e) = connection.await {
+                tracing::debug!(error = %e, "connection ended with an error");
+            }
+        });
+    }
+    drop(listener);
+    graceful.shutdown().await;
 }
 
 /// `/v2/contacts/` is `/v2/contacts` (the spec writes some paths with a

@@ -1,13 +1,35 @@
 //! Change events, written in the same transaction as the change itself:
 //! a change log row (with the old value of every changed field for
-//! updates) and the postback outbox rows, so no committed change can lose
-//! its event and no rolled-back change can emit one.
+//! updates), then whatever the event sink of the context writes (the
+//! postback outbox rows), so no committed change can lose its event and no
+//! rolled-back change can emit one.
 
 use super::record::Record;
 use super::Cx;
 use crate::db::{Conn, Sql, Value};
 use crate::error::ApiResult;
 use crate::ids::new_id;
+
+/// Receives every change the engine records, inside the transaction of the
+/// change and after its change log row. The layer above chooses the sink
+/// (postbacks implement it); the engine knows only this trait.
+///
+/// Called for every change of every resource: a sink returns at once for
+/// records nobody listens to, without allocating or querying.
+pub trait EventSink: Send + Sync {
+    fn record(&self, conn: &mut dyn Conn, cx: &Cx, action: Action, record: &Record) -> ApiResult<()>;
+}
+
+/// A sink that ignores every change, for contexts whose changes nobody can
+/// be subscribed to yet (a location being created) and for tests.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct NoSink;
+
+impl EventSink for NoSink {
+    fn record(&self, _: &mut dyn Conn, _: &Cx, _: Action, _: &Record) -> ApiResult<()> {
+        Ok(())
+    }
+}
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Action {
@@ -68,5 +90,5 @@ pub fn record(
         ))?;
     }
     // After the change log, so a `changelogs` expand includes this entry.
-    crate::postbacks::outbox::enqueue(conn, cx, action, record)
+    cx.sink.record(conn, cx, action, record)
 }

@@ -12,7 +12,7 @@ pub mod validate;
 use crate::crypto::Keyring;
 use crate::db::{Conn, DbError, Sql, Value};
 use crate::error::{ApiError, ApiResult, FieldErrors};
-use events::{Action, Change};
+use events::{Action, Change, EventSink};
 use query::{ListQuery, TenantScope};
 use record::Record;
 use resource::{Expand, Field, Kind, Resource, Scope};
@@ -20,8 +20,9 @@ use serde_json::{json, Map, Value as Json};
 use std::sync::Arc;
 use validate::{CreateInput, UpdateInput};
 
-/// Everything an operation needs to know about who acts, where and when.
-#[derive(Clone, Debug)]
+/// Everything an operation needs to know about who acts, where and when,
+/// and where the events of its changes go.
+#[derive(Clone)]
 pub struct Cx {
     pub user_id: String,
     pub scope: TenantScope,
@@ -29,6 +30,21 @@ pub struct Cx {
     pub keyring: Arc<Keyring>,
     pub public_url: Arc<str>,
     pub perms: Arc<crate::auth::Perms>,
+    /// Told of every change, in its transaction (see [`events::record`]).
+    pub sink: Arc<dyn EventSink>,
+}
+
+impl std::fmt::Debug for Cx {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Cx")
+            .field("user_id", &self.user_id)
+            .field("scope", &self.scope)
+            .field("now", &self.now)
+            .field("keyring", &self.keyring)
+            .field("public_url", &self.public_url)
+            .field("perms", &self.perms)
+            .finish_non_exhaustive()
+    }
 }
 
 impl Cx {
@@ -257,10 +273,10 @@ pub fn delete(cx: &Cx, conn: &mut dyn Conn, res: &'static Resource, id: &str) ->
 pub fn delete_record(cx: &Cx, conn: &mut dyn Conn, record: &Record) -> ApiResult<()> {
     let res = record.res;
     res.rules.before_delete(cx, conn, record)?;
-    // Notes live and die with the record they annotate; each leaves its
-    // own change log entry (and, later, its own event).
-    if res.table != "notes" {
-        delete_dependents(cx, conn, &crate::resources::NOTE, "resource_id", record.id())?;
+    // Dependents live and die with their record; each leaves its own
+    // change log entry and event.
+    for cascade in res.cascades {
+        delete_dependents(cx, conn, cascade.target, cascade.column, record.id())?;
     }
     let mut sql = Sql::new("DELETE FROM ");
     sql.push(res.table)
@@ -347,6 +363,22 @@ pub fn to_json(field: &Field, value: &Value) -> Json {
     }
 }
 
+/// A record as a read answers it: the resource's own rendering when its
+/// rules have one, else [`render_expanded`]. `extra`: the list's own
+/// parameters (empty for a single read).
+pub fn render_read(
+    cx: &Cx,
+    conn: &mut dyn Conn,
+    record: &Record,
+    extra: &[(String, String)],
+    expand: &[String],
+) -> ApiResult<Json> {
+    match record.res.rules.render_read(cx, conn, record, extra, expand)? {
+        Some(json) => Ok(json),
+        None => render_expanded(cx, conn, record, expand),
+    }
+}
+
 /// Renders a record with the requested expands embedded.
 pub fn render_expanded(cx: &Cx, conn: &mut dyn Conn, record: &Record, expand: &[String]) -> ApiResult<Json> {
     let mut out = render(cx, record);
@@ -382,7 +414,7 @@ pub fn render_expanded(cx: &Cx, conn: &mut dyn Conn, record: &Record, expand: &[
                         .collect(),
                 )
             }
-            Expand::Changelogs => changelogs(cx, conn, record)?,
+            Expand::Changelogs { users } => changelogs(cx, conn, record, users)?,
             Expand::Custom(name) => record.res.rules.expand(cx, conn, record, name)?,
         };
         out.insert(name.clone(), value);
@@ -390,8 +422,14 @@ pub fn render_expanded(cx: &Cx, conn: &mut dyn Conn, record: &Record, expand: &[
     Ok(Json::Object(out))
 }
 
-/// The change log of a record in the spec's shape.
-pub fn changelogs(cx: &Cx, conn: &mut dyn Conn, record: &Record) -> ApiResult<Json> {
+/// The change log of a record in the spec's shape, each entry with the
+/// `users` record of who made it.
+pub fn changelogs(
+    cx: &Cx,
+    conn: &mut dyn Conn,
+    record: &Record,
+    users: &'static Resource,
+) -> ApiResult<Json> {
     let logs = conn.query(&Sql::with(
         "SELECT id, created_ts, action, model, model_id, user_id FROM changelogs WHERE model_id = ? ORDER BY id ASC LIMIT 500",
         vec![record.id().into()],
@@ -409,7 +447,7 @@ pub fn changelogs(cx: &Cx, conn: &mut dyn Conn, record: &Record) -> ApiResult<Js
             .collect();
         // Only users the caller may see are embedded.
         let user = match log[5].as_str() {
-            Some(uid) => match query::find(conn, &crate::resources::USER, &cx.scope, uid)? {
+            Some(uid) => match query::find(conn, users, &cx.scope, uid)? {
                 Some(u) => json!({
                     "id": value_json(u.get("id")),
                     "username": value_json(u.get("username")),

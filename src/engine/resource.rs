@@ -1,6 +1,8 @@
 //! Declarations: a resource is its fields (type, bounds, P/R/U flags,
-//! filterable, sortable), default sort, scope, expands and rules. The
-//! generic engine derives validation, SQL, rendering and OpenAPI from them.
+//! filterable, sortable), default sort, scope, expands, rules, cascades,
+//! postback subscription and API shape. The generic engine derives
+//! validation, SQL, rendering and OpenAPI from them; generic code asks the
+//! declaration, never the resource's name.
 
 use super::rules::Rules;
 
@@ -218,8 +220,9 @@ pub enum Expand {
         target: &'static Resource,
         column: &'static str,
     },
-    /// The change log of the record.
-    Changelogs,
+    /// The change log of the record, each entry with the `users` record
+    /// of who made it (when the caller can see it).
+    Changelogs { users: &'static Resource },
     /// Resolved by the resource's rules.
     Custom(&'static str),
 }
@@ -228,10 +231,53 @@ impl Expand {
     pub fn name(&self) -> &'static str {
         match self {
             Expand::BelongsTo { name, .. } | Expand::HasMany { name, .. } => name,
-            Expand::Changelogs => "changelogs",
+            Expand::Changelogs { .. } => "changelogs",
             Expand::Custom(name) => name,
         }
     }
+}
+
+/// Records of `target` whose `column` names a record: deleted with it, one
+/// by one, each with its own change log entry and event.
+#[derive(Clone, Copy, Debug)]
+pub struct Cascade {
+    pub target: &'static Resource,
+    pub column: &'static str,
+}
+
+/// A resource whose changes postback configs can subscribe to, by its
+/// `name`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Postback {
+    /// A config names a product transaction and receives only the events
+    /// of records with that `product_transaction_id`.
+    pub by_product_transaction: bool,
+}
+
+/// What the HTTP API shows of a resource beyond its fields: envelope keys
+/// and the answers the OpenAPI document lists.
+#[derive(Clone, Copy, Debug)]
+pub struct Api {
+    /// Lists also answer under this key.
+    pub list_alias: Option<&'static str>,
+    /// A create may answer 200 with an existing record it updated.
+    pub create_may_update: bool,
+    /// A delete may be refused with 409 (the record still holds others,
+    /// or is the caller's own).
+    pub delete_may_conflict: bool,
+    /// An update takes the create body (an action and the fields it
+    /// accepts) instead of the updatable fields.
+    pub update_takes_create_body: bool,
+}
+
+impl Api {
+    /// The generic shape, nothing added.
+    pub const PLAIN: Api = Api {
+        list_alias: None,
+        create_may_update: false,
+        delete_may_conflict: false,
+        update_takes_create_body: false,
+    };
 }
 
 pub struct Resource {
@@ -259,6 +305,11 @@ pub struct Resource {
     /// description), for the OpenAPI document.
     pub computed: &'static [(&'static str, &'static str, &'static str)],
     pub rules: &'static dyn Rules,
+    /// Deleted with each record, after `rules.before_delete` agreed.
+    pub cascades: &'static [Cascade],
+    /// Set when postback configs can subscribe to the resource's events.
+    pub postback: Option<Postback>,
+    pub api: Api,
     pub doc: &'static str,
 }
 

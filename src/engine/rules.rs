@@ -52,6 +52,20 @@ pub trait Rules: Sync {
         Ok(Json::Null)
     }
 
+    /// Renders a record as a read answers it (alone, or in a list with the
+    /// list's own parameters in `extra`), for aggregates that need the
+    /// database to render. `None`: the generic rendering with `expand`.
+    fn render_read(
+        &self,
+        _cx: &Cx,
+        _conn: &mut dyn Conn,
+        _record: &Record,
+        _extra: &[(String, String)],
+        _expand: &[String],
+    ) -> ApiResult<Option<Json>> {
+        Ok(None)
+    }
+
     /// Adds conditions for the resource's own list parameters.
     fn list_conditions(&self, _cx: &Cx, _extra: &[(String, String)], _sql: &mut Sql) {}
 

@@ -18,24 +18,39 @@ use axum::routing::{get, MethodRouter};
 use axum::{Json, Router};
 use serde_json::{Map, Value as JsonValue};
 
-/// Which verbs a resource serves.
+/// Which verbs a resource serves, and who serves them.
 #[derive(Clone, Copy)]
 pub struct Verbs {
     pub create: bool,
     pub update: bool,
     pub delete: bool,
+    /// Served by the resource's own routes (which add actions), not the
+    /// generic ones: the mount table still documents them.
+    pub own_routes: bool,
 }
 
 pub const ALL: Verbs = Verbs {
     create: true,
     update: true,
     delete: true,
+    own_routes: false,
 };
 pub const READ_ONLY: Verbs = Verbs {
     create: false,
     update: false,
     delete: false,
+    own_routes: false,
 };
+
+impl Verbs {
+    /// The same verbs, served by the resource's own routes.
+    pub const fn own_routes(self) -> Verbs {
+        Verbs {
+            own_routes: true,
+            ..self
+        }
+    }
+}
 
 pub fn routes(res: &'static Resource, verbs: Verbs) -> Router<AppState> {
     let mut collection: MethodRouter<AppState> =
@@ -71,10 +86,8 @@ pub fn one(res: &Resource, status: StatusCode, record: JsonValue) -> Response {
 /// A page of records in the plural envelope with `meta`.
 pub fn many(res: &Resource, records: Vec<JsonValue>, meta: JsonValue) -> Response {
     let mut body = Map::new();
-    if res.name == "authroleuser" {
-        // The spec's sample names this list by the singular key; answer
-        // under both so either reading works.
-        body.insert(res.name.to_string(), JsonValue::Array(records.clone()));
+    if let Some(alias) = res.api.list_alias {
+        body.insert(alias.to_string(), JsonValue::Array(records.clone()));
     }
     body.insert(res.plural.to_string(), JsonValue::Array(records));
     body.insert("meta".into(), meta);
@@ -193,10 +206,7 @@ pub async fn read(
         .store
         .read(move |conn| {
             let record = locate(conn, &cx, res, &address)?;
-            if res.name == "locationinfo" {
-                return crate::resources::locationinfos::info(&cx, conn, &record, &[], &expand);
-            }
-            engine::render_expanded(&cx, conn, &record, &expand)
+            engine::render_read(&cx, conn, &record, &[], &expand)
         })
         .await?;
     Ok(one(res, StatusCode::OK, body))
@@ -241,27 +251,23 @@ pub async fn list_within(
     let (records, total) = app
         .store
         .read(move |conn| {
-            if res.name == "locationinfo" {
-                return crate::resources::locationinfos::list(&cx2, conn, &q2);
+            if let Some(w) = &within {
+                query::find(conn, w.parent, &cx2.scope, &w.parent_id)?
+                    .ok_or_else(|| ApiError::not_found(w.parent.name))?;
             }
-            let only_parent = match &within {
-                Some(w) => {
-                    query::find(conn, w.parent, &cx2.scope, &w.parent_id)?
-                        .ok_or_else(|| ApiError::not_found(w.parent.name))?;
-                    Some(|sql: &mut crate::db::Sql| {
-                        sql.push(" AND t.")
-                            .push(w.column)
-                            .push(" = ")
-                            .bind(w.parent_id.clone());
-                    })
+            let conditions = |sql: &mut crate::db::Sql| {
+                res.rules.list_conditions(&cx2, &q2.extra, sql);
+                if let Some(w) = &within {
+                    sql.push(" AND t.")
+                        .push(w.column)
+                        .push(" = ")
+                        .bind(w.parent_id.clone());
                 }
-                None => None,
             };
-            let extra = only_parent.as_ref().map(|f| f as &dyn Fn(&mut crate::db::Sql));
-            let (records, total) = query::list(conn, res, &cx2.scope, &q2, extra)?;
+            let (records, total) = query::list(conn, res, &cx2.scope, &q2, Some(&conditions))?;
             let mut out = Vec::with_capacity(records.len());
             for r in &records {
-                out.push(engine::render_expanded(&cx2, conn, r, &q2.expand)?);
+                out.push(engine::render_read(&cx2, conn, r, &q2.extra, &q2.expand)?);
             }
             Ok((out, total))
         })

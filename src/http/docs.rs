@@ -202,7 +202,7 @@ pub fn openapi(public_url: &str) -> Json {
     for (res, verbs) in MOUNTED {
         let (record, create, update) = schemas(res);
         // A transaction PUT carries an action and the fields it accepts.
-        let update = if res.name == "transaction" {
+        let update = if res.api.update_takes_create_body {
             create.clone()
         } else {
             update
@@ -244,7 +244,7 @@ pub fn openapi(public_url: &str) -> Json {
         );
         if verbs.create {
             let mut created = json!({ "201": reply("created", one.clone()) });
-            if res.name == "contact" {
+            if res.api.create_may_update {
                 created["200"] = reply(
                     "updated instead (update_if_exists=1 and the contact_api_id exists)",
                     one.clone(),
@@ -292,7 +292,7 @@ pub fn openapi(public_url: &str) -> Json {
         }
         if verbs.delete {
             let mut deleted = json!({ "204": { "description": "deleted" } });
-            if matches!(name, "location" | "user") {
+            if res.api.delete_may_conflict {
                 deleted["409"] = reply(
                     "refused: the record still holds others, or is your own",
                     errors.clone(),

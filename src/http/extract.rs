@@ -85,6 +85,7 @@ impl AppState {
             keyring: self.keyring.clone(),
             public_url: self.public_url.clone(),
             perms: std::sync::Arc::new(caller.perms.clone()),
+            sink: self.sink.clone(),
         }
     }
 }

@@ -40,10 +40,14 @@ pub struct AppState {
     pub metrics: Arc<metrics::Metrics>,
     pub payments: crate::payments::Payments,
     pub deliveries: crate::postbacks::worker::Deliveries,
+    /// Told of every change, in its transaction (the postback outbox).
+    pub sink: Arc<dyn crate::engine::events::EventSink>,
 }
 
 /// The declared resources served by the generic routes, with their verbs.
-/// Users add `me` and `generateuserapikey` (see `users`).
+/// Those with `own_routes` (users, transactions, batches) are served by
+/// their own modules, which add actions (`me`, `generateuserapikey`,
+/// `settle`, ...); the table still documents them.
 pub static MOUNTED: &[(&Resource, crud::Verbs)] = &[
     (&resources::CONTACT, crud::ALL),
     (&resources::LOCATION, crud::ALL),
@@ -51,13 +55,14 @@ pub static MOUNTED: &[(&Resource, crud::Verbs)] = &[
     (&resources::PRODUCT_TRANSACTION, crud::READ_ONLY),
     (&resources::NOTE, crud::ALL),
     (&resources::ACCOUNT_VAULT, crud::ALL),
-    (&resources::USER, crud::ALL),
+    (&resources::USER, crud::ALL.own_routes()),
     (
         &resources::AUTH_ROLE_USER,
         crud::Verbs {
             create: true,
             update: false,
             delete: true,
+            own_routes: false,
         },
     ),
     (
@@ -66,9 +71,10 @@ pub static MOUNTED: &[(&Resource, crud::Verbs)] = &[
             create: true,
             update: true,
             delete: false,
+            own_routes: true,
         },
     ),
-    (&resources::TRANSACTION_BATCH, crud::READ_ONLY),
+    (&resources::TRANSACTION_BATCH, crud::READ_ONLY.own_routes()),
     (&resources::POSTBACK_CONFIG, crud::ALL),
     (&resources::POSTBACK_DELIVERY, crud::READ_ONLY),
 ];
@@ -88,8 +94,7 @@ pub fn app(state: AppState) -> Router {
         api = api.merge(developer::routes());
     }
     for (res, verbs) in MOUNTED {
-        // Users, transactions and batches add their own actions.
-        if !matches!(res.name, "user" | "transaction" | "transactionbatch") {
+        if !verbs.own_routes {
             api = api.merge(crud::routes(res, *verbs));
         }
     }
@@ -107,6 +112,49 @@ pub fn app(state: AppState) -> Router {
         .layer(middleware::from_fn_with_state(state.clone(), observe))
         .layer(DefaultBodyLimit::max(MAX_BODY))
         .with_state(state)
+}
+
+/// The application as the server runs it: [`app`], with every request
+/// that may change something (any method but GET, HEAD and OPTIONS)
+/// served on a task of its own from the moment the connection hands it
+/// over. A client that hangs up right after sending drops the
+/// connection, and with it whatever the connection was polling; a
+/// payment must still be authenticated, read, sent to the processor and
+/// recorded, so that a retry finds the result (payments also detach
+/// their own steps, for producers without HTTP).
+pub fn service(
+    state: AppState,
+) -> impl tower::Service<
+    Request,
+    Response = Response,
+    Error = std::convert::Infallible,
+    Future = impl std::future::Future<Output = Result<Response, std::convert::Infallible>> + Send,
+> + Clone
+       + Send {
+    let router = app(state);
+    tower::service_fn(move |request: Request| {
+        let detach = !matches!(
+            *request.method(),
+            axum::http::Method::GET | axum::http::Method::HEAD | axum::http::Method::OPTIONS
+        );
+        // Router::call builds the response future without polling it.
+        let response = tower::Service::call(&mut router.clone(), request);
+        let work = if detach {
+            Ok(tokio::spawn(response))
+        } else {
+            Err(response)
+        };
+        async move {
+            match work {
+                Ok(task) => Ok(match task.await {
+                    Ok(Ok(response)) => response,
+                    Ok(Err(never)) => match never {},
+                    Err(e) => ApiError::internal(format!("request task failed: {e}")).into_response(),
+                }),
+                Err(inline) => inline.await,
+            }
+        }
+    })
 }
 
 /// `POST /v2/accountvaultupdates`: one transaction, a report of changes.

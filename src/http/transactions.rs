@@ -73,14 +73,17 @@ async fn create(
 ) -> ApiResult<Response> {
     caller.perms.require("transactions.create")?;
     let idempotency = idempotency(&headers, "POST", "/v2/transactions", &raw)?;
-    let body = envelope(&raw, "transaction")?;
-    let input = actions::parse(&body, false)?;
+    let cx = app.cx(&caller);
+    let input = match envelope(&raw, "transaction").and_then(|body| actions::parse(&body, false)) {
+        Ok(input) => input,
+        Err(e) => return Ok(reply(app.payments.refuse(cx, idempotency, e).await?)),
+    };
     let request = NewPayment {
         input,
         origin: Origin::api(),
         idempotency,
     };
-    Ok(reply(app.payments.create(app.cx(&caller), request).await?))
+    Ok(reply(app.payments.create(cx, request).await?))
 }
 
 /// `PUT /v2/transactions/{id}`: authcomplete, authincrement, void,
@@ -94,14 +97,17 @@ async fn update(
 ) -> ApiResult<Response> {
     caller.perms.require("transactions.update")?;
     let idempotency = idempotency(&headers, "PUT", &format!("/v2/transactions/{id}"), &raw)?;
-    let body = envelope(&raw, "transaction")?;
-    let input = actions::parse(&body, true)?;
+    let cx = app.cx(&caller);
+    let input = match envelope(&raw, "transaction").and_then(|body| actions::parse(&body, true)) {
+        Ok(input) => input,
+        Err(e) => return Ok(reply(app.payments.refuse(cx, idempotency, e).await?)),
+    };
     let request = FollowUp {
         transaction: TransactionId::new(id),
         input,
         idempotency,
     };
-    Ok(reply(app.payments.update(app.cx(&caller), request).await?))
+    Ok(reply(app.payments.update(cx, request).await?))
 }
 
 /// `GET /v2/transactions/{id}/bininfo`: the issuer facts of the card.

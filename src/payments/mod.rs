@@ -46,6 +46,7 @@ pub use request::{
 use crate::clock::{date_text, Clock};
 use crate::crypto::Keyring;
 use crate::db::Store;
+use crate::engine::events::EventSink;
 use crate::engine::record::Record;
 use crate::engine::{query, Cx};
 use crate::error::{ApiError, ApiResult};
@@ -66,6 +67,8 @@ pub struct Payments {
     processor: Arc<dyn Processor>,
     keyring: Arc<Keyring>,
     clock: Clock,
+    /// Hears the changes the reconciler makes (the postback outbox).
+    sink: Arc<dyn EventSink>,
     /// This process's id in `pending_node`.
     node_id: Arc<str>,
     /// Set after the first reconciliation pass.
@@ -73,12 +76,19 @@ pub struct Payments {
 }
 
 impl Payments {
-    pub fn new(store: Store, processor: Arc<dyn Processor>, keyring: Arc<Keyring>, clock: Clock) -> Payments {
+    pub fn new(
+        store: Store,
+        processor: Arc<dyn Processor>,
+        keyring: Arc<Keyring>,
+        clock: Clock,
+        sink: Arc<dyn EventSink>,
+    ) -> Payments {
         Payments {
             store,
             processor,
             keyring,
             clock,
+            sink,
             node_id: Arc::from(format!("node-{}", new_id()).as_str()),
             started: Arc::new(AtomicBool::new(false)),
         }
@@ -128,6 +138,23 @@ impl Payments {
             })
             .await
         })
+    }
+
+    /// A request refused before it became an operation (a malformed body,
+    /// fields the action does not take). With an `Idempotency-Key` the
+    /// refusal is the key's answer, replayed like any other; a key that
+    /// already has an answer replays that instead.
+    pub async fn refuse(
+        &self,
+        cx: Cx,
+        idempotency: Option<Idempotency>,
+        error: ApiError,
+    ) -> ApiResult<Reply> {
+        let Some(i) = idempotency else {
+            return Err(error);
+        };
+        self.claim_then(&cx, Some(&i), 200, |_, _| async move { Err(error) })
+            .await
     }
 
     /// Claims the idempotency key (or replays its answer), runs `work`,

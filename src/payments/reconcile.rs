@@ -33,7 +33,12 @@ pub struct Report {
     pub batches: usize,
 }
 
-fn cx_for(location_id: &str, now: i64, keyring: Arc<crate::crypto::Keyring>) -> Cx {
+fn cx_for(
+    location_id: &str,
+    now: i64,
+    keyring: Arc<crate::crypto::Keyring>,
+    sink: Arc<dyn events::EventSink>,
+) -> Cx {
     Cx {
         user_id: String::new(),
         scope: TenantScope {
@@ -46,6 +51,7 @@ fn cx_for(location_id: &str, now: i64, keyring: Arc<crate::crypto::Keyring>) -> 
         keyring,
         public_url: Arc::from(""),
         perms: Arc::new(crate::auth::Perms::default()),
+        sink,
     }
 }
 
@@ -53,6 +59,7 @@ fn cx_for(location_id: &str, now: i64, keyring: Arc<crate::crypto::Keyring>) -> 
 pub async fn run_once(payments: &Payments, now: i64) -> ApiResult<Report> {
     let store = &payments.store;
     let keyring = payments.keyring.clone();
+    let sink = payments.sink.clone();
     let me = payments.node_id.to_string();
     let nodes: Vec<(Option<String>, i64)> = store
         .read(|conn| {
@@ -130,7 +137,12 @@ pub async fn run_once(payments: &Payments, now: i64) -> ApiResult<Report> {
                     tracing::warn!(transaction_id = tx.id(), error = %e, "timeout reversal failed");
                     continue;
                 }
-                let cx = cx_for(tx.text("location_id").unwrap_or_default(), now, keyring.clone());
+                let cx = cx_for(
+                    tx.text("location_id").unwrap_or_default(),
+                    now,
+                    keyring.clone(),
+                    sink.clone(),
+                );
                 let done = store
                     .write(move |conn| decline_interrupted(&cx, conn, tx))
                     .await?;

@@ -2,7 +2,8 @@
 //! least once by background workers, signed, logged and retried.
 //!
 //! - [`outbox`] adds a delivery row per matching config inside the
-//!   transaction of the change (called from `engine::events::record`).
+//!   transaction of the change: it is the engine's event sink
+//!   ([`outbox::Outbox`]), called from `engine::events::record`.
 //! - [`worker`] leases due rows, sends them with [`send`] and records the
 //!   outcome; several nodes share the rows through leases.
 //! - [`signing`] computes Standard Webhooks signatures.

@@ -2,33 +2,59 @@
 //! the transaction of the change. A committed change cannot lose its
 //! event; a rolled-back change takes its rows with it.
 
+use crate::clock::Clock;
 use crate::db::{Conn, Sql, Value};
-use crate::engine::events::Action;
+use crate::engine::events::{Action, EventSink};
 use crate::engine::record::Record;
 use crate::engine::{location_of, render_expanded, Cx};
 use crate::error::ApiResult;
 use crate::ids::new_id;
-use crate::resources::postbackconfigs::subscribable;
 use serde_json::Value as Json;
-use std::sync::OnceLock;
+use std::sync::Arc;
 use tokio::sync::Notify;
 
-/// Rung when events are written, so this process's worker looks at once
-/// instead of at its next poll.
-pub fn wake() -> &'static Notify {
-    static WAKE: OnceLock<Notify> = OnceLock::new();
-    WAKE.get_or_init(Notify::new)
+/// The event sink that writes postback deliveries: the one every context
+/// gets whose changes configs may subscribe to. New rows are due at once
+/// (wall time of the clock) and ring `wake`, so this process's worker
+/// looks at once instead of at its next poll.
+#[derive(Debug, Clone, Default)]
+pub struct Outbox {
+    clock: Clock,
+    wake: Arc<Notify>,
 }
 
-/// Writes the delivery rows of one event. Records of other resources, and
-/// events no active config wants, cost one indexed lookup or nothing.
-pub fn enqueue(conn: &mut dyn Conn, cx: &Cx, action: Action, record: &Record) -> ApiResult<()> {
-    let res = record.res;
-    if subscribable(res.name).is_none() {
-        return Ok(());
+impl Outbox {
+    /// `wake` is the delivery worker's (`worker::Deliveries`).
+    pub fn new(clock: Clock, wake: Arc<Notify>) -> Outbox {
+        Outbox { clock, wake }
     }
+}
+
+impl EventSink for Outbox {
+    fn record(&self, conn: &mut dyn Conn, cx: &Cx, action: Action, record: &Record) -> ApiResult<()> {
+        if enqueue(conn, cx, action, record, self.clock.now_ms())? {
+            self.wake.notify_one();
+        }
+        Ok(())
+    }
+}
+
+/// Writes the delivery rows of one event. Records of resources that
+/// declare no `postback` cost nothing; events no active config wants, one
+/// indexed lookup. Returns whether any row was written.
+pub fn enqueue(
+    conn: &mut dyn Conn,
+    cx: &Cx,
+    action: Action,
+    record: &Record,
+    now_ms: i64,
+) -> ApiResult<bool> {
+    let res = record.res;
+    let Some(postback) = res.postback else {
+        return Ok(false);
+    };
     let Some(location_id) = location_of(record) else {
-        return Ok(());
+        return Ok(false);
     };
     let wanted = match action {
         Action::Create => "on_create",
@@ -42,7 +68,7 @@ pub fn enqueue(conn: &mut dyn Conn, cx: &Cx, action: Action, record: &Record) ->
         .push(" AND is_active = 1 AND ")
         .push(wanted)
         .push(" = 1");
-    if matches!(res.name, "transaction" | "transactionbatch") {
+    if postback.by_product_transaction {
         sql.push(" AND product_transaction_id = ").bind(Value::from(
             record.text("product_transaction_id").map(str::to_string),
         ));
@@ -50,9 +76,8 @@ pub fn enqueue(conn: &mut dyn Conn, cx: &Cx, action: Action, record: &Record) ->
     sql.push(" ORDER BY id");
     let configs = conn.query(&sql)?;
     if configs.is_empty() {
-        return Ok(());
+        return Ok(false);
     }
-    let now_ms = crate::clock::Clock::system().now_ms();
     // Configs asking for the same expands share one rendering.
     let mut rendered: Vec<(String, String)> = Vec::new();
     for config in configs {
@@ -84,8 +109,7 @@ pub fn enqueue(conn: &mut dyn Conn, cx: &Cx, action: Action, record: &Record) ->
             ],
         ))?;
     }
-    wake().notify_one();
-    Ok(())
+    Ok(true)
 }
 
 /// The `data` parameter: the record as the API returns it, with the
@@ -111,5 +135,137 @@ fn strip_links(json: &mut Json) {
         }
         Json::Array(items) => items.iter_mut().for_each(strip_links),
         _ => {}
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::auth::Perms;
+    use crate::crypto::Keyring;
+    use crate::db::{DbError, Dialect, Row, Store};
+    use crate::engine::query::TenantScope;
+    use crate::engine::{self, validate};
+    use crate::error::ApiError;
+    use crate::ids::ROOT_LOCATION_ID;
+    use crate::resources::{CONTACT, NOTE};
+    use std::sync::{Arc, Mutex};
+
+    fn cx(location_id: &str, user_id: &str, sink: Arc<dyn EventSink>) -> Cx {
+        Cx {
+            user_id: user_id.to_string(),
+            scope: TenantScope {
+                location_id: location_id.to_string(),
+                path: format!("/{ROOT_LOCATION_ID}/{location_id}/"),
+                tz: chrono_tz::UTC,
+                leaf: false,
+            },
+            now: 1_700_000_000,
+            keyring: Arc::new(Keyring::new(&[7; 32], &[])),
+            public_url: Arc::from(""),
+            perms: Arc::new(Perms {
+                admin: true,
+                ..Default::default()
+            }),
+            sink,
+        }
+    }
+
+    /// Remembers what it was told and how many change log rows of the
+    /// record it could see then; fails when asked to.
+    struct Probe {
+        seen: Mutex<Vec<(Action, &'static str, i64)>>,
+        fail: bool,
+    }
+
+    impl EventSink for Probe {
+        fn record(&self, conn: &mut dyn Conn, _cx: &Cx, action: Action, record: &Record) -> ApiResult<()> {
+            let logs = conn.query_int(&Sql::with(
+                "SELECT COUNT(*) FROM changelogs WHERE model_id = ?",
+                vec![record.id().into()],
+            ))?;
+            self.seen
+                .lock()
+                .map_err(ApiError::internal)?
+                .push((action, record.res.name, logs));
+            if self.fail {
+                return Err(ApiError::internal("the sink refused"));
+            }
+            Ok(())
+        }
+    }
+
+    fn count(store: &Store, table: &'static str) -> i64 {
+        store
+            .write_blocking(move |conn| {
+                Ok(conn.query_int(&Sql::new(&format!("SELECT COUNT(*) FROM {table}")))?)
+            })
+            .unwrap()
+    }
+
+    /// The engine tells the context's sink of each change inside the
+    /// change's transaction, after its change log row: a sink that fails
+    /// takes the change and its log with it.
+    #[test]
+    fn the_sink_runs_inside_the_change_transaction() {
+        let path = std::env::temp_dir().join(format!("ferrogate-sink-{}.db", new_id()));
+        let store = Store::open(&format!("sqlite://{}", path.display()), 2).unwrap();
+        store.migrate().unwrap();
+        let creds = crate::bootstrap::run(&store, Arc::new(Keyring::new(&[7; 32], &[])), None, 1_700_000_000)
+            .unwrap();
+        let body = serde_json::json!({ "location_id": creds.location_id, "last_name": "Sink" });
+        let body = body.as_object().unwrap().clone();
+
+        for fail in [false, true] {
+            let probe = Arc::new(Probe {
+                seen: Mutex::new(Vec::new()),
+                fail,
+            });
+            let cx = cx(&creds.location_id, &creds.user_id, probe.clone());
+            let (contacts, logs) = (count(&store, "contacts"), count(&store, "changelogs"));
+            let input = validate::for_create(&CONTACT, &body).unwrap();
+            let result = store.write_blocking(move |conn| engine::create(&cx, conn, &CONTACT, input));
+            assert_eq!(result.is_err(), fail);
+            assert_eq!(
+                *probe.seen.lock().unwrap(),
+                [(Action::Create, "contact", 1)],
+                "told once, after the change log row"
+            );
+            let grown = i64::from(!fail);
+            assert_eq!(count(&store, "contacts"), contacts + grown);
+            assert_eq!(count(&store, "changelogs"), logs + grown);
+        }
+        store.shutdown();
+        for suffix in ["", "-wal", "-shm"] {
+            let _ = std::fs::remove_file(format!("{}{suffix}", path.display()));
+        }
+    }
+
+    /// A connection that must not be used.
+    struct Untouched;
+
+    impl Conn for Untouched {
+        fn query(&mut self, _: &Sql) -> Result<Vec<Row>, DbError> {
+            panic!("queried")
+        }
+        fn execute(&mut self, _: &Sql) -> Result<u64, DbError> {
+            panic!("executed")
+        }
+        fn dialect(&self) -> Dialect {
+            Dialect::Sqlite
+        }
+    }
+
+    /// Changes of resources that declare no postback cost the outbox no
+    /// statement.
+    #[test]
+    fn records_without_postbacks_cost_nothing() {
+        let cx = cx("l", "u", Arc::new(Outbox::default()));
+        let note = Record::empty(&NOTE);
+        for action in [Action::Create, Action::Update, Action::Delete] {
+            Outbox::default()
+                .record(&mut Untouched, &cx, action, &note)
+                .unwrap();
+        }
     }
 }

@@ -12,7 +12,7 @@
 //!   receiver that hangs holds its own slots, not everyone's.
 
 use super::send::{self, Outgoing};
-use super::{outbox, signing};
+use super::signing;
 use crate::clock::Clock;
 use crate::crypto::Keyring;
 use crate::db::{Conn, Dialect, Sql, Store, Value};
@@ -119,8 +119,7 @@ impl Deliveries {
     /// Starts the background loop; it runs for the life of the process.
     pub fn start(&self) {
         let mut worker = self.worker();
-        let wake = self.wake.clone();
-        tokio::spawn(async move { worker.run(wake).await });
+        tokio::spawn(async move { worker.run().await });
     }
 
     fn worker(&self) -> Worker {
@@ -130,6 +129,7 @@ impl Deliveries {
             node_id: self.node_id.clone(),
             allow_private: self.allow_private,
             clock: self.clock.clone(),
+            wake: self.wake.clone(),
             in_flight: HashMap::new(),
             total: 0,
         }
@@ -175,12 +175,14 @@ struct Worker {
     node_id: String,
     allow_private: bool,
     clock: Clock,
+    wake: Arc<Notify>,
     in_flight: HashMap<String, usize>,
     total: usize,
 }
 
 impl Worker {
-    async fn run(&mut self, wake: Arc<Notify>) {
+    async fn run(&mut self) {
+        let wake = self.wake.clone();
         let (tx, mut rx) = mpsc::unbounded_channel::<Done>();
         let mut finished: Vec<Done> = Vec::new();
         let mut last_lease_check = tokio::time::Instant::now() - LEASE_CHECK;
@@ -240,7 +242,6 @@ impl Worker {
                     finished.push(done);
                 }
                 _ = wake.notified() => {}
-                _ = outbox::wake().notified() => {}
                 _ = tokio::time::sleep(POLL) => {}
             }
         }
@@ -347,7 +348,7 @@ impl Worker {
                 .await?;
             if released > 0 {
                 tracing::warn!(node = %owner, released, "postbacks: took over the deliveries of a stopped node");
-                outbox::wake().notify_one();
+                self.wake.notify_one();
             }
         }
         Ok(())

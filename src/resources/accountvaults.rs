@@ -5,13 +5,14 @@
 use crate::cards::{aba_ok, check_exp, check_pan, check_sec_code, months_until};
 use crate::db::Conn;
 use crate::engine::record::Record;
-use crate::engine::resource::{Expand, Field, Pattern, Resource, Scope};
+use crate::engine::resource::{Api, Expand, Field, Pattern, Postback, Resource, Scope};
 use crate::engine::rules::Rules;
 use crate::engine::validate::{blank, CreateInput};
 use crate::engine::{query, render, Cx};
 use crate::error::{ApiError, ApiResult, FieldErrors};
 use serde_json::{json, Map, Value as Json};
 
+use super::notes::notes_cascade;
 use super::product_transactions::{ach_profiles, check_identity, default_for, settings};
 use super::{CONTACT, LOCATION, USER};
 
@@ -143,7 +144,7 @@ pub static ACCOUNT_VAULT: Resource = Resource {
         Expand::Custom("signature"),
         Expand::Custom("account_vault_cau_product_transaction"),
         Expand::Custom("account_vault_cau_logs"),
-        Expand::Changelogs,
+        Expand::Changelogs { users: &USER },
     ],
     list_params: &[],
     computed: &[(
@@ -152,6 +153,11 @@ pub static ACCOUNT_VAULT: Resource = Resource {
         "months until exp_date (0: this month, negative: expired); null for ach",
     )],
     rules: &AccountVaultRules,
+    cascades: &[notes_cascade()],
+    postback: Some(Postback {
+        by_product_transaction: false,
+    }),
+    api: Api::PLAIN,
     doc: "A token standing for a card or bank account: use account_vault_id instead of card data.",
 };
 

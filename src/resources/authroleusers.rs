@@ -4,7 +4,7 @@
 use crate::auth::role_perms;
 use crate::db::{Conn, Sql};
 use crate::engine::record::Record;
-use crate::engine::resource::{Expand, Field, Pattern, Resource, Scope};
+use crate::engine::resource::{Api, Expand, Field, Pattern, Resource, Scope};
 use crate::engine::rules::Rules;
 use crate::engine::validate::CreateInput;
 use crate::engine::{location_of, query, Cx};
@@ -51,6 +51,14 @@ pub static AUTH_ROLE_USER: Resource = Resource {
     list_params: &[],
     computed: &[],
     rules: &AuthRoleUserRules,
+    cascades: &[],
+    postback: None,
+    api: Api {
+        // The spec's sample names this list by the singular key; lists
+        // answer under both so either reading works.
+        list_alias: Some("authroleuser"),
+        ..Api::PLAIN
+    },
     doc: "A role held by a user.",
 };
 

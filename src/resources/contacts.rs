@@ -2,12 +2,13 @@
 
 use crate::db::Conn;
 use crate::engine::record::Record;
-use crate::engine::resource::{Expand, Field, Pattern, Resource, Scope};
+use crate::engine::resource::{Api, Expand, Field, Pattern, Postback, Resource, Scope};
 use crate::engine::rules::Rules;
 use crate::engine::validate::{parse_flag, CreateInput};
 use crate::engine::{query, Cx};
 use crate::error::{ApiError, ApiResult};
 
+use super::notes::notes_cascade;
 use super::{ACCOUNT_VAULT, LOCATION, NOTE, USER};
 
 pub static CONTACT: Resource = Resource {
@@ -105,11 +106,19 @@ pub static CONTACT: Resource = Resource {
             column: "location_id",
         },
         Expand::Custom("user"),
-        Expand::Changelogs,
+        Expand::Changelogs { users: &USER },
     ],
     list_params: &[],
     computed: &[],
     rules: &ContactRules,
+    cascades: &[notes_cascade()],
+    postback: Some(Postback {
+        by_product_transaction: false,
+    }),
+    api: Api {
+        create_may_update: true,
+        ..Api::PLAIN
+    },
     doc: "A customer: its vaulted accounts, transactions, recurrings and invoices hang off it.",
 };
 

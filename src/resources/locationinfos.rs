@@ -2,9 +2,9 @@
 //! transactions (velocity settings, ACH requirements) and related records.
 
 use crate::db::{Conn, Sql};
-use crate::engine::query::{self, ListQuery};
+use crate::engine::query;
 use crate::engine::record::Record;
-use crate::engine::resource::{Expand, Field, Resource, Scope};
+use crate::engine::resource::{Api, Expand, Field, Resource, Scope};
 use crate::engine::rules::Rules;
 use crate::engine::{render, Cx};
 use crate::error::{ApiError, ApiResult};
@@ -67,6 +67,9 @@ pub static LOCATION_INFO: Resource = Resource {
         ("tags", "array", "the location's tags"),
     ],
     rules: &LocationInfoRules,
+    cascades: &[],
+    postback: None,
+    api: Api::PLAIN,
     doc: "A location with its product transactions and related settings (read only).",
 };
 
@@ -122,6 +125,18 @@ impl Rules for LocationInfoRules {
         }
     }
 
+    /// A location info is the whole aggregate, alone or in a list.
+    fn render_read(
+        &self,
+        cx: &Cx,
+        conn: &mut dyn Conn,
+        record: &Record,
+        extra: &[(String, String)],
+        expand: &[String],
+    ) -> ApiResult<Option<Json>> {
+        info(cx, conn, record, extra, expand).map(Some)
+    }
+
     fn render(&self, cx: &Cx, record: &Record, out: &mut Map<String, Json>) {
         if let Some(Json::Object(links)) = out.get_mut("_links") {
             links.insert(
@@ -133,7 +148,7 @@ impl Rules for LocationInfoRules {
 }
 
 /// The whole aggregate of one location.
-pub fn info(
+fn info(
     cx: &Cx,
     conn: &mut dyn Conn,
     record: &Record,
@@ -171,17 +186,4 @@ pub fn info(
     out.insert("terminals".into(), json!([]));
     out.insert("tags".into(), json!([]));
     Ok(Json::Object(out))
-}
-
-/// The list, with the resource's own parameters applied.
-pub fn list(cx: &Cx, conn: &mut dyn Conn, q: &ListQuery) -> ApiResult<(Vec<Json>, u64)> {
-    let extra = q.extra.clone();
-    let cx2 = cx.clone();
-    let cond = move |sql: &mut Sql| LOCATION_INFO.rules.list_conditions(&cx2, &extra, sql);
-    let (records, total) = query::list(conn, &LOCATION_INFO, &cx.scope, q, Some(&cond))?;
-    let mut out = Vec::with_capacity(records.len());
-    for r in &records {
-        out.push(info(cx, conn, r, &q.extra, &q.expand)?);
-    }
-    Ok((out, total))
 }

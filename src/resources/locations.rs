@@ -3,13 +3,14 @@
 
 use crate::db::{Conn, Sql, Value};
 use crate::engine::record::Record;
-use crate::engine::resource::{Expand, Field, Pattern, Resource, Scope};
+use crate::engine::resource::{Api, Expand, Field, Pattern, Resource, Scope};
 use crate::engine::rules::Rules;
 use crate::engine::validate::CreateInput;
 use crate::engine::{query, render, Cx};
 use crate::error::{ApiError, ApiResult, FieldErrors};
 use serde_json::{Map, Value as Json};
 
+use super::notes::notes_cascade;
 use super::{PRODUCT_TRANSACTION, USER};
 
 pub static LOCATION: Resource = Resource {
@@ -106,11 +107,17 @@ pub static LOCATION: Resource = Resource {
             column: "parent_id",
         },
         Expand::Custom("terminal"),
-        Expand::Changelogs,
+        Expand::Changelogs { users: &USER },
     ],
     list_params: &[],
     computed: &[],
     rules: &LocationRules,
+    cascades: &[notes_cascade()],
+    postback: None,
+    api: Api {
+        delete_may_conflict: true,
+        ..Api::PLAIN
+    },
     doc: "A merchant, or a level above merchants: locations form a tree through parent_id.",
 };
 

@@ -76,4 +76,47 @@ mod tests {
             }
         }
     }
+
+    /// The postback config messages and docs name the subscribable
+    /// resources in words: they must match the declarations.
+    #[test]
+    fn postback_declarations_match_the_config_messages() {
+        let mut subscribable: Vec<&str> = ALL
+            .iter()
+            .filter(|r| r.postback.is_some())
+            .map(|r| r.name)
+            .collect();
+        subscribable.sort_unstable();
+        assert_eq!(
+            subscribable,
+            ["accountvault", "contact", "transaction", "transactionbatch"]
+        );
+        let mut by_pt: Vec<&str> = ALL
+            .iter()
+            .filter(|r| r.postback.is_some_and(|p| p.by_product_transaction))
+            .map(|r| r.name)
+            .collect();
+        by_pt.sort_unstable();
+        assert_eq!(by_pt, ["transaction", "transactionbatch"]);
+        for res in ALL
+            .iter()
+            .filter(|r| r.postback.is_some_and(|p| p.by_product_transaction))
+        {
+            assert!(res.field("product_transaction_id").is_some(), "{}", res.name);
+        }
+    }
+
+    /// Notes are deleted with the record they annotate: every resource a
+    /// note can name declares the cascade, and no other does.
+    #[test]
+    fn note_targets_cascade_their_notes() {
+        for res in ALL {
+            let cascades = res
+                .cascades
+                .iter()
+                .any(|c| std::ptr::eq(c.target, &NOTE) && c.column == "resource_id");
+            let target = notes::TARGETS.iter().any(|t| std::ptr::eq(*t, *res));
+            assert_eq!(cascades, target, "{}", res.name);
+        }
+    }
 }

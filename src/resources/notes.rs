@@ -2,7 +2,7 @@
 
 use crate::db::Conn;
 use crate::engine::record::Record;
-use crate::engine::resource::{Expand, Field, Resource, Scope};
+use crate::engine::resource::{Api, Cascade, Expand, Field, Resource, Scope};
 use crate::engine::rules::Rules;
 use crate::engine::validate::CreateInput;
 use crate::engine::{location_of, query, Cx};
@@ -44,17 +44,32 @@ pub static NOTE: Resource = Resource {
             column: "created_user_id",
         },
         Expand::Custom("visibility_group"),
-        Expand::Changelogs,
+        Expand::Changelogs { users: &USER },
     ],
     list_params: &[],
     computed: &[],
     rules: &NoteRules,
+    cascades: &[],
+    postback: None,
+    api: Api::PLAIN,
     doc: "A note on a record.",
 };
 
-/// The records a note can be attached to, by their resource name.
+/// Declared among the cascades of every resource notes can be attached
+/// to: the notes of a record are deleted with it.
+pub const fn notes_cascade() -> Cascade {
+    Cascade {
+        target: &NOTE,
+        column: "resource_id",
+    }
+}
+
+/// The resources a note can be attached to; each declares [`notes_cascade`].
+pub(crate) static TARGETS: [&Resource; 4] = [&CONTACT, &LOCATION, &USER, &ACCOUNT_VAULT];
+
+/// The record a note can be attached to, by its resource name.
 fn target(resource: &str) -> Option<&'static Resource> {
-    [&CONTACT, &LOCATION, &USER, &ACCOUNT_VAULT]
+    TARGETS
         .into_iter()
         .find(|r| r.model.eq_ignore_ascii_case(resource) || r.name.eq_ignore_ascii_case(resource))
 }

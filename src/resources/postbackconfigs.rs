@@ -4,14 +4,14 @@
 
 use crate::db::{Conn, Sql, Value};
 use crate::engine::record::Record;
-use crate::engine::resource::{Expand, Field, Resource, Scope};
+use crate::engine::resource::{Api, Expand, Field, Resource, Scope};
 use crate::engine::rules::Rules;
 use crate::engine::validate::CreateInput;
 use crate::engine::{query, Cx};
 use crate::error::{ApiError, ApiResult, FieldErrors};
 use serde_json::{Map, Value as Json};
 
-use super::{ACCOUNT_VAULT, CONTACT, LOCATION, PRODUCT_TRANSACTION, TRANSACTION, TRANSACTION_BATCH};
+use super::{ALL, LOCATION, PRODUCT_TRANSACTION, USER};
 
 pub static POSTBACK_CONFIG: Resource = Resource {
     name: "postbackconfig",
@@ -93,7 +93,7 @@ pub static POSTBACK_CONFIG: Resource = Resource {
         },
         Expand::Custom("basic_auth_username"),
         Expand::Custom("basic_auth_password"),
-        Expand::Changelogs,
+        Expand::Changelogs { users: &USER },
     ],
     list_params: &[],
     computed: &[
@@ -109,16 +109,20 @@ pub static POSTBACK_CONFIG: Resource = Resource {
         ),
     ],
     rules: &ConfigRules,
+    cascades: &[],
+    postback: None,
+    api: Api::PLAIN,
     doc: "A postback subscription: events of a resource at a location, sent to a URL.",
 };
 
 pub const MAX_ATTEMPTS: i64 = 10;
 
-/// The resources whose events can be subscribed to, by postback name.
+/// The resource a config can subscribe to by this name: one that declares
+/// a `postback`.
 pub fn subscribable(name: &str) -> Option<&'static Resource> {
-    [&CONTACT, &TRANSACTION, &TRANSACTION_BATCH, &ACCOUNT_VAULT]
-        .into_iter()
-        .find(|r| r.name == name)
+    ALL.iter()
+        .copied()
+        .find(|r| r.postback.is_some() && r.name == name)
 }
 
 /// What a masked credential looks like in a response.
@@ -141,7 +145,9 @@ impl ConfigRules {
                 "Resource must be one of contact, transaction, transactionbatch, accountvault.",
             );
         }
-        let needs_pt = matches!(resource.as_str(), "transaction" | "transactionbatch");
+        let needs_pt = target
+            .and_then(|t| t.postback)
+            .is_some_and(|p| p.by_product_transaction);
         match record.text("product_transaction_id").map(str::to_string) {
             None if needs_pt => errors.add(
                 "product_transaction_id",
@@ -370,6 +376,9 @@ pub static POSTBACK_DELIVERY: Resource = Resource {
     list_params: &[],
     computed: &[],
     rules: &DeliveryRules,
+    cascades: &[],
+    postback: None,
+    api: Api::PLAIN,
     doc: "One event sent (or to be sent) to a postback config's URL: the delivery log. POST /{id}/redeliver sends a failed one again.",
 };
 

@@ -4,7 +4,7 @@
 
 use crate::db::{Conn, Sql};
 use crate::engine::record::Record;
-use crate::engine::resource::{Expand, Field, Resource, Scope};
+use crate::engine::resource::{Api, Expand, Field, Resource, Scope};
 use crate::engine::rules::Rules;
 use crate::engine::validate::blank;
 use crate::engine::{query, Cx};
@@ -54,6 +54,9 @@ pub static PRODUCT_TRANSACTION: Resource = Resource {
         ),
     ],
     rules: &ProductTransactionRules,
+    cascades: &[],
+    postback: None,
+    api: Api::PLAIN,
     doc: "A deposit account of a location (read only here; created by bootstrap).",
 };
 

@@ -3,10 +3,10 @@
 //! first transaction that needs one, closed by settling (see
 //! `payments::batches`).
 
-use crate::engine::resource::{Expand, Field, Resource, Scope};
+use crate::engine::resource::{Api, Expand, Field, Postback, Resource, Scope};
 use crate::engine::rules::NoRules;
 
-use super::{LOCATION, PRODUCT_TRANSACTION};
+use super::{LOCATION, PRODUCT_TRANSACTION, USER};
 
 pub static TRANSACTION_BATCH: Resource = Resource {
     name: "transactionbatch",
@@ -62,10 +62,13 @@ pub static TRANSACTION_BATCH: Resource = Resource {
             target: &LOCATION,
             column: "location_id",
         },
-        Expand::Changelogs,
+        Expand::Changelogs { users: &USER },
     ],
     list_params: &[],
     computed: &[],
     rules: &NoRules,
+    cascades: &[],
+    postback: Some(Postback { by_product_transaction: true }),
+    api: Api::PLAIN,
     doc: "A settlement batch of a card product transaction. POST /{id}/settle closes it (permission transactionbatches.settle).",
 };

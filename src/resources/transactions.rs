@@ -5,7 +5,7 @@
 
 use crate::db::{Conn, Sql};
 use crate::engine::record::Record;
-use crate::engine::resource::{Expand, Field, Pattern, Resource, Scope};
+use crate::engine::resource::{Api, Expand, Field, Pattern, Postback, Resource, Scope};
 use crate::engine::rules::Rules;
 use crate::engine::Cx;
 use crate::error::ApiResult;
@@ -193,7 +193,7 @@ pub static TRANSACTION: Resource = Resource {
             target: &ACCOUNT_VAULT,
             column: "account_vault_id",
         },
-        Expand::Changelogs,
+        Expand::Changelogs { users: &USER },
         Expand::BelongsTo {
             name: "contact",
             target: &CONTACT,
@@ -243,6 +243,12 @@ pub static TRANSACTION: Resource = Resource {
         "whether Level 3 data can be attached (approved or authorized card sale)",
     )],
     rules: &TransactionRules,
+    cascades: &[],
+    postback: Some(Postback { by_product_transaction: true }),
+    api: Api {
+        update_takes_create_body: true,
+        ..Api::PLAIN
+    },
     doc: "A card or ACH transaction. POST runs sale, authonly, avsonly, force, refund, debit or credit; \
           PUT /{id} runs authcomplete, authincrement, void, partialreversal, tipadjust or edit.",
 };

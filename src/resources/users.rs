@@ -5,13 +5,14 @@ use crate::auth::require_covers_user;
 use crate::crypto::hash_api_key;
 use crate::db::{Conn, Sql};
 use crate::engine::record::Record;
-use crate::engine::resource::{Expand, Field, Pattern, Resource, Scope};
+use crate::engine::resource::{Api, Cascade, Expand, Field, Pattern, Resource, Scope};
 use crate::engine::rules::Rules;
 use crate::engine::validate::CreateInput;
-use crate::engine::{delete_dependents, Cx};
+use crate::engine::Cx;
 use crate::error::{ApiError, ApiResult, FieldErrors};
 use serde_json::{Map, Value as Json};
 
+use super::notes::notes_cascade;
 use super::{AUTH_ROLE_USER, LOCATION};
 
 pub static USER: Resource = Resource {
@@ -86,7 +87,7 @@ pub static USER: Resource = Resource {
             target: &USER,
             column: "created_user_id",
         },
-        Expand::Changelogs,
+        Expand::Changelogs { users: &USER },
     ],
     list_params: &[],
     computed: &[
@@ -94,6 +95,18 @@ pub static USER: Resource = Resource {
         ("user_hash_key", "string", "write-only: always null"),
     ],
     rules: &UserRules,
+    cascades: &[
+        Cascade {
+            target: &AUTH_ROLE_USER,
+            column: "user_id",
+        },
+        notes_cascade(),
+    ],
+    postback: None,
+    api: Api {
+        delete_may_conflict: true,
+        ..Api::PLAIN
+    },
     doc: "A user of the API. Has no permission until a role is attached through authroleusers.",
 };
 
@@ -157,8 +170,8 @@ impl Rules for UserRules {
             errors.add("id", "You cannot delete yourself.");
             return Err(ApiError::Conflict(errors));
         }
-        require_covers_user(conn, &cx.perms, record.id())?;
-        delete_dependents(cx, conn, &AUTH_ROLE_USER, "user_id", record.id())
+        // The user's roles and notes go with it: see `cascades`.
+        require_covers_user(conn, &cx.perms, record.id())
     }
 
     fn render(&self, _cx: &Cx, _record: &Record, out: &mut Map<String, Json>) {

@@ -19,6 +19,7 @@ engine_tests!(
     velocity_limits_decline,
     hold_days,
     interrupted_settlement_is_reprocessed,
+    a_sale_whose_client_disconnects_is_recorded,
 );
 
 /// A future MMYY.
@@ -702,4 +703,97 @@ fn interrupted_settlement_is_reprocessed(app: &mut TestApp) {
     let tx = t.get(&format!("/v2/transactions/{id}")).expect(200);
     assert!(tx.body["transaction"]["settle_date"].is_string(), "{}", tx.text);
     t.post(&format!("{path}/settle"), json!({})).expect(422);
+}
+
+/// Sends a request on a fresh connection and closes the connection right
+/// after the last byte, without reading any answer.
+fn send_and_hang_up(base: &str, t: &Tenant, path: &str, key: Option<&str>, body: &Value) {
+    use std::io::Write;
+    let addr = base.trim_start_matches("http://");
+    let mut stream = std::net::TcpStream::connect(addr).expect("connect");
+    let body = body.to_string();
+    let mut head = format!(
+        "POST {path} HTTP/1.1\r\nhost: {addr}\r\ncontent-type: application/json\r\ncontent-length: {}\r\n",
+        body.len()
+    );
+    for (k, v) in auth(t) {
+        head.push_str(&format!("{k}: {v}\r\n"));
+    }
+    if let Some(key) = key {
+        head.push_str(&format!("idempotency-key: {key}\r\n"));
+    }
+    head.push_str("\r\n");
+    stream.write_all(head.as_bytes()).expect("write head");
+    stream.write_all(body.as_bytes()).expect("write body");
+    stream.flush().expect("flush");
+    stream.shutdown(std::net::Shutdown::Both).expect("hang up");
+}
+
+/// The transaction with this api id, once it has the processor's answer.
+fn answered(t: &Tenant, api_id: &str) -> Option<Value> {
+    let r = t
+        .get(&format!("/v2/transactions?transaction_api_id={api_id}"))
+        .expect(200);
+    let tx = r.body["transactions"].as_array()?.first()?.clone();
+    (!tx["status_id"].is_null()).then_some(tx)
+}
+
+/// A client that goes away right after sending does not stop its payment:
+/// the processor's answer is recorded within a second of arriving (at
+/// once for a plain sale, after its 1 s delay for an $8.01 sale), and a
+/// retry with the same key gets that answer.
+fn a_sale_whose_client_disconnects_is_recorded(app: &TestApp) {
+    let t = app.bootstrap();
+    // What the sandbox answers a connected client, to compare with.
+    let control = |amount: &str| {
+        t.post("/v2/transactions", sale(amount, json!({})))
+            .expect(201)
+            .body["transaction"]
+            .clone()
+    };
+    let (plain, slow) = (control("10.00"), control("8.01"));
+    assert_eq!(plain["status_id"], 101);
+    let mut expected = Vec::new();
+    for i in 0..20 {
+        // $8.01: the sandbox answers after 1 s, long after the hang-up.
+        let amount = if i % 4 == 0 { "8.01" } else { "10.00" };
+        let api_id = format!("gone-{i}");
+        let key = format!("gone-key-{i}");
+        let body = sale(amount, json!({ "transaction_api_id": api_id }));
+        send_and_hang_up(&t.base, &t, "/v2/transactions", Some(&key), &body);
+        expected.push((api_id, key, body, amount));
+    }
+    let sent = Instant::now();
+    for (api_id, key, body, amount) in &expected {
+        let delay = if *amount == "8.01" {
+            Duration::from_secs(1)
+        } else {
+            Duration::ZERO
+        };
+        let deadline = sent + delay + Duration::from_secs(1);
+        let tx = loop {
+            if let Some(tx) = answered(&t, api_id) {
+                break tx;
+            }
+            if Instant::now() > deadline {
+                let r = t.get(&format!("/v2/transactions?transaction_api_id={api_id}"));
+                panic!(
+                    "{api_id} ({amount}) has no answer after {:?}: {}",
+                    sent.elapsed(),
+                    r.text
+                );
+            }
+            std::thread::sleep(Duration::from_millis(10));
+        };
+        // The processor's own answer, not the reconciler's reversal (1531).
+        let want = if *amount == "8.01" { &slow } else { &plain };
+        assert_eq!(tx["status_id"], want["status_id"], "{api_id}: {tx}");
+        assert_eq!(tx["reason_code_id"], want["reason_code_id"], "{api_id}: {tx}");
+        assert_eq!(tx["transaction_amount"], *amount);
+        // The retry replays the recorded answer instead of a 409.
+        let again = keyed(&t, "POST", "/v2/transactions", key, body).expect(201);
+        assert!(replayed(&again), "{api_id}: {:?}", again.headers);
+        assert_eq!(again.body["transaction"]["id"], tx["id"]);
+    }
+    assert_eq!(count(&t), expected.len() as u64 + 2, "one charge per request");
 }
