@@ -235,7 +235,7 @@ fn run(cli: Cli) -> anyhow::Result<()> {
                         .await
                 }
             }
-            .map_err(|e| anyhow::anyhow!("{e}"))?;
+            .map_err(|e| anyhow::anyhow!("{}", e.body()))?;
             tokio::task::spawn_blocking(move || store.shutdown()).await?;
             println!("{}", clock.to_json());
             Ok(())

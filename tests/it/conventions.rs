@@ -338,8 +338,12 @@ fn note_pagination_meta_and_links(app: &TestApp) {
 fn default_and_requested_sorts(app: &TestApp) {
     let t = app.bootstrap();
     let older = id_of(&t.contact(json!({ "last_name": "Delta" })));
-    // created_ts counts seconds: let the next ones be visibly newer.
-    std::thread::sleep(std::time::Duration::from_millis(1100));
+    // created_ts counts seconds: the next ones are a second newer.
+    t.post(
+        "/v2/developer/testclock/advance",
+        json!({ "testclock": { "seconds": 1 } }),
+    )
+    .expect(200);
     let mut newer = BTreeSet::new();
     for name in ["Alpha", "Echo", "Charlie", "Bravo"] {
         newer.insert(id_of(&t.contact(json!({ "last_name": name }))));
@@ -554,14 +558,23 @@ fn location_filters(app: &TestApp) {
     assert_eq!(found(&format!("id={}", &depot[..30])), of(&[]));
 }
 
-/// Waits, if needed, until the local day in `tz` has at least a minute
-/// left, so "today" cannot roll over between a write and its reads.
-fn away_from_midnight(tz: chrono_tz::Tz) {
-    use chrono::Timelike;
-    let now = chrono::Utc::now().with_timezone(&tz);
+/// Moves the tenant's test clock past midnight, if needed, so the local
+/// day in `tz` has at least a minute left and "today" cannot roll over
+/// between a write and its reads.
+fn away_from_midnight(t: &Tenant, tz: chrono_tz::Tz) {
+    use chrono::{TimeZone, Timelike};
+    let clock = t.get("/v2/developer/testclock").expect(200).body["testclock"].clone();
+    let now = chrono::Utc
+        .timestamp_opt(clock["now"].as_i64().expect("now"), 0)
+        .unwrap()
+        .with_timezone(&tz);
     let left = 86_400 - i64::from(now.num_seconds_from_midnight());
     if left < 60 {
-        std::thread::sleep(std::time::Duration::from_secs(left as u64 + 2));
+        t.post(
+            "/v2/developer/testclock/advance",
+            json!({ "testclock": { "seconds": left + 2 } }),
+        )
+        .expect(200);
     }
 }
 
@@ -608,7 +621,7 @@ fn check_ts_keywords(t: &Tenant, id: &str, ts: i64) {
 
 fn ts_keywords_select_fresh_records(app: &TestApp) {
     let t = app.bootstrap();
-    away_from_midnight(chrono_tz::UTC);
+    away_from_midnight(&t, chrono_tz::UTC);
     let c = t.contact(json!({}));
     let ts = c["created_ts"].as_i64().unwrap();
     check_ts_keywords(&t, &id_of(&c), ts);
@@ -630,7 +643,7 @@ fn ts_keywords_in_the_location_time_zone(app: &TestApp) {
         "Pacific/Kiritimati"
     );
     let tz: chrono_tz::Tz = "Pacific/Kiritimati".parse().unwrap();
-    away_from_midnight(tz);
+    away_from_midnight(&t, tz);
     let c = t.contact(json!({}));
     let ts = c["created_ts"].as_i64().unwrap();
     check_ts_keywords(&t, &id_of(&c), ts);

@@ -20,5 +20,6 @@ mod notes;
 mod ops;
 mod payment_safety;
 mod postbacks;
+mod testclock;
 mod transactions;
 mod users;

@@ -172,7 +172,16 @@ fn postbacks_are_shared_by_nodes_and_survive_the_lease_holder() {
         ids.push(via.contact(json!({}))["id"].as_str().unwrap().to_string());
     }
     rx.wait_for(ids.len(), Duration::from_secs(30));
-    std::thread::sleep(Duration::from_millis(1500));
+    // Once every delivery is recorded as delivered, no send can start.
+    let delivered = || {
+        let r = t
+            .get(&format!(
+                "/v2/postbackconfigs/{config_id}/deliveries?status=delivered&page_size=1"
+            ))
+            .expect(200);
+        (r.body["meta"]["pagination"]["totalCount"].as_u64() == Some(ids.len() as u64)).then_some(Value::Null)
+    };
+    wait_for("every delivery recorded", Duration::from_secs(30), delivered);
     let mut seen: Vec<String> = rx
         .received()
         .iter()

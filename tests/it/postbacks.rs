@@ -356,7 +356,7 @@ fn contact_events_carry_the_record_expands_and_auth(app: &mut TestApp) {
             "basic_auth_username": "hook-user", "basic_auth_password": "S3cret:pass" }),
     );
     config(&t, json!({ "resource": "contact", "url": plain.url }));
-    config(
+    let creates_only_config = config(
         &t,
         json!({ "resource": "contact", "url": creates_only.url, "on_update": 0, "on_delete": "false" }),
     );
@@ -432,7 +432,8 @@ fn contact_events_carry_the_record_expands_and_auth(app: &mut TestApp) {
     assert_eq!(got[0].data(), without_links(contact));
     // on_update / on_delete off: only the CREATE.
     let got = creates_only.wait_for(1, WAIT);
-    std::thread::sleep(Duration::from_millis(500));
+    // No event was even written for the update and the delete.
+    assert_eq!(deliveries(&t, &str_of(&creates_only_config["id"])).len(), 1);
     assert_eq!(creates_only.received().len(), 1);
     assert_eq!(got[0].field("type"), "CREATE");
 }
@@ -459,7 +460,7 @@ fn vault_transaction_and_batch_events(app: &mut TestApp) {
             "expands": "changelogs" }),
     );
     // A config of the other product transaction hears nothing of these.
-    config(
+    let elsewhere_config = config(
         &t,
         json!({ "resource": "transaction", "url": elsewhere.url, "product_transaction_id": t.cred("ach_product_transaction_id") }),
     );
@@ -568,28 +569,62 @@ fn vault_transaction_and_batch_events(app: &mut TestApp) {
     assert_eq!(got[1].data()["title"], "Renamed");
     assert_eq!(got[2].field("type"), "DELETE");
     assert_eq!(got[2].data()["id"], vault["id"]);
-    std::thread::sleep(Duration::from_millis(300));
+    assert!(deliveries(&t, &str_of(&elsewhere_config["id"])).is_empty());
     assert!(elsewhere.received().is_empty());
+}
+
+/// Moves the tenant's test clock `seconds` ahead; the answer comes once
+/// the postbacks that came due are delivered (or failed). Returns the
+/// number of attempts that made.
+pub fn advance(t: &Tenant, seconds: i64) -> i64 {
+    let r = t
+        .post(
+            "/v2/developer/testclock/advance",
+            json!({ "testclock": { "seconds": seconds } }),
+        )
+        .expect(200);
+    r.body["testclock"]["ran"]["postback_attempts"]
+        .as_i64()
+        .expect("attempts")
+}
+
+/// Waits until the worker has recorded the first attempt of the config's
+/// only delivery (so its next attempt is scheduled and the row is free).
+fn first_attempt_recorded(t: &Tenant, config_id: &str) -> Vec<Value> {
+    wait_log(t, config_id, WAIT, |l| {
+        l.first().is_some_and(|d| d["number_of_attempts"] == 1)
+    })
 }
 
 fn retries_are_counted_and_the_last_failure_is_final(app: &mut TestApp) {
     let t = app.bootstrap();
     let rx = Receiver::start("/flaky");
     rx.answer(|_| Reply::Status(500));
+    // Retries an hour apart: the test clock makes the hours pass.
     let c = config(
         &t,
-        json!({ "resource": "contact", "url": rx.url, "number_of_attempts": 3, "attempt_interval": 1 }),
+        json!({ "resource": "contact", "url": rx.url, "number_of_attempts": 3, "attempt_interval": 3600 }),
     );
     let config_id = str_of(&c["id"]);
     t.contact(json!({}));
-    let got = rx.wait_for(3, Duration::from_secs(15));
+    rx.wait_for(1, WAIT);
+    first_attempt_recorded(&t, &config_id);
+    assert_eq!(advance(&t, 1800), 0, "not due before the hour is up");
+    assert_eq!(rx.received().len(), 1);
+    assert_eq!(
+        advance(&t, 1800),
+        1,
+        "the second attempt, an hour after the first"
+    );
+    assert_eq!(rx.received().len(), 2);
+    assert_eq!(advance(&t, 3600), 1, "the third and last");
+    let got = rx.received();
     let counts: Vec<&str> = got.iter().map(|r| r.field("number_of_attempts")).collect();
     assert_eq!(counts, ["1", "2", "3"]);
-    let log = wait_log(&t, &config_id, WAIT, |l| {
-        l.first().is_some_and(|d| d["status"] == "failed")
-    });
+    let log = deliveries(&t, &config_id);
     assert_eq!(log.len(), 1);
     let d = &log[0];
+    assert_eq!(d["status"], "failed");
     assert_eq!(d["number_of_attempts"], 3);
     assert_eq!(d["last_response_code"], 500);
     assert_eq!(d["last_response"], "answer 500");
@@ -597,8 +632,8 @@ fn retries_are_counted_and_the_last_failure_is_final(app: &mut TestApp) {
     assert_eq!(d["resource"], "contact");
     assert!(d["last_attempt_ts"].as_i64().is_some());
     assert!(d["delivered_ts"].is_null());
-    // The failure is final: no fourth attempt.
-    std::thread::sleep(Duration::from_millis(2500));
+    // The failure is final: no fourth attempt, however long we wait.
+    assert_eq!(advance(&t, 30 * 86_400), 0);
     assert_eq!(rx.received().len(), 3);
 
     // Redelivered, it starts again from attempt 1.
@@ -641,13 +676,17 @@ fn retries_are_counted_and_the_last_failure_is_final(app: &mut TestApp) {
     });
     let c2 = config(
         &t,
-        json!({ "resource": "contact", "url": rx2.url, "number_of_attempts": 5, "attempt_interval": 1 }),
+        json!({ "resource": "contact", "url": rx2.url, "number_of_attempts": 5, "attempt_interval": 60 }),
     );
     t.contact(json!({}));
-    rx2.wait_for(3, Duration::from_secs(15));
-    let log = wait_log(&t, &str_of(&c2["id"]), WAIT, |l| l[0]["status"] == "delivered");
+    rx2.wait_for(1, WAIT);
+    first_attempt_recorded(&t, &str_of(&c2["id"]));
+    assert_eq!(advance(&t, 60), 1);
+    assert_eq!(advance(&t, 60), 1);
+    let log = deliveries(&t, &str_of(&c2["id"]));
+    assert_eq!(log[0]["status"], "delivered");
     assert_eq!(log[0]["number_of_attempts"], 3);
-    std::thread::sleep(Duration::from_millis(1500));
+    assert_eq!(advance(&t, 86_400), 0);
     assert_eq!(rx2.received().len(), 3, "nothing after the acknowledgement");
     // A refused connection counts as a failed attempt too.
     let closed = TcpListener::bind("127.0.0.1:0").unwrap();
@@ -655,12 +694,13 @@ fn retries_are_counted_and_the_last_failure_is_final(app: &mut TestApp) {
     drop(closed);
     let c3 = config(
         &t,
-        json!({ "resource": "contact", "url": closed_url, "number_of_attempts": 2, "attempt_interval": 1 }),
+        json!({ "resource": "contact", "url": closed_url, "number_of_attempts": 2, "attempt_interval": 60 }),
     );
     t.contact(json!({}));
-    let log = wait_log(&t, &str_of(&c3["id"]), Duration::from_secs(15), |l| {
-        l.first().is_some_and(|d| d["status"] == "failed")
-    });
+    first_attempt_recorded(&t, &str_of(&c3["id"]));
+    assert_eq!(advance(&t, 60), 1);
+    let log = deliveries(&t, &str_of(&c3["id"]));
+    assert_eq!(log[0]["status"], "failed");
     assert_eq!(log[0]["number_of_attempts"], 2);
     assert!(log[0]["last_response_code"].is_null());
     assert!(!str_of(&log[0]["last_error"]).is_empty());
