@@ -3,6 +3,75 @@
 //! their text, never through a float.
 
 use serde_json::Value as Json;
+use std::fmt;
+
+/// An amount of money in minor units (cents). Where money moves (the
+/// payment operations, the processor boundary) amounts are `Money`, so
+/// a count, an id or a float cannot stand in for one; records keep the
+/// plain integer their column holds.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub struct Money(i64);
+
+impl Money {
+    pub const ZERO: Money = Money(0);
+
+    pub const fn from_cents(cents: i64) -> Money {
+        Money(cents)
+    }
+
+    pub const fn cents(self) -> i64 {
+        self.0
+    }
+
+    pub fn is_positive(self) -> bool {
+        self.0 > 0
+    }
+
+    /// `"12.34"`, as the API answers amounts.
+    pub fn to_text(self) -> String {
+        format(self.0)
+    }
+
+    /// Parses an amount as the API accepts it (see [`parse`]).
+    pub fn parse(raw: &Json, max: Money) -> Result<Money, &'static str> {
+        parse(raw, max.0).map(Money)
+    }
+
+    pub fn checked_add(self, other: Money) -> Option<Money> {
+        self.0.checked_add(other.0).map(Money)
+    }
+
+    pub fn checked_sub(self, other: Money) -> Option<Money> {
+        self.0.checked_sub(other.0).map(Money)
+    }
+}
+
+impl fmt::Display for Money {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(&format(self.0))
+    }
+}
+
+impl std::ops::Add for Money {
+    type Output = Money;
+    fn add(self, other: Money) -> Money {
+        Money(self.0.saturating_add(other.0))
+    }
+}
+
+impl std::ops::Sub for Money {
+    type Output = Money;
+    fn sub(self, other: Money) -> Money {
+        Money(self.0.saturating_sub(other.0))
+    }
+}
+
+impl std::ops::Neg for Money {
+    type Output = Money;
+    fn neg(self) -> Money {
+        Money(-self.0)
+    }
+}
 
 /// Parses `12`, `12.5`, `"12.50"` into cents. At most two decimals, no
 /// sign, no exponent. `max_cents` bounds the value.
@@ -98,6 +167,18 @@ mod tests {
         ] {
             assert!(parse(&raw, max).is_err(), "{raw}");
         }
+    }
+
+    #[test]
+    fn money_keeps_cents_and_prints_decimals() {
+        let m = Money::parse(&json!("10.05"), Money::from_cents(999_999)).unwrap();
+        assert_eq!(m.cents(), 1005);
+        assert_eq!(m.to_string(), "10.05");
+        assert_eq!((m - Money::from_cents(2005)).to_string(), "-10.00");
+        assert_eq!(m + Money::from_cents(95), Money::from_cents(1100));
+        assert_eq!(Money::from_cents(i64::MAX).checked_add(m), None);
+        assert!(Money::parse(&json!("10.05"), Money::from_cents(1000)).is_err());
+        assert!(!Money::ZERO.is_positive());
     }
 
     #[test]

@@ -415,6 +415,36 @@ pub fn openapi(public_url: &str) -> Json {
             "requestBody": body(envelope("transaction", json!({ "type": "object", "properties": { "status_id": { "type": "integer" } } }))),
             "responses": merge(json!({ "200": reply("the transaction", tx_ref.clone()) }), &write_errors) } }),
     );
+    let clock_ref = envelope(
+        "testclock",
+        json!({ "type": "object", "properties": {
+            "location_id": { "type": "string" }, "offset_seconds": { "type": "integer" },
+            "now": { "type": "integer", "description": "the location's now, epoch seconds" },
+            "now_text": { "type": "string" },
+            "ran": { "type": "object", "description": "advance only: what came due and ran",
+                "properties": { "postback_attempts": { "type": "integer" } } } } }),
+    );
+    paths.insert(
+        "/v2/developer/testclock".into(),
+        json!({ "get": { "summary": "Sandbox test clock of a location", "tags": ["developer"],
+            "description": "Sandbox only; permission locations.read. The location's time: wall time plus the offset its \
+                test clock was moved by (0 until moved).",
+            "parameters": [{ "name": "location_id", "in": "query", "required": false, "schema": { "type": "string" },
+                "description": "default: the caller's location" }],
+            "responses": merge(json!({ "200": reply("the clock", clock_ref.clone()) }), &read_errors) } }),
+    );
+    paths.insert(
+        "/v2/developer/testclock/advance".into(),
+        json!({ "post": { "summary": "Move a location's sandbox test clock forward", "tags": ["developer"],
+            "description": "Sandbox only; permission locations.update. seconds: 0 to 316224000 (ten years; clocks only \
+                move forward; 0 runs what is due now). Requests of the location's users and the records they write \
+                carry the moved time; pending postback retries come due as if the time had passed and are delivered \
+                before the answer.",
+            "requestBody": body(envelope("testclock", json!({ "type": "object", "required": ["seconds"], "properties": {
+                "seconds": { "type": "integer", "minimum": 0, "maximum": 316_224_000_i64 },
+                "location_id": { "type": "string" } } }))),
+            "responses": merge(json!({ "200": reply("the clock after the move", clock_ref) }), &write_errors) } }),
+    );
     paths.insert(
         "/v2/transactionbatches/{id}/settle".into(),
         json!({ "post": { "summary": "Settle (close) a batch", "tags": ["transactionbatches"],

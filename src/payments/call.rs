@@ -84,7 +84,7 @@ pub async fn failure_answer(
         ProcessorError::Unavailable(_) => {
             let req = ReversalRequest {
                 gateway_id: gateway_id.to_string(),
-                amount: 0,
+                amount: Money::ZERO,
                 method: call.method(),
             };
             let processor = processor.clone();
@@ -105,7 +105,7 @@ pub fn local_decline(reason: ReasonCode, text: &str) -> ProcessorResponse {
         verbiage: text.chars().take(64).collect(),
         response_message: text.to_string(),
         auth_code: None,
-        approved_amount: 0,
+        approved_amount: Money::ZERO,
         avs: None,
         avs_enhanced: None,
         cvv_response: None,

@@ -619,7 +619,7 @@ fn processor_call(parsed: &Parsed, record: &Record, funding: &Funding, place: &P
         auto_decline_zip: option("auto_decline_zip_override", "auto_decline_zip"),
     };
     let gateway_id = record.id().to_string();
-    let amount = record.int("transaction_amount").unwrap_or(0);
+    let amount = Money::from_cents(record.int("transaction_amount").unwrap_or(0));
     Ok(match (&funding.source, action, &funding.previous) {
         // A referenced refund, card or ACH, names its original.
         (_, Action::Refund, Some(orig)) => Call::Refund(RefundRequest {
@@ -693,8 +693,9 @@ pub fn complete(
         }
         _ if approved => {
             // A partial approval settles what was approved.
-            let amount = if answer.approved_amount > 0 && answer.approved_amount < requested {
-                answer.approved_amount
+            let approved = answer.approved_amount.cents();
+            let amount = if approved > 0 && approved < requested {
+                approved
             } else {
                 requested
             };

@@ -109,21 +109,25 @@ fn carried_fields(
 
 /// What the action asks of the processor, and the amount it leads to,
 /// if the transaction's state allows it.
-fn action_call(tx: &Record, parsed: &Parsed, facts: &Facts) -> ApiResult<(Call, Option<i64>)> {
+fn action_call(tx: &Record, parsed: &Parsed, facts: &Facts) -> ApiResult<(Call, Option<Money>)> {
     let action = parsed.action;
-    let sent = parsed.input.record.int("transaction_amount");
-    let current = tx.int("transaction_amount").unwrap_or(0);
+    let sent = parsed
+        .input
+        .record
+        .int("transaction_amount")
+        .map(Money::from_cents);
+    let current = Money::from_cents(tx.int("transaction_amount").unwrap_or(0));
     let (call, new_amount) = match action {
         Action::AuthComplete => {
             state::completable(tx, facts).map_err(refuse)?;
-            let authorized = tx.int("auth_amount").unwrap_or(current);
+            let authorized = tx.int("auth_amount").map(Money::from_cents).unwrap_or(current);
             let amount = sent.unwrap_or(current);
             if amount > authorized {
                 return Err(ApiError::field(
                     "transaction_amount",
                     format!(
                         "Transaction Amount cannot exceed the authorized amount ({}).",
-                        crate::money::format(authorized)
+                        authorized
                     ),
                 ));
             }
@@ -138,20 +142,20 @@ fn action_call(tx: &Record, parsed: &Parsed, facts: &Facts) -> ApiResult<(Call, 
         }
         Action::AuthIncrement => {
             state::completable(tx, facts).map_err(refuse)?;
-            let amount = sent.unwrap_or(0);
+            let amount = sent.unwrap_or(Money::ZERO);
             if amount <= current {
                 return Err(ApiError::field(
                     "transaction_amount",
                     format!(
                         "Transaction Amount is the new authorized total and must be above the current {}.",
-                        crate::money::format(current)
+                        current
                     ),
                 ));
             }
             (
                 Call::Increment(IncrementRequest {
                     original: processor_ref(tx),
-                    authorized_amount: tx.int("auth_amount").unwrap_or(current),
+                    authorized_amount: tx.int("auth_amount").map(Money::from_cents).unwrap_or(current),
                     amount,
                 }),
                 Some(amount),
@@ -171,18 +175,18 @@ fn action_call(tx: &Record, parsed: &Parsed, facts: &Facts) -> ApiResult<(Call, 
                 Call::Void(VoidRequest {
                     original: processor_ref(tx),
                 }),
-                Some(0),
+                Some(Money::ZERO),
             )
         }
         Action::PartialReversal => {
             state::reversible(tx, facts).map_err(refuse)?;
-            let amount = sent.unwrap_or(0);
+            let amount = sent.unwrap_or(Money::ZERO);
             if amount >= current {
                 return Err(ApiError::field(
                     "transaction_amount",
                     format!(
                         "Transaction Amount is the reduced final amount and must be below {}.",
-                        crate::money::format(current)
+                        current
                     ),
                 ));
             }
@@ -198,14 +202,14 @@ fn action_call(tx: &Record, parsed: &Parsed, facts: &Facts) -> ApiResult<(Call, 
         }
         Action::TipAdjust => {
             state::tip_adjustable(tx, facts).map_err(refuse)?;
-            let base = current - tx.int("tip_amount").unwrap_or(0);
-            let amount = sent.unwrap_or(0);
+            let base = current - Money::from_cents(tx.int("tip_amount").unwrap_or(0));
+            let amount = sent.unwrap_or(Money::ZERO);
             if amount < base {
                 return Err(ApiError::field(
                     "transaction_amount",
                     format!(
                         "Transaction Amount is the new total with the tip and cannot be below {}.",
-                        crate::money::format(base)
+                        base
                     ),
                 ));
             }
@@ -327,7 +331,7 @@ pub fn complete(
             vault_moves = Some(mv);
         }
         (Action::TipAdjust, _) => {
-            let new = prepared.new_amount.unwrap_or(current);
+            let new = prepared.new_amount.map(Money::cents).unwrap_or(current);
             let base = current - old.int("tip_amount").unwrap_or(0);
             changes.push(("transaction_amount", new.into()));
             changes.push(("tip_amount", (new - base).into()));
@@ -339,7 +343,7 @@ pub fn complete(
             }
             // A void answers 201 (Voided): only a decline is a refusal.
             if !matches!(answer.status_id, StatusId::Declined | StatusId::Rejected) {
-                let new = prepared.new_amount.unwrap_or(current);
+                let new = prepared.new_amount.map(Money::cents).unwrap_or(current);
                 changes.push(("status_id", (answer.status_id.code() as i64).into()));
                 changes.push(("reason_code_id", (answer.reason_code_id.code() as i64).into()));
                 changes.push(("verbiage", answer.verbiage.clone().into()));

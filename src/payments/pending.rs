@@ -24,7 +24,7 @@ pub struct Prepared {
     /// Store a vault from the card or account (save_account).
     pub save_account: Option<SaveAccount>,
     /// PUT actions: the new amount the action asks for.
-    pub new_amount: Option<i64>,
+    pub new_amount: Option<Money>,
     /// PUT actions: other fields the body changes.
     pub extra: Vec<(&'static str, Value)>,
 }

@@ -121,7 +121,7 @@ pub async fn run_once(payments: &Payments, now: i64) -> ApiResult<Report> {
                 let processor = payments.processor.clone();
                 let req = ReversalRequest {
                     gateway_id: tx.id().to_string(),
-                    amount: tx.int("transaction_amount").unwrap_or(0),
+                    amount: crate::money::Money::from_cents(tx.int("transaction_amount").unwrap_or(0)),
                     method: if tx.text("payment_method") == Some("ach") {
                         PaymentMethod::Ach
                     } else {

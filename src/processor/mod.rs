@@ -25,6 +25,7 @@ pub mod settlement;
 
 use std::time::Duration;
 
+pub use crate::money::Money;
 pub use codes::{Avs, AvsEnhanced, CvvResponse, EntryMode, ProcessingStatus, ReasonCode, StatusId, TypeId};
 pub use sandbox::SandboxProcessor;
 pub use settlement::{SettleOutcome, SettlementErrorRow, SETTLEMENT_ERRORS};
@@ -147,7 +148,7 @@ pub struct AuthorizeRequest {
     /// connector sends it as its merchant reference, so an unconfirmed
     /// request can be reversed by it (see [`Processor::reverse`]).
     pub gateway_id: String,
-    pub amount: i64,
+    pub amount: Money,
     pub card: CardData,
     pub capture: bool,
     pub options: AuthOptions,
@@ -158,20 +159,20 @@ pub struct AuthorizeRequest {
 pub struct CaptureRequest {
     pub original: ProcessorRef,
     /// What the authorization approved.
-    pub authorized_amount: i64,
+    pub authorized_amount: Money,
     /// What to capture: at most `authorized_amount`.
-    pub amount: i64,
+    pub amount: Money,
 }
 
 /// authincrement on an open authorization.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct IncrementRequest {
     pub original: ProcessorRef,
-    pub authorized_amount: i64,
+    pub authorized_amount: Money,
     /// The `transaction_amount` sent with the increment (whether it is the
     /// increment or the new total is not stated by the reference; the
     /// service decides and the processor echoes it).
-    pub amount: i64,
+    pub amount: Money,
 }
 
 /// void of a card transaction before settlement, or of an ACH one before
@@ -185,9 +186,9 @@ pub struct VoidRequest {
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct PartialReversalRequest {
     pub original: ProcessorRef,
-    pub original_amount: i64,
+    pub original_amount: Money,
     /// The reduced final amount, below `original_amount`.
-    pub new_amount: i64,
+    pub new_amount: Money,
     /// Whether the original was captured (a sale, 101) or is an open
     /// authorization (102).
     pub captured: bool,
@@ -201,7 +202,7 @@ pub struct RefundRequest {
     /// request can be reversed by it (see [`Processor::reverse`]).
     pub gateway_id: String,
     pub original: ProcessorRef,
-    pub amount: i64,
+    pub amount: Money,
 }
 
 /// An unreferenced card refund (money back to a card without an original).
@@ -211,7 +212,7 @@ pub struct CreditRequest {
     /// connector sends it as its merchant reference, so an unconfirmed
     /// request can be reversed by it (see [`Processor::reverse`]).
     pub gateway_id: String,
-    pub amount: i64,
+    pub amount: Money,
     pub card: CardData,
 }
 
@@ -222,7 +223,7 @@ pub struct AchRequest {
     /// connector sends it as its merchant reference, so an unconfirmed
     /// request can be reversed by it (see [`Processor::reverse`]).
     pub gateway_id: String,
-    pub amount: i64,
+    pub amount: Money,
     pub account: AchData,
 }
 
@@ -239,7 +240,7 @@ pub struct ForceRequest {
     /// connector sends it as its merchant reference, so an unconfirmed
     /// request can be reversed by it (see [`Processor::reverse`]).
     pub gateway_id: String,
-    pub amount: i64,
+    pub amount: Money,
     pub card: CardData,
     /// Exactly 6 characters.
     pub auth_code: String,
@@ -251,7 +252,7 @@ pub struct ForceRequest {
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct ReversalRequest {
     pub gateway_id: String,
-    pub amount: i64,
+    pub amount: Money,
     pub method: PaymentMethod,
 }
 
@@ -280,7 +281,7 @@ pub struct ProcessorResponse {
     pub auth_code: Option<String>,
     /// What was approved (less than requested on a partial approval, 0 on
     /// a decline).
-    pub approved_amount: i64,
+    pub approved_amount: Money,
     pub avs: Option<Avs>,
     pub avs_enhanced: Option<AvsEnhanced>,
     pub cvv_response: Option<CvvResponse>,

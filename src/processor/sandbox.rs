@@ -313,7 +313,7 @@ impl SandboxProcessor {
         &self,
         status_id: StatusId,
         reason: ReasonCode,
-        approved_amount: i64,
+        approved_amount: Money,
         auth_code: Option<String>,
     ) -> ProcessorResponse {
         let approved = status_id.is_approved();
@@ -327,7 +327,7 @@ impl SandboxProcessor {
             },
             response_message: reason.label().to_string(),
             auth_code: if approved { auth_code } else { None },
-            approved_amount: if approved { approved_amount } else { 0 },
+            approved_amount: if approved { approved_amount } else { Money::ZERO },
             avs: None,
             avs_enhanced: None,
             cvv_response: None,
@@ -338,7 +338,7 @@ impl SandboxProcessor {
     }
 
     fn decline(&self, reason: ReasonCode, verbiage: &str) -> ProcessorResponse {
-        let mut r = self.answer(StatusId::Declined, reason, 0, None);
+        let mut r = self.answer(StatusId::Declined, reason, Money::ZERO, None);
         r.verbiage = verbiage.to_string();
         r
     }
@@ -379,8 +379,8 @@ fn ach_auth_code() -> String {
     )
 }
 
-fn positive(amount: i64, what: &str) -> ProcessorResult<()> {
-    if amount > 0 {
+fn positive(amount: Money, what: &str) -> ProcessorResult<()> {
+    if amount.is_positive() {
         Ok(())
     } else {
         Err(ProcessorError::Invalid(format!(
@@ -468,13 +468,13 @@ impl Processor for SandboxProcessor {
         } else {
             StatusId::AuthOnly
         };
-        let mut response = match amount_trigger(req.amount) {
+        let mut response = match amount_trigger(req.amount.cents()) {
             Some(AmountTrigger::Delay(delay)) => self.delayed(delay, ReasonCode::DO_NOT_HONOR_GENERAL),
             Some(AmountTrigger::Decline { name, reason }) => self.decline(reason, name),
             Some(AmountTrigger::PartialAuth) if req.options.allow_partial => self.answer(
                 approved_status,
                 ReasonCode::PARTIAL_APPROVAL,
-                PARTIAL_AUTH_APPROVED,
+                Money::from_cents(PARTIAL_AUTH_APPROVED),
                 Some(card_auth_code()),
             ),
             Some(AmountTrigger::PartialAuth) => {
@@ -528,7 +528,7 @@ impl Processor for SandboxProcessor {
 
     fn increment(&self, req: &IncrementRequest) -> ProcessorResult {
         positive(req.amount, "amount")?;
-        Ok(match amount_trigger(req.amount) {
+        Ok(match amount_trigger(req.amount.cents()) {
             Some(AmountTrigger::Decline { name, .. }) => {
                 self.decline(ReasonCode::DECLINED_AUTH_INCREMENT, name)
             }
@@ -546,7 +546,7 @@ impl Processor for SandboxProcessor {
         Ok(self.answer(
             StatusId::Voided,
             ReasonCode::VOIDED,
-            0,
+            Money::ZERO,
             req.original.auth_code.clone(),
         ))
     }
@@ -614,7 +614,12 @@ impl Processor for SandboxProcessor {
             req.card.billing_street.as_deref(),
             req.card.billing_zip.as_deref(),
         );
-        let mut response = self.answer(StatusId::AvsOnly, ReasonCode::APPROVED, 0, Some(card_auth_code()));
+        let mut response = self.answer(
+            StatusId::AvsOnly,
+            ReasonCode::APPROVED,
+            Money::ZERO,
+            Some(card_auth_code()),
+        );
         response.avs = avs.avs;
         response.avs_enhanced = Some(avs.avs_enhanced);
         response.cvv_response = cvv_check(&req.card.pan, req.card.cvv.as_deref());
@@ -639,7 +644,7 @@ impl Processor for SandboxProcessor {
 
     fn reverse(&self, _req: &ReversalRequest) -> ProcessorResult {
         // The sandbox keeps no state: whatever was approved is undone.
-        Ok(self.answer(StatusId::Voided, ReasonCode::VOIDED, 0, None))
+        Ok(self.answer(StatusId::Voided, ReasonCode::VOIDED, Money::ZERO, None))
     }
 
     fn settle(&self, req: &SettleRequest) -> ProcessorResult<SettleResponse> {
@@ -671,7 +676,7 @@ mod tests {
     fn sale(amount: i64) -> AuthorizeRequest {
         AuthorizeRequest {
             gateway_id: "t1".into(),
-            amount,
+            amount: Money::from_cents(amount),
             card: card(VISA),
             capture: true,
             options: AuthOptions::default(),
@@ -756,7 +761,11 @@ mod tests {
         for &(amount, status, reason, verbiage, approved) in rows {
             let r = sandbox.authorize(&sale(amount)).unwrap();
             assert_eq!(
-                (r.status_id.code(), r.reason_code_id.code(), r.approved_amount),
+                (
+                    r.status_id.code(),
+                    r.reason_code_id.code(),
+                    r.approved_amount.cents()
+                ),
                 (status, reason, approved),
                 "{amount}"
             );
@@ -810,7 +819,11 @@ mod tests {
             req.options.allow_partial = allow_partial;
             let r = sandbox.authorize(&req).unwrap();
             assert_eq!(
-                (r.status_id.code(), r.reason_code_id.code(), r.approved_amount),
+                (
+                    r.status_id.code(),
+                    r.reason_code_id.code(),
+                    r.approved_amount.cents()
+                ),
                 (status, reason, approved),
                 "capture {capture} allow {allow_partial}"
             );
@@ -996,7 +1009,11 @@ mod tests {
             req.card = card(pan);
             let r = sandbox.authorize(&req).unwrap();
             assert_eq!(
-                (r.status_id.code(), r.reason_code_id.code(), r.approved_amount),
+                (
+                    r.status_id.code(),
+                    r.reason_code_id.code(),
+                    r.approved_amount.cents()
+                ),
                 (101, 1000, 1234),
                 "{pan}"
             );
@@ -1022,7 +1039,7 @@ mod tests {
         for &(routing, number, status, reason) in rows {
             let req = AchRequest {
                 gateway_id: "t1".into(),
-                amount: 1500,
+                amount: Money::from_cents(1500),
                 account: ach_account(routing, number),
             };
             for r in [
@@ -1038,7 +1055,7 @@ mod tests {
                 if status == 131 {
                     let code = r.auth_code.unwrap();
                     assert!(code.starts_with("AUTH NUM ") && code.len() == 16, "{code}");
-                    assert_eq!(r.approved_amount, 1500);
+                    assert_eq!(r.approved_amount.cents(), 1500);
                 }
             }
         }
@@ -1068,7 +1085,7 @@ mod tests {
                 sandbox
                     .force(&ForceRequest {
                         gateway_id: "t1".into(),
-                        amount: 1000,
+                        amount: Money::from_cents(1000),
                         card: card(VISA),
                         auth_code: "ABC123".into(),
                     })
@@ -1083,7 +1100,7 @@ mod tests {
                     .refund(&RefundRequest {
                         gateway_id: "t1".into(),
                         original: cc.clone(),
-                        amount: 400,
+                        amount: Money::from_cents(400),
                     })
                     .unwrap(),
                 111,
@@ -1096,7 +1113,7 @@ mod tests {
                     .refund(&RefundRequest {
                         gateway_id: "t1".into(),
                         original: ach.clone(),
-                        amount: 400,
+                        amount: Money::from_cents(400),
                     })
                     .unwrap(),
                 131,
@@ -1108,7 +1125,7 @@ mod tests {
                 sandbox
                     .credit(&CreditRequest {
                         gateway_id: "t1".into(),
-                        amount: 300,
+                        amount: Money::from_cents(300),
                         card: card(VISA),
                     })
                     .unwrap(),
@@ -1121,8 +1138,8 @@ mod tests {
                 sandbox
                     .capture(&CaptureRequest {
                         original: cc.clone(),
-                        authorized_amount: 1000,
-                        amount: 800,
+                        authorized_amount: Money::from_cents(1000),
+                        amount: Money::from_cents(800),
                     })
                     .unwrap(),
                 101,
@@ -1134,8 +1151,8 @@ mod tests {
                 sandbox
                     .increment(&IncrementRequest {
                         original: cc.clone(),
-                        authorized_amount: 1000,
-                        amount: 700,
+                        authorized_amount: Money::from_cents(1000),
+                        amount: Money::from_cents(700),
                     })
                     .unwrap(),
                 102,
@@ -1147,8 +1164,8 @@ mod tests {
                 sandbox
                     .increment(&IncrementRequest {
                         original: cc.clone(),
-                        authorized_amount: 1000,
-                        amount: 616,
+                        authorized_amount: Money::from_cents(1000),
+                        amount: Money::from_cents(616),
                     })
                     .unwrap(),
                 301,
@@ -1174,8 +1191,8 @@ mod tests {
                 sandbox
                     .partial_reversal(&PartialReversalRequest {
                         original: cc.clone(),
-                        original_amount: 1000,
-                        new_amount: 600,
+                        original_amount: Money::from_cents(1000),
+                        new_amount: Money::from_cents(600),
                         captured: true,
                     })
                     .unwrap(),
@@ -1188,8 +1205,8 @@ mod tests {
                 sandbox
                     .partial_reversal(&PartialReversalRequest {
                         original: cc.clone(),
-                        original_amount: 1000,
-                        new_amount: 600,
+                        original_amount: Money::from_cents(1000),
+                        new_amount: Money::from_cents(600),
                         captured: false,
                     })
                     .unwrap(),
@@ -1200,7 +1217,11 @@ mod tests {
         ];
         for (action, r, status, reason, approved) in rows {
             assert_eq!(
-                (r.status_id.code(), r.reason_code_id.code(), r.approved_amount),
+                (
+                    r.status_id.code(),
+                    r.reason_code_id.code(),
+                    r.approved_amount.cents()
+                ),
                 (status, reason, approved),
                 "{action}"
             );
@@ -1208,7 +1229,7 @@ mod tests {
         let forced = sandbox
             .force(&ForceRequest {
                 gateway_id: "t1".into(),
-                amount: 1000,
+                amount: Money::from_cents(1000),
                 card: card(VISA),
                 auth_code: "ABC123".into(),
             })
@@ -1217,8 +1238,8 @@ mod tests {
         let completed = sandbox
             .capture(&CaptureRequest {
                 original: cc.clone(),
-                authorized_amount: 1000,
-                amount: 1000,
+                authorized_amount: Money::from_cents(1000),
+                amount: Money::from_cents(1000),
             })
             .unwrap();
         assert_eq!(completed.auth_code.as_deref(), Some("a1b2c3"));
@@ -1256,22 +1277,22 @@ mod tests {
             sandbox
                 .capture(&CaptureRequest {
                     original: cc.clone(),
-                    authorized_amount: 1000,
-                    amount: 1001,
+                    authorized_amount: Money::from_cents(1000),
+                    amount: Money::from_cents(1001),
                 })
                 .unwrap_err(),
             sandbox
                 .partial_reversal(&PartialReversalRequest {
                     original: cc.clone(),
-                    original_amount: 1000,
-                    new_amount: 1000,
+                    original_amount: Money::from_cents(1000),
+                    new_amount: Money::from_cents(1000),
                     captured: true,
                 })
                 .unwrap_err(),
             sandbox
                 .force(&ForceRequest {
                     gateway_id: "t1".into(),
-                    amount: 1000,
+                    amount: Money::from_cents(1000),
                     card: card(VISA),
                     auth_code: "ABC12".into(),
                 })
@@ -1280,7 +1301,7 @@ mod tests {
                 .refund(&RefundRequest {
                     gateway_id: "t1".into(),
                     original: cc,
-                    amount: 0,
+                    amount: Money::from_cents(0),
                 })
                 .unwrap_err(),
         ];

@@ -552,6 +552,32 @@ fn matrix(a: &World, b: &World) -> Vec<Case> {
             cases.push(c);
         }
     }
+    // A's test clock: neither read nor moved by B.
+    let clock = "/v2/developer/testclock";
+    let mut c = case(
+        "GET",
+        clock,
+        format!("{clock}?location_id={}", a.loc),
+        not_found.clone(),
+    );
+    c.ghost_path = Some(format!("{clock}?location_id={}", ghost()));
+    cases.push(c);
+    for method in ["POST", "PUT", "DELETE"] {
+        let mut c = case(method, clock, clock.to_string(), not_served.clone());
+        c.body = Some(json!({ "testclock": { "seconds": 60, "location_id": a.loc } }));
+        cases.push(c);
+    }
+    let advance = "/v2/developer/testclock/advance";
+    let mut c = case("POST", advance, advance.to_string(), not_found.clone());
+    c.body = Some(json!({ "testclock": { "seconds": 60, "location_id": a.loc } }));
+    c.ghost_body = Some(json!({ "testclock": { "seconds": 60, "location_id": ghost() } }));
+    c.ghost_path = Some(advance.to_string());
+    cases.push(c);
+    for method in ["GET", "PUT", "DELETE"] {
+        let mut c = case(method, advance, advance.to_string(), not_served.clone());
+        c.body = Some(json!({ "testclock": { "seconds": 60, "location_id": a.loc } }));
+        cases.push(c);
+    }
     // Settling A's batch.
     let settle = "/v2/transactionbatches/{id}/settle";
     for method in ["POST", "GET", "PUT", "DELETE"] {
@@ -1317,10 +1343,10 @@ fn cross_tenant_matrix(app: &TestApp) {
     );
     assert_eq!(
         expected.len(),
-        (13 * 2 + 10) * 4,
+        (13 * 2 + 12) * 4,
         "13 resources (collection and item) plus users/me, generateuserapikey, bins, \
          accountvaultupdates, a vault's bininfo, a transaction's bininfo, the ACH status \
-         simulator, settle, a postback config's deliveries and redeliver, 4 verbs each"
+         simulator, settle, the test clock and its advance, a postback config's deliveries and redeliver, 4 verbs each"
     );
     // The verbs the matrix expects to be served agree with the OpenAPI document.
     let doc = b.t.get("/v2/openapi.json").body;
@@ -1353,6 +1379,13 @@ fn cross_tenant_matrix(app: &TestApp) {
         b_before,
         "tenant B's records and lists are unchanged"
     );
+    // Neither clock moved (B tried to move A's).
+    for w in [&a, &b] {
+        assert_eq!(
+            w.t.get("/v2/developer/testclock").expect(200).body["testclock"]["offset_seconds"],
+            0
+        );
+    }
     // A's keys still work (B tried to rotate them and to disable A's users).
     let a_extra = a.t.as_user(&a.extra_user, &a.extra_key);
     assert_eq!(
