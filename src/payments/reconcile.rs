@@ -64,8 +64,9 @@ pub async fn run_once(payments: &Payments, now: i64) -> ApiResult<Report> {
     let nodes: Vec<(Option<String>, i64)> = store
         .read(|conn| {
             let rows = conn.query(&Sql::new(
-                "SELECT pending_node, MIN(modified_ts) FROM transactions \
-                 WHERE state = 'pending' OR pending_action IS NOT NULL GROUP BY pending_node",
+                "SELECT t.pending_node, MIN(t.modified_ts - l.clock_offset_s) FROM transactions t \
+                 JOIN locations l ON l.id = t.location_id \
+                 WHERE t.state = 'pending' OR t.pending_action IS NOT NULL GROUP BY t.pending_node",
             ))?;
             Ok(rows
                 .into_iter()
@@ -108,7 +109,10 @@ pub async fn run_once(payments: &Payments, now: i64) -> ApiResult<Report> {
                 } else {
                     sql.push("t.pending_node = ").bind(node2);
                 }
-                sql.push(" AND t.modified_ts < ").bind(cutoff).push(" LIMIT 1000");
+                // Ages in wall time: a location's test clock may run ahead.
+                sql.push(" AND t.modified_ts - (SELECT l.clock_offset_s FROM locations l WHERE l.id = t.location_id) < ")
+                    .bind(cutoff)
+                    .push(" LIMIT 1000");
                 Ok(conn
                     .query(&sql)?
                     .into_iter()
@@ -170,7 +174,8 @@ pub async fn run_once(payments: &Payments, now: i64) -> ApiResult<Report> {
             Ok(conn.execute(&Sql::with(
                 "UPDATE transaction_batches SET processing_status_id = ?, \
                  status_message = 'Settlement was interrupted; settle again.', modified_ts = ? \
-                 WHERE processing_status_id = ? AND modified_ts < ?",
+                 WHERE processing_status_id = ? AND modified_ts - \
+                 (SELECT l.clock_offset_s FROM locations l WHERE l.id = transaction_batches.location_id) < ?",
                 vec![
                     (ProcessingStatus::Reprocess.code() as i64).into(),
                     now.into(),
