@@ -110,7 +110,7 @@ fn apply_locked(conn: &mut dyn Conn) -> anyhow::Result<usize> {
             vec![
                 Value::Int(*version),
                 Value::from(*name),
-                Value::Int(chrono::Utc::now().timestamp()),
+                Value::Int(crate::clock::Clock::system().now_ts()),
             ],
         ))?;
         count += 1;
