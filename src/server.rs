@@ -122,7 +122,6 @@ async fn serve_http<S>(
         let _ = stream.set_nodelay(true);
         let connection = hyper::server::conn::http1::Builder::new()
             .half_close(true)
-            .timer(hyper_util::rt::TokioTimer::new())
             .serve_connection(
                 hyper_util::rt::TokioIo::new(stream),
                 hyper_util::service::TowerToHyperService::new(service.clone()),
