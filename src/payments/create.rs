@@ -11,7 +11,7 @@
 use super::actions::{Action, Parsed};
 use super::call::Call;
 use super::pending::{
-    apply_answer, load, processor_ref, release_refund, save_vault, store_pending, transaction_body, Prepared,
+    apply_answer, load, processor_ref, release_refund, save_vault, store_pending, Completed, Prepared,
     SaveAccount,
 };
 use super::request::Origin;
@@ -666,14 +666,14 @@ fn processor_call(parsed: &Parsed, record: &Record, funding: &Funding, place: &P
 
 /// Step 3 of a new payment: the processor's answer recorded, the batch
 /// entered, the account saved, the events and the idempotent answer
-/// written, in one database transaction. Returns the record and its body.
+/// written, in one database transaction.
 pub fn complete(
     cx: &Cx,
     conn: &mut dyn Conn,
     prepared: &Prepared,
     answer: &ProcessorResponse,
     idem_key: Option<&str>,
-) -> ApiResult<Json> {
+) -> ApiResult<Completed> {
     let before = load(conn, &prepared.id)?;
     let mut record = before.clone();
     if record.text("state") != Some(PENDING) {
@@ -742,9 +742,5 @@ pub fn complete(
         ));
     }
     events::record(conn, cx, EventAction::Create, &record, &[])?;
-    let body = transaction_body(cx, &record);
-    if let Some(key) = idem_key {
-        idempotency::finish(conn, &cx.user_id, key, 201, &body)?;
-    }
-    Ok(body)
+    Completed::answer(cx, conn, record, idem_key, 201)
 }

@@ -7,8 +7,7 @@
 use super::actions::{Action, Parsed};
 use super::batches;
 use super::call::Call;
-use super::idempotency;
-use super::pending::{clear_mark, load, processor_ref, release_refund, transaction_body, Prepared};
+use super::pending::{clear_mark, load, processor_ref, release_refund, Completed, Prepared};
 use super::state::{self, Facts, DONE, PENDING};
 use crate::clock::timestamp_text;
 use crate::db::{Conn, Sql, Value};
@@ -18,7 +17,6 @@ use crate::engine::{query, update_record, Cx};
 use crate::error::{ApiError, ApiResult};
 use crate::processor::*;
 use crate::resources::{ACCOUNT_VAULT, CONTACT, TRANSACTION};
-use serde_json::Value as Json;
 
 /// Step 1 of a follow-up action on `tx` (found in the caller's scope).
 pub fn prepare(
@@ -306,7 +304,7 @@ pub fn complete(
     prepared: &Prepared,
     answer: Option<&ProcessorResponse>,
     idem_key: Option<&str>,
-) -> ApiResult<Json> {
+) -> ApiResult<Completed> {
     if answer.is_some() && clear_mark(conn, &prepared.id, Some(prepared.action))? == 0 {
         return Err(ApiError::Unavailable(
             "The action was interrupted; look the transaction up and retry.".into(),
@@ -409,11 +407,7 @@ pub fn complete(
     if let Some((move_vault, move_txs)) = vault_moves {
         move_with_vault(cx, conn, &record, move_vault, move_txs)?;
     }
-    let body = transaction_body(cx, &record);
-    if let Some(key) = idem_key {
-        idempotency::finish(conn, &cx.user_id, key, 200, &body)?;
-    }
-    Ok(body)
+    Completed::answer(cx, conn, record, idem_key, 200)
 }
 
 /// edit's `move_account_vault` (the vault follows the transaction's

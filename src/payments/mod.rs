@@ -205,16 +205,18 @@ impl Payments {
             Err(e) => call::failure_answer(&self.processor, &prepared.id, &prepared.call, e).await,
         };
         let cx3 = cx.clone();
-        self.store
+        let completed = self
+            .store
             .write(move |conn| create::complete(&cx3, conn, &prepared, &answer, key.as_deref()))
-            .await
+            .await?;
+        Ok(completed.into_body(cx))
     }
 
     async fn follow_up(&self, cx: &Cx, request: FollowUp, key: Option<String>) -> ApiResult<Json> {
         /// What the first job of an action leaves to do.
         enum Step {
-            /// Finished in that job (tipadjust, edit): the response body.
-            Done(Json),
+            /// Finished in that job (tipadjust, edit).
+            Done(pending::Completed),
             /// The processor must answer before the action completes.
             Ask(Box<pending::Prepared>),
         }
@@ -231,15 +233,15 @@ impl Payments {
                 let prepared = follow_up::prepare(&cx1, conn, &tx, &input, &node)?;
                 // Actions without a processor call finish in this job.
                 if matches!(prepared.call, call::Call::Nothing) {
-                    let body = follow_up::complete(&cx1, conn, &prepared, None, key1.as_deref())?;
-                    return Ok(Step::Done(body));
+                    let done = follow_up::complete(&cx1, conn, &prepared, None, key1.as_deref())?;
+                    return Ok(Step::Done(done));
                 }
                 Ok(Step::Ask(Box::new(prepared)))
             })
             .await?;
         let prepared = match step {
             Step::Ask(p) => *p,
-            Step::Done(body) => return Ok(body),
+            Step::Done(done) => return Ok(done.into_body(cx)),
         };
         let answer = match call::ask(&self.processor, prepared.call.clone()).await {
             Ok(a) => a,
@@ -256,9 +258,11 @@ impl Payments {
             }
         };
         let cx3 = cx.clone();
-        self.store
+        let completed = self
+            .store
             .write(move |conn| follow_up::complete(&cx3, conn, &prepared, Some(&answer), key.as_deref()))
-            .await
+            .await?;
+        Ok(completed.into_body(cx))
     }
 
     /// Closes a batch at the processor (`POST /v2/transactionbatches/{id}/settle`).

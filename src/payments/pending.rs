@@ -84,6 +84,45 @@ pub fn store_pending(conn: &mut dyn Conn, before: &Record, record: &Record) -> A
     Ok(conn.execute(&sql)? == 1)
 }
 
+/// A completed operation: the stored record, and its answer when it had
+/// to be rendered inside the write job (to be kept for its
+/// `Idempotency-Key` in the same transaction as the outcome).
+pub struct Completed {
+    pub record: Record,
+    pub body: Option<Json>,
+}
+
+impl Completed {
+    /// The record as stored; with an idempotency key its answer is
+    /// rendered and kept now, otherwise rendering waits until the write
+    /// job is over (on SQLite the one writer is the scarce resource).
+    pub fn answer(
+        cx: &Cx,
+        conn: &mut dyn Conn,
+        record: Record,
+        idem_key: Option<&str>,
+        status: u16,
+    ) -> ApiResult<Completed> {
+        let body = match idem_key {
+            Some(key) => {
+                let body = transaction_body(cx, &record);
+                super::idempotency::finish(conn, &cx.user_id, key, status, &body)?;
+                Some(body)
+            }
+            None => None,
+        };
+        Ok(Completed { record, body })
+    }
+
+    /// The answer, rendered now if the job did not.
+    pub fn into_body(self, cx: &Cx) -> Json {
+        match self.body {
+            Some(body) => body,
+            None => transaction_body(cx, &self.record),
+        }
+    }
+}
+
 /// `{"transaction": <record as rendered>}`, built in place: `json!` would
 /// copy the whole rendered map once more, inside the write job.
 pub fn transaction_body(cx: &Cx, record: &Record) -> Json {
