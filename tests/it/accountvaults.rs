@@ -605,7 +605,7 @@ fn keys_rotate_postgres() {
 
 fn keys_rotate(engine: Engine) {
     let Some(mut app) = TestApp::start(engine) else {
-        eprintln!("skipped: FERROGATE_TEST_DATABASE_URL is not set");
+        crate::support::no_postgres();
         return;
     };
     let t = app.bootstrap();

@@ -807,7 +807,7 @@ mod graceful_shutdown_keeps_writes {
 
     fn run(engine: Engine) {
         let Some(mut app) = TestApp::start(engine) else {
-            eprintln!("skipped: FERROGATE_TEST_DATABASE_URL is not set");
+            crate::support::no_postgres();
             return;
         };
         let t = app.bootstrap();

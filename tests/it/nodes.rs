@@ -81,7 +81,7 @@ fn wait_for(what: &str, limit: Duration, mut f: impl FnMut() -> Option<Value>) -
 #[test]
 fn a_dead_nodes_pending_sale_is_reversed_by_another_node() {
     let Some(mut app) = TestApp::start(Engine::Postgres) else {
-        eprintln!("skipped: FERROGATE_TEST_DATABASE_URL is not set");
+        crate::support::no_postgres();
         return;
     };
     {
@@ -124,7 +124,7 @@ fn a_dead_nodes_pending_sale_is_reversed_by_another_node() {
 #[test]
 fn a_live_nodes_pending_sale_is_left_alone() {
     let Some(app) = TestApp::start(Engine::Postgres) else {
-        eprintln!("skipped: FERROGATE_TEST_DATABASE_URL is not set");
+        crate::support::no_postgres();
         return;
     };
     {
@@ -153,7 +153,7 @@ fn a_live_nodes_pending_sale_is_left_alone() {
 fn postbacks_are_shared_by_nodes_and_survive_the_lease_holder() {
     use crate::postbacks::{config, wait_log, Receiver, Reply};
     let Some(mut app) = TestApp::start(Engine::Postgres) else {
-        eprintln!("skipped: FERROGATE_TEST_DATABASE_URL is not set");
+        crate::support::no_postgres();
         return;
     };
     let t = app.bootstrap();

@@ -121,7 +121,7 @@ mod durability {
 
     fn run(engine: Engine) {
         let Some(mut app) = TestApp::start(engine) else {
-            eprintln!("skipped: FERROGATE_TEST_DATABASE_URL is not set");
+            crate::support::no_postgres();
             return;
         };
         let t = app.bootstrap();
@@ -194,7 +194,7 @@ fn sqlite_file_uses_wal_and_foreign_keys() {
 #[test]
 fn postgres_outage_is_survived() {
     let Some(app) = TestApp::start(crate::support::Engine::Postgres) else {
-        eprintln!("skipped: FERROGATE_TEST_DATABASE_URL is not set");
+        crate::support::no_postgres();
         return;
     };
     let t = app.bootstrap();
@@ -237,7 +237,7 @@ mod in_flight_shutdown {
 
     fn run(engine: Engine) {
         let Some(mut app) = TestApp::start(engine) else {
-            eprintln!("skipped: FERROGATE_TEST_DATABASE_URL is not set");
+            crate::support::no_postgres();
             return;
         };
         let t = app.bootstrap();
