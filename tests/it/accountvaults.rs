@@ -2,7 +2,7 @@
 //! must never appear in clear, key rotation and card-updater subscriptions.
 
 use crate::engine_tests;
-use crate::locations::db;
+use crate::support::db::db;
 use crate::support::{error_fields, fields, str_of, Engine, Tenant, TestApp, BIN};
 use serde_json::{json, Value};
 use std::process::Command;

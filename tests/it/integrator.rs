@@ -153,7 +153,7 @@ fn ts_keywords_use_the_location_time_zone(app: &TestApp) {
         .from_local_datetime(&today_there.and_hms_opt(1, 0, 0).unwrap())
         .single()
         .unwrap();
-    crate::locations::db(app).exec(
+    crate::support::db::db(app).exec(
         "UPDATE contacts SET created_ts = CAST(CAST(? AS TEXT) AS BIGINT) WHERE id = ?",
         &[&ts.timestamp().to_string(), &id],
     );

@@ -2,11 +2,12 @@
 //! unfinished payments are reconciled by another node once it is dead,
 //! and never while it lives.
 
+use crate::support::wait::wait_until;
 use crate::support::{Engine, Tenant, TestApp, BIN};
 use serde_json::{json, Value};
 use std::io::{BufRead, BufReader};
 use std::process::{Child, Command, Stdio};
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 /// A second server process on the test app's database.
 pub struct Node {
@@ -67,17 +68,6 @@ fn by_api_id(t: &Tenant, api_id: &str) -> Option<Value> {
     r.body["transactions"].as_array().and_then(|a| a.first().cloned())
 }
 
-fn wait_for(what: &str, limit: Duration, mut f: impl FnMut() -> Option<Value>) -> Value {
-    let start = Instant::now();
-    loop {
-        if let Some(v) = f() {
-            return v;
-        }
-        assert!(start.elapsed() < limit, "gave up waiting for {what}");
-        std::thread::sleep(Duration::from_millis(100));
-    }
-}
-
 #[test]
 fn a_dead_nodes_pending_sale_is_reversed_by_another_node() {
     let Some(mut app) = TestApp::start(Engine::Postgres) else {
@@ -90,7 +80,7 @@ fn a_dead_nodes_pending_sale_is_reversed_by_another_node() {
         let b = node_b.tenant(&t);
         let client = delayed_sale(&t, "two-node-1");
         // The sale is stored as pending before the processor is called.
-        let pending = wait_for("the pending sale", Duration::from_secs(5), || {
+        let pending = wait_until("the pending sale", Duration::from_secs(5), || {
             by_api_id(&b, "two-node-1").filter(|tx| tx["status_id"].is_null())
         });
         assert_eq!(pending["verbiage"], "Processing");
@@ -102,7 +92,7 @@ fn a_dead_nodes_pending_sale_is_reversed_by_another_node() {
             "the client never got an answer"
         );
         // Node B sees node A's lock gone and reverses the sale.
-        let done = wait_for("the reconciled sale", Duration::from_secs(30), || {
+        let done = wait_until("the reconciled sale", Duration::from_secs(30), || {
             by_api_id(&b, "two-node-1").filter(|tx| !tx["status_id"].is_null())
         });
         assert_eq!(done["status_id"], 301, "{done}");
@@ -130,7 +120,7 @@ fn a_live_nodes_pending_sale_is_left_alone() {
     {
         let t = app.bootstrap();
         let client = delayed_sale(&t, "two-node-2");
-        wait_for("the pending sale", Duration::from_secs(5), || {
+        wait_until("the pending sale", Duration::from_secs(5), || {
             by_api_id(&t, "two-node-2").filter(|tx| tx["status_id"].is_null())
         });
         // Node B starts (and reconciles) while node A still waits on the
@@ -151,7 +141,7 @@ fn a_live_nodes_pending_sale_is_left_alone() {
 /// the other.
 #[test]
 fn postbacks_are_shared_by_nodes_and_survive_the_lease_holder() {
-    use crate::postbacks::{config, wait_log, Receiver, Reply};
+    use crate::support::receiver::{config, wait_log, Receiver, Reply};
     let Some(mut app) = TestApp::start(Engine::Postgres) else {
         crate::support::no_postgres();
         return;
@@ -181,7 +171,7 @@ fn postbacks_are_shared_by_nodes_and_survive_the_lease_holder() {
             .expect(200);
         (r.body["meta"]["pagination"]["totalCount"].as_u64() == Some(ids.len() as u64)).then_some(Value::Null)
     };
-    wait_for("every delivery recorded", Duration::from_secs(30), delivered);
+    wait_until("every delivery recorded", Duration::from_secs(30), delivered);
     let mut seen: Vec<String> = rx
         .received()
         .iter()

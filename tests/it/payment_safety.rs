@@ -3,7 +3,8 @@
 //! product transaction, and a settlement interrupted by a crash.
 
 use crate::engine_tests;
-use crate::locations::db;
+use crate::support::db::db;
+use crate::support::wait::wait_until;
 use crate::support::{str_of, Client, Resp, Tenant, TestApp};
 use serde_json::{json, Value};
 use std::collections::BTreeSet;
@@ -770,21 +771,10 @@ fn a_sale_whose_client_disconnects_is_recorded(app: &TestApp) {
         } else {
             Duration::ZERO
         };
-        let deadline = sent + delay + Duration::from_secs(1);
-        let tx = loop {
-            if let Some(tx) = answered(&t, api_id) {
-                break tx;
-            }
-            if Instant::now() > deadline {
-                let r = t.get(&format!("/v2/transactions?transaction_api_id={api_id}"));
-                panic!(
-                    "{api_id} ({amount}) has no answer after {:?}: {}",
-                    sent.elapsed(),
-                    r.text
-                );
-            }
-            std::thread::sleep(Duration::from_millis(10));
-        };
+        let limit = (sent + delay + Duration::from_secs(1)).saturating_duration_since(Instant::now());
+        let tx = wait_until(&format!("{api_id} ({amount}) to have its answer"), limit, || {
+            answered(&t, api_id)
+        });
         // The processor's own answer, not the reconciler's reversal (1531).
         let want = if *amount == "8.01" { &slow } else { &plain };
         assert_eq!(tx["status_id"], want["status_id"], "{api_id}: {tx}");

@@ -3,7 +3,7 @@
 //! simulator, batches and settlement, list filters, api ids and Level 3.
 
 use crate::engine_tests;
-use crate::locations::db;
+use crate::support::db::db;
 use crate::support::{error_fields, fields, str_of, Resp, Tenant, TestApp};
 use ferrogate::processor::sandbox::{DECLINE_TRIGGERS, TEST_CARDS};
 use ferrogate::processor::settlement::SETTLEMENT_ERRORS;

@@ -4,7 +4,7 @@
 //! user has no permission until a role is attached.
 
 use crate::engine_tests;
-use crate::locations::db;
+use crate::support::db::db;
 use crate::support::{error_fields, fields, str_of, Resp, Tenant, TestApp};
 use serde_json::{json, Value};
 use std::collections::BTreeSet;

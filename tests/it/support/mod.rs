@@ -3,6 +3,10 @@
 //! PostgreSQL database when FERROGATE_TEST_DATABASE_URL is set), creates
 //! tenants with `ferrogate bootstrap --json` and talks plain HTTP to it.
 
+pub mod db;
+pub mod receiver;
+pub mod wait;
+
 use serde_json::{json, Value};
 use std::io::{BufRead, BufReader};
 use std::path::PathBuf;
