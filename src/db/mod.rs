@@ -10,6 +10,7 @@
 //! runs each write job in its own transaction on a pooled connection.
 
 mod migrate;
+mod pg_tls;
 mod pool;
 mod postgres;
 mod sqlite;

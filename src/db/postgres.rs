@@ -2,15 +2,17 @@
 //! Each write job runs in its own transaction; PostgreSQL groups
 //! concurrent commits by itself.
 
+use super::pg_tls::Target;
 use super::pool::Pool;
 use super::{Conn, DbError, Dialect, Row, Sql, Value};
 use crate::error::{ApiError, ApiResult};
 use postgres::types::{to_sql_checked, IsNull, ToSql, Type};
 use postgres::{Client, NoTls, Statement};
 use std::collections::HashMap;
+use std::sync::Arc;
 
 pub struct PgStore {
-    url: String,
+    target: Arc<Target>,
     pool: Pool<PgConn>,
 }
 
@@ -21,9 +23,13 @@ pub struct PgConn {
 }
 
 impl PgConn {
-    fn connect(url: &str) -> anyhow::Result<PgConn> {
+    fn connect(target: &Target) -> anyhow::Result<PgConn> {
+        let client = match &target.tls {
+            None => target.config.connect(NoTls)?,
+            Some(tls) => target.config.connect(tls.clone())?,
+        };
         Ok(PgConn {
-            client: Client::connect(url, NoTls)?,
+            client,
             statements: HashMap::new(),
         })
     }
@@ -161,19 +167,17 @@ impl Conn for PgConn {
 
 impl PgStore {
     pub fn open(url: &str, size: usize) -> anyhow::Result<Self> {
-        let target = url.to_string();
+        let target = Arc::new(super::pg_tls::target(url)?);
+        let for_pool = target.clone();
         let pool = Pool::new(
             size,
-            Box::new(move || PgConn::connect(&target).map_err(|e| e.to_string())),
+            Box::new(move || PgConn::connect(&for_pool).map_err(|e| e.to_string())),
         );
         if !pool.all_connected() {
             // Fail fast at start-up with the real reason.
-            PgConn::connect(url)?;
+            PgConn::connect(&target)?;
         }
-        Ok(PgStore {
-            pool,
-            url: url.to_string(),
-        })
+        Ok(PgStore { pool, target })
     }
 
     /// Holds a session-level advisory lock named after this process for as
@@ -181,9 +185,9 @@ impl PgStore {
     /// probe the lock to tell a live node from a dead one. The connection
     /// is re-established (and the lock retaken) if it drops.
     pub fn hold_node_lock(&self, node_id: &str) -> anyhow::Result<()> {
-        let url = self.url.clone();
+        let url = self.target.clone();
         let node = node_id.to_string();
-        let take = move |url: &str, node: &str| -> anyhow::Result<PgConn> {
+        let take = move |url: &Target, node: &str| -> anyhow::Result<PgConn> {
             let mut conn = PgConn::connect(url)?;
             conn.client
                 .execute("SELECT pg_advisory_lock(hashtextextended($1, 0))", &[&node])?;

@@ -19,6 +19,7 @@ mod nodes;
 mod notes;
 mod ops;
 mod payment_safety;
+mod pg_tls;
 mod postbacks;
 mod testclock;
 mod transactions;
