@@ -64,7 +64,7 @@ pub async fn serve(args: ServeArgs) -> anyhow::Result<()> {
         clock,
         public_url: Arc::from(public_url.as_str()),
         metrics: Arc::new(Metrics::default()),
-        payments,
+        payments: payments.clone(),
         deliveries,
         sink,
     };
@@ -80,6 +80,14 @@ pub async fn serve(args: ServeArgs) -> anyhow::Result<()> {
         trim_trailing_slash(request.map(axum::body::Body::new))
     });
     serve_http(listener, service, shutdown_signal()).await;
+    // Payments whose clients went away may still wait for the processor.
+    let unfinished = payments.drain(std::time::Duration::from_secs(15)).await;
+    if unfinished > 0 {
+        tracing::warn!(
+            unfinished,
+            "stopping with payments still waiting for the processor; the next start reconciles them"
+        );
+    }
     tracing::info!("stopped accepting requests; finishing writes");
     tokio::task::spawn_blocking(move || store.shutdown()).await?;
     Ok(())

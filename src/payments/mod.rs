@@ -56,7 +56,7 @@ use crate::resources::{TRANSACTION, TRANSACTION_BATCH};
 use idempotency::Claim;
 use serde_json::Value as Json;
 use std::future::Future;
-use std::sync::atomic::AtomicBool;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 
 /// The payment service: the store, the processor and this node's
@@ -73,6 +73,7 @@ pub struct Payments {
     node_id: Arc<str>,
     /// Set after the first reconciliation pass.
     started: Arc<AtomicBool>,
+    in_flight: Arc<InFlight>,
 }
 
 impl Payments {
@@ -91,6 +92,7 @@ impl Payments {
             sink,
             node_id: Arc::from(format!("node-{}", new_id()).as_str()),
             started: Arc::new(AtomicBool::new(false)),
+            in_flight: Arc::default(),
         }
     }
 
@@ -113,7 +115,7 @@ impl Payments {
         request: NewPayment,
     ) -> impl Future<Output = ApiResult<Reply>> + Send + 'static {
         let this = self.clone();
-        detached(async move {
+        self.detached(async move {
             let idempotency = request.idempotency.clone();
             let key = idempotency.as_ref().map(|i| i.key.clone());
             this.claim_then(&cx, idempotency.as_ref(), 201, move |this, cx| async move {
@@ -130,7 +132,7 @@ impl Payments {
         request: FollowUp,
     ) -> impl Future<Output = ApiResult<Reply>> + Send + 'static {
         let this = self.clone();
-        detached(async move {
+        self.detached(async move {
             let idempotency = request.idempotency.clone();
             let key = idempotency.as_ref().map(|i| i.key.clone());
             this.claim_then(&cx, idempotency.as_ref(), 200, move |this, cx| async move {
@@ -269,7 +271,7 @@ impl Payments {
     /// Runs to the end even if the caller goes away.
     pub fn settle(&self, cx: Cx, batch: BatchId) -> impl Future<Output = ApiResult<Record>> + Send + 'static {
         let this = self.clone();
-        detached(async move {
+        self.detached(async move {
             let cx1 = cx.clone();
             let (before, amounts, attempt) = this
                 .store
@@ -347,15 +349,68 @@ impl Payments {
     }
 }
 
-/// Runs `work` on a task of its own and waits for it: dropping the
-/// returned future (a client that went away) does not stop the work. The
-/// task is spawned when this is called, not when first polled.
-fn detached<T: Send + 'static>(
-    work: impl Future<Output = ApiResult<T>> + Send + 'static,
-) -> impl Future<Output = ApiResult<T>> + Send + 'static {
-    let task = tokio::spawn(work);
-    async move {
-        task.await
-            .map_err(|e| ApiError::internal(format!("payment task failed: {e}")))?
+/// The operations under way in this process, so that a shutdown can let
+/// them finish (their callers may be long gone).
+#[derive(Default)]
+struct InFlight {
+    count: std::sync::atomic::AtomicUsize,
+    idle: tokio::sync::Notify,
+}
+
+/// Counts one operation for as long as it lives.
+struct InFlightGuard(Arc<InFlight>);
+
+impl InFlightGuard {
+    fn new(in_flight: &Arc<InFlight>) -> InFlightGuard {
+        in_flight.count.fetch_add(1, Ordering::SeqCst);
+        InFlightGuard(in_flight.clone())
+    }
+}
+
+impl Drop for InFlightGuard {
+    fn drop(&mut self) {
+        if self.0.count.fetch_sub(1, Ordering::SeqCst) == 1 {
+            self.0.idle.notify_waiters();
+        }
+    }
+}
+
+impl Payments {
+    /// Runs `work` on a task of its own and waits for it: dropping the
+    /// returned future (a client that went away) does not stop the work,
+    /// and [`Payments::drain`] waits for it. The task is spawned when this
+    /// is called, not when first polled.
+    fn detached<T: Send + 'static>(
+        &self,
+        work: impl Future<Output = ApiResult<T>> + Send + 'static,
+    ) -> impl Future<Output = ApiResult<T>> + Send + 'static {
+        let guard = InFlightGuard::new(&self.in_flight);
+        let task = tokio::spawn(async move {
+            let result = work.await;
+            drop(guard);
+            result
+        });
+        async move {
+            task.await
+                .map_err(|e| ApiError::internal(format!("payment task failed: {e}")))?
+        }
+    }
+
+    /// Waits, at most `limit`, until no operation is under way: a stopping
+    /// server lets the payments it began reach their processor answer and
+    /// record it. Returns how many were still running at the limit (the
+    /// reconciler takes care of those at the next start).
+    pub async fn drain(&self, limit: std::time::Duration) -> usize {
+        let deadline = tokio::time::Instant::now() + limit;
+        loop {
+            let idle = self.in_flight.idle.notified();
+            let running = self.in_flight.count.load(Ordering::SeqCst);
+            if running == 0 {
+                return 0;
+            }
+            if tokio::time::timeout_at(deadline, idle).await.is_err() {
+                return self.in_flight.count.load(Ordering::SeqCst);
+            }
+        }
     }
 }

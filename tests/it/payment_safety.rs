@@ -21,6 +21,7 @@ engine_tests!(
     hold_days,
     interrupted_settlement_is_reprocessed,
     a_sale_whose_client_disconnects_is_recorded,
+    a_stopping_server_finishes_the_payments_it_began,
 );
 
 /// A future MMYY.
@@ -786,4 +787,36 @@ fn a_sale_whose_client_disconnects_is_recorded(app: &TestApp) {
         assert_eq!(again.body["transaction"]["id"], tx["id"]);
     }
     assert_eq!(count(&t), expected.len() as u64 + 2, "one charge per request");
+}
+
+/// SIGTERM while a sale whose client is gone waits for the processor (the
+/// sandbox answers $8.02 after 2 s): the server records the answer before
+/// it exits, so the next start has nothing to reverse.
+fn a_stopping_server_finishes_the_payments_it_began(app: &mut TestApp) {
+    let t = app.bootstrap();
+    let control = t
+        .post("/v2/transactions", sale("8.02", json!({})))
+        .expect(201)
+        .body["transaction"]
+        .clone();
+    let body = sale("8.02", json!({ "transaction_api_id": "late-1" }));
+    send_and_hang_up(&t.base, &t, "/v2/transactions", None, &body);
+    // The sale is under way once its pending row exists.
+    wait_until("the sale to be pending", Duration::from_secs(5), || {
+        let r = t.get("/v2/transactions?transaction_api_id=late-1").expect(200);
+        r.body["transactions"].as_array().and_then(|a| a.first().cloned())
+    });
+    let status = app.stop();
+    assert!(status.success(), "{status:?}");
+    app.spawn();
+    let t = Tenant {
+        base: app.base.clone(),
+        creds: t.creds.clone(),
+    };
+    let tx = answered(&t, "late-1").expect("recorded");
+    assert_eq!(tx["status_id"], control["status_id"], "{tx}");
+    assert_eq!(
+        tx["reason_code_id"], control["reason_code_id"],
+        "not reversed at restart: {tx}"
+    );
 }
