@@ -60,6 +60,7 @@ pub fn run(store: &Store, keyring: Arc<Keyring>, name: Option<String>, now: i64)
                 leaf: false,
             },
             now,
+            outbound: Default::default(),
             keyring: keyring.clone(),
             public_url: Arc::from(""),
             perms: Arc::new(crate::auth::Perms { admin: true, ..Default::default() }),

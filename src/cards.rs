@@ -1,6 +1,6 @@
 //! Checks on payment account data: card numbers, expiry dates, US routing
 //! numbers and SEC codes, with the messages vaults and transactions share.
-//! (Card number brands and the Luhn check live in `bins`.)
+//! (Card number brands live in `bins`.)
 
 use chrono::{Datelike, TimeZone, Utc};
 
@@ -28,7 +28,7 @@ pub fn check_pan(pan: &str) -> Result<&'static str, String> {
     if !(13..=19).contains(&pan.len()) || !pan.bytes().all(|b| b.is_ascii_digit()) {
         return Err("Account Number must be 13 to 19 digits for cc.".into());
     }
-    if !crate::bins::luhn_ok(pan) {
+    if !luhn_ok(pan) {
         return Err("Account Number is not a valid card number (check digit).".into());
     }
     match crate::bins::brand_of(pan) {
@@ -66,6 +66,32 @@ pub fn check_sec_code(code: &str) -> Result<(), String> {
     }
 }
 
+/// The Luhn (mod 10) check. False for anything but 2 or more ASCII digits.
+pub fn luhn_ok(pan: &str) -> bool {
+    if pan.len() < 2 || !pan.bytes().all(|b| b.is_ascii_digit()) {
+        return false;
+    }
+    let sum: u32 = pan
+        .bytes()
+        .rev()
+        .enumerate()
+        .map(|(i, b)| {
+            let d = u32::from(b - b'0');
+            if i % 2 == 1 {
+                let d = d * 2;
+                if d > 9 {
+                    d - 9
+                } else {
+                    d
+                }
+            } else {
+                d
+            }
+        })
+        .sum();
+    sum % 10 == 0
+}
+
 /// ABA routing number checksum: 3·(d1+d4+d7) + 7·(d2+d5+d8) + (d3+d6+d9) ≡ 0 (mod 10).
 pub fn aba_ok(routing: &str) -> bool {
     let digits: Vec<u32> = routing.chars().filter_map(|c| c.to_digit(10)).collect();
@@ -92,6 +118,31 @@ mod tests {
         assert!(check_exp("1299", 1_700_000_000).is_ok());
         assert!(check_sec_code("CCD").is_ok());
         assert!(check_sec_code("XYZ").is_err());
+    }
+
+    #[test]
+    fn luhn() {
+        assert!(luhn_ok("79927398713"));
+        assert!(!luhn_ok("79927398710"));
+        assert!(!luhn_ok("4111111111111112"));
+        assert!(!luhn_ok("4111111111111121"), "transposed digits");
+        assert!(luhn_ok("00"));
+        assert!(!luhn_ok("0"));
+        assert!(!luhn_ok(""));
+        assert!(!luhn_ok("4111 1111 1111 1111"));
+        assert!(!luhn_ok("411111111111111a"));
+        // Every single-digit change of a valid number is caught.
+        let pan = "4111111111111111";
+        for i in 0..pan.len() {
+            for d in b'0'..=b'9' {
+                let mut bytes = pan.as_bytes().to_vec();
+                if bytes[i] == d {
+                    continue;
+                }
+                bytes[i] = d;
+                assert!(!luhn_ok(std::str::from_utf8(&bytes).unwrap()));
+            }
+        }
     }
 
     #[test]

@@ -105,6 +105,8 @@ fn write_private(path: &std::path::Path, text: &str) -> std::io::Result<()> {
     std::fs::write(path, text)
 }
 
+pub use crate::outbound::OutboundPolicy;
+
 #[derive(clap::Args, Clone, Debug)]
 pub struct ServeArgs {
     #[command(flatten)]
@@ -135,4 +137,12 @@ pub struct ServeArgs {
         default_missing_value = "true"
     )]
     pub postback_allow_private: bool,
+}
+
+impl ServeArgs {
+    pub fn outbound(&self) -> OutboundPolicy {
+        OutboundPolicy {
+            allow_private: self.postback_allow_private,
+        }
+    }
 }

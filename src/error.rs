@@ -1,11 +1,16 @@
 //! The one error type of the API. Validation errors render the spec's
 //! `{errors:{field:[message]}}`; every other error renders
-//! `{status, name, message}`. Internals are logged, never returned.
+//! `{status, name, message}`. Internals are logged, never returned: an
+//! [`Internal`] error keeps where it was made and what caused it for the
+//! log line, and its body says only "an internal error occurred".
 
 use axum::http::StatusCode;
 use axum::response::{IntoResponse, Response};
 use serde_json::{json, Map, Value as Json};
 use std::collections::BTreeMap;
+use std::error::Error as StdError;
+use std::fmt;
+use std::panic::Location;
 
 /// Field name -> messages, in a stable order.
 #[derive(Debug, Default, Clone, PartialEq)]
@@ -71,9 +76,64 @@ pub enum ApiError {
     UnsupportedMediaType,
     #[error("service unavailable: {0}")]
     Unavailable(String),
-    /// Anything that is our fault. The text is logged, never sent.
+    /// Anything that is our fault. Logged with its origin, never sent.
+    /// Made with [`ApiError::internal`].
     #[error("internal error: {0}")]
-    Internal(String),
+    Internal(Internal),
+}
+
+/// What went wrong inside, for the log: the error (a message or the error
+/// value itself, so its `source()` chain survives) and the place in our
+/// code that turned it into an API error.
+pub struct Internal {
+    error: Box<dyn StdError + Send + Sync>,
+    location: &'static Location<'static>,
+}
+
+impl Internal {
+    /// Where in our code the error was made (`file:line:column`).
+    pub fn location(&self) -> &'static Location<'static> {
+        self.location
+    }
+
+    /// The error's causes, outermost first, without the error itself.
+    pub fn causes(&self) -> Vec<String> {
+        let mut out = Vec::new();
+        let mut source = self.error.source();
+        while let Some(cause) = source {
+            out.push(cause.to_string());
+            source = cause.source();
+        }
+        out
+    }
+
+    /// Writes the one log line of an internal error. The request id comes
+    /// from the request's span.
+    fn log(&self) {
+        let causes = self.causes();
+        if causes.is_empty() {
+            tracing::error!(error = %self.error, origin = %self.location, "internal error");
+        } else {
+            let causes = causes.join(": ");
+            tracing::error!(error = %self.error, causes = %causes, origin = %self.location, "internal error");
+        }
+    }
+}
+
+/// The error's own message (what `ApiError`'s `Display` shows).
+impl fmt::Display for Internal {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        fmt::Display::fmt(&self.error, f)
+    }
+}
+
+impl fmt::Debug for Internal {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Internal")
+            .field("error", &self.error)
+            .field("location", &format_args!("{}", self.location))
+            .finish()
+    }
 }
 
 impl ApiError {
@@ -85,8 +145,14 @@ impl ApiError {
     pub fn not_found(what: &str) -> Self {
         ApiError::NotFound(format!("{what} not found"))
     }
-    pub fn internal(e: impl std::fmt::Display) -> Self {
-        ApiError::Internal(e.to_string())
+    /// An internal error made here (the caller's location is kept): from a
+    /// message (`&str`, `String`) or from an error, whose causes are kept.
+    #[track_caller]
+    pub fn internal(e: impl Into<Box<dyn StdError + Send + Sync>>) -> Self {
+        ApiError::Internal(Internal {
+            error: e.into(),
+            location: Location::caller(),
+        })
     }
     pub fn status(&self) -> StatusCode {
         match self {
@@ -142,8 +208,8 @@ tokio::task_local! {
 
 impl IntoResponse for ApiError {
     fn into_response(self) -> Response {
-        if let ApiError::Internal(detail) = &self {
-            tracing::error!(error = %detail, "internal error");
+        if let ApiError::Internal(internal) = &self {
+            internal.log();
         }
         let status = self.status();
         let mut body = self.body();
@@ -163,3 +229,106 @@ impl IntoResponse for ApiError {
 }
 
 pub type ApiResult<T> = Result<T, ApiError>;
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::sync::{Arc, Mutex};
+
+    /// An error with a cause, as a driver would return it.
+    #[derive(Debug)]
+    struct Outer(std::io::Error);
+    impl fmt::Display for Outer {
+        fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+            f.write_str("writing the batch failed")
+        }
+    }
+    impl StdError for Outer {
+        fn source(&self) -> Option<&(dyn StdError + 'static)> {
+            Some(&self.0)
+        }
+    }
+
+    /// A log sink the test can read.
+    #[derive(Clone, Default)]
+    struct Captured(Arc<Mutex<Vec<u8>>>);
+    impl std::io::Write for Captured {
+        fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+            self.0.lock().unwrap().extend_from_slice(buf);
+            Ok(buf.len())
+        }
+        fn flush(&mut self) -> std::io::Result<()> {
+            Ok(())
+        }
+    }
+
+    #[test]
+    fn internal_errors_keep_origin_and_causes_for_the_log_only() {
+        let cause = std::io::Error::other("disk full at /var/lib/secret-path");
+        let line = line!() + 1;
+        let error = ApiError::internal(Outer(cause));
+        let ApiError::Internal(internal) = &error else {
+            panic!("{error:?}")
+        };
+        assert_eq!(internal.location().file(), file!());
+        assert_eq!(internal.location().line(), line);
+        assert_eq!(
+            internal.causes(),
+            vec!["disk full at /var/lib/secret-path".to_string()]
+        );
+        assert_eq!(error.to_string(), "internal error: writing the batch failed");
+
+        // The body says nothing of it.
+        let body = error.body().to_string();
+        for hidden in ["writing the batch", "disk full", "secret-path", file!()] {
+            assert!(!body.contains(hidden), "{hidden} in {body}");
+        }
+        assert_eq!(
+            error.body()["message"],
+            "An internal error occurred. Quote the request_id when reporting it."
+        );
+
+        // The log line has all of it, within the request's span.
+        let captured = Captured::default();
+        let writer = captured.clone();
+        let subscriber = tracing_subscriber::fmt()
+            .with_writer(move || writer.clone())
+            .with_ansi(false)
+            .finish();
+        let response = tracing::subscriber::with_default(subscriber, || {
+            let span = tracing::info_span!("request", request_id = "req-42");
+            span.in_scope(|| error.into_response())
+        });
+        assert_eq!(response.status(), StatusCode::INTERNAL_SERVER_ERROR);
+        let log = String::from_utf8(captured.0.lock().unwrap().clone()).unwrap();
+        for shown in [
+            "req-42",
+            "writing the batch failed",
+            "disk full at /var/lib/secret-path",
+            &format!("{}:{line}:", file!()),
+        ] {
+            assert!(log.contains(shown), "{shown} missing from {log}");
+        }
+    }
+
+    #[test]
+    fn internal_errors_from_messages_and_the_question_mark() {
+        fn fails() -> Result<(), ApiError> {
+            Err(crate::db::DbError::Other("no such table: x".into()))?;
+            Ok(())
+        }
+        let line = line!() - 3;
+        let Err(ApiError::Internal(internal)) = fails() else {
+            panic!("an internal error")
+        };
+        assert_eq!(internal.to_string(), "database error: no such table: x");
+        assert_eq!(internal.location().file(), file!());
+        assert_eq!(internal.location().line(), line, "the line of the `?`");
+
+        let ApiError::Internal(internal) = ApiError::internal(format!("batch {} vanished", 7)) else {
+            panic!()
+        };
+        assert_eq!(internal.to_string(), "batch 7 vanished");
+        assert!(internal.causes().is_empty());
+    }
+}

@@ -8,6 +8,23 @@ use crate::error::{ApiError, ApiResult};
 use crate::resources::ALL;
 use std::collections::BTreeSet;
 
+/// Checks that this process's data keys can open what the database holds,
+/// then records the current key as in use (see [`register`]). Run by every
+/// command that reads or writes sealed values, before anything else.
+pub async fn check(store: &Store, keyring: std::sync::Arc<Keyring>) -> anyhow::Result<()> {
+    let store = store.clone();
+    tokio::task::spawn_blocking(move || {
+        store
+            .write_blocking(move |conn| register(conn, &keyring, crate::clock::Clock::system().now_ts()))
+            .map_err(|e| match e {
+                // The message is the operator's instruction: no prefix.
+                ApiError::Internal(internal) => anyhow::anyhow!("{internal}"),
+                other => anyhow::anyhow!("{other}"),
+            })
+    })
+    .await?
+}
+
 /// Rows handled per transaction.
 const BATCH: i64 = 500;
 
@@ -20,7 +37,7 @@ pub fn register(conn: &mut dyn Conn, keyring: &Keyring, now: i64) -> ApiResult<(
         vec![keyring.current_key_id().into()],
     ))?;
     if retired.is_some() {
-        return Err(ApiError::Internal(format!(
+        return Err(ApiError::internal(format!(
             "data key {} was retired by a rotation: start with the current FERROGATE_DATA_KEY",
             keyring.current_key_id()
         )));
@@ -48,7 +65,7 @@ pub fn register(conn: &mut dyn Conn, keyring: &Keyring, now: i64) -> ApiResult<(
     }
     let unknown: Vec<String> = in_use.into_iter().filter(|kid| !keyring.knows(kid)).collect();
     if !unknown.is_empty() {
-        return Err(ApiError::Internal(format!(
+        return Err(ApiError::internal(format!(
             "this database holds values sealed with data key(s) {} which this process does not have: \
              set FERROGATE_DATA_KEY to the database's key (and FERROGATE_DATA_KEY_PREVIOUS during a rotation)",
             unknown.join(", ")
@@ -179,7 +196,7 @@ fn rotate_pass(store: &Store, keyring: &std::sync::Arc<Keyring>, prefix: &str) -
                         continue;
                     };
                     let plain = keyring.decrypt(sealed).map_err(|e| {
-                        ApiError::Internal(format!(
+                        ApiError::internal(format!(
                             "{table}.{column} of {id}: {e} (is its key in FERROGATE_DATA_KEY_PREVIOUS?)"
                         ))
                     })?;

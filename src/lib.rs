@@ -15,6 +15,7 @@ pub mod ids;
 pub mod keys;
 pub mod level3;
 pub mod money;
+pub mod outbound;
 pub mod payments;
 pub mod postbacks;
 pub mod processor;

@@ -156,7 +156,7 @@ fn run(cli: Cli) -> anyhow::Result<()> {
     match cli.command {
         Command::Serve(args) => runtime.block_on(ferrogate::server::serve(args)),
         Command::Migrate { db } => runtime.block_on(async {
-            let store = ferrogate::server::open_store(&db.database_url, 1).await?;
+            let store = ferrogate::db::Store::open_and_migrate(&db.database_url, 1).await?;
             tokio::task::spawn_blocking(move || store.shutdown()).await?;
             println!("migrations applied");
             Ok(())
@@ -171,8 +171,8 @@ fn run(cli: Cli) -> anyhow::Result<()> {
             command: KeysCommand::Rotate { db },
         } => runtime.block_on(async {
             let keyring = std::sync::Arc::new(db.keyring()?);
-            let store = ferrogate::server::open_store(&db.database_url, 1).await?;
-            ferrogate::server::check_data_keys(&store, keyring.clone()).await?;
+            let store = ferrogate::db::Store::open_and_migrate(&db.database_url, 1).await?;
+            ferrogate::keys::check(&store, keyring.clone()).await?;
             let store2 = store.clone();
             let now = Clock::system().now_ts();
             let report = tokio::task::spawn_blocking(move || ferrogate::keys::rotate(&store2, keyring, now))
@@ -194,8 +194,8 @@ fn run(cli: Cli) -> anyhow::Result<()> {
                 anyhow::ensure!((1..=64).contains(&len), "--name must be 1 to 64 characters");
             }
             let keyring = std::sync::Arc::new(db.keyring()?);
-            let store = ferrogate::server::open_store(&db.database_url, 1).await?;
-            ferrogate::server::check_data_keys(&store, keyring.clone()).await?;
+            let store = ferrogate::db::Store::open_and_migrate(&db.database_url, 1).await?;
+            ferrogate::keys::check(&store, keyring.clone()).await?;
             let now = Clock::system().now_ts();
             let store2 = store.clone();
             let creds =
@@ -220,7 +220,7 @@ fn run(cli: Cli) -> anyhow::Result<()> {
                     seconds,
                 } => (db, location_id, Some(seconds)),
             };
-            let store = ferrogate::server::open_store(&db.database_url, 1).await?;
+            let store = ferrogate::db::Store::open_and_migrate(&db.database_url, 1).await?;
             let wall = Clock::system().now_ts();
             let scope = ferrogate::testclock::operator_scope();
             let clock = match seconds {

@@ -7,14 +7,15 @@ use crate::db::Store;
 use crate::engine::events::EventSink;
 use crate::http::{metrics::Metrics, AppState};
 use anyhow::Context;
-use axum::extract::Request;
 use std::io::Write;
 use std::sync::Arc;
+use tower::Layer;
+use tower_http::normalize_path::NormalizePathLayer;
 
 pub async fn serve(args: ServeArgs) -> anyhow::Result<()> {
     let keyring = Arc::new(args.db.keyring()?);
-    let store = open_store(&args.db.database_url, args.db.db_pool).await?;
-    check_data_keys(&store, keyring.clone()).await?;
+    let store = Store::open_and_migrate(&args.db.database_url, args.db.db_pool).await?;
+    crate::keys::check(&store, keyring.clone()).await?;
     let listener = tokio::net::TcpListener::bind(&args.listen)
         .await
         .with_context(|| format!("binding {}", args.listen))?;
@@ -46,27 +47,39 @@ pub async fn serve(args: ServeArgs) -> anyhow::Result<()> {
         .start_reconciler()
         .await
         .map_err(|e| anyhow::anyhow!("reconciling pending transactions: {e}"))?;
-    crate::postbacks::set_policy(crate::postbacks::Policy {
-        allow_private: args.postback_allow_private,
-    });
+    let outbound = args.outbound();
     let deliveries = crate::postbacks::worker::Deliveries::new(
         store.clone(),
         keyring.clone(),
         payments.node_id().to_string(),
-        args.postback_allow_private,
+        outbound.allow_private,
         clock.clone(),
         wake,
     );
     deliveries.start();
+    let metrics = Arc::new(Metrics::default());
+    {
+        // Histogram samples are folded into buckets now and then, whether
+        // or not anyone scrapes /metrics.
+        let metrics = metrics.clone();
+        tokio::spawn(async move {
+            let mut tick = tokio::time::interval(std::time::Duration::from_secs(5));
+            loop {
+                tick.tick().await;
+                metrics.upkeep();
+            }
+        });
+    }
     let state = AppState {
         store: store.clone(),
         keyring,
         clock,
         public_url: Arc::from(public_url.as_str()),
-        metrics: Arc::new(Metrics::default()),
+        metrics: metrics.clone(),
         payments: payments.clone(),
         deliveries,
         sink,
+        outbound,
     };
     // The contract: the first stdout line names the address.
     {
@@ -75,9 +88,11 @@ pub async fn serve(args: ServeArgs) -> anyhow::Result<()> {
         out.flush()?;
     }
     tracing::info!(%addr, public_url, engine = ?store.dialect(), "ferrogate serving");
-    let app = crate::http::service(state);
+    // `/v2/contacts/` is `/v2/contacts` (the spec writes some paths with a
+    // trailing slash): before routing, so every route gets it.
+    let app = NormalizePathLayer::trim_trailing_slash().layer(crate::http::service(state));
     let service = tower::util::MapRequest::new(app, |request: hyper::Request<hyper::body::Incoming>| {
-        trim_trailing_slash(request.map(axum::body::Body::new))
+        request.map(axum::body::Body::new)
     });
     serve_http(listener, service, shutdown_signal()).await;
     // Payments whose clients went away may still wait for the processor.
@@ -143,56 +158,6 @@ async fn serve_http<S>(
     }
     drop(listener);
     graceful.shutdown().await;
-}
-
-/// `/v2/contacts/` is `/v2/contacts` (the spec writes some paths with a
-/// trailing slash). Runs before routing, so every route gets it.
-fn trim_trailing_slash(mut req: Request) -> Request {
-    let path = req.uri().path();
-    if path.len() > 1 && path.ends_with('/') {
-        let trimmed = path.trim_end_matches('/');
-        let trimmed = if trimmed.is_empty() { "/" } else { trimmed };
-        let new = match req.uri().query() {
-            Some(q) => format!("{trimmed}?{q}"),
-            None => trimmed.to_string(),
-        };
-        if let Ok(uri) = new.parse() {
-            *req.uri_mut() = uri;
-        }
-    }
-    req
-}
-
-/// Checks that this process's data keys can open what the database holds,
-/// then records the current key as in use.
-pub async fn check_data_keys(
-    store: &Store,
-    keyring: std::sync::Arc<crate::crypto::Keyring>,
-) -> anyhow::Result<()> {
-    let store = store.clone();
-    tokio::task::spawn_blocking(move || {
-        store
-            .write_blocking(move |conn| crate::keys::register(conn, &keyring, chrono::Utc::now().timestamp()))
-            .map_err(|e| match e {
-                crate::error::ApiError::Internal(message) => anyhow::anyhow!(message),
-                other => anyhow::anyhow!("{other}"),
-            })
-    })
-    .await?
-}
-
-/// Opens the database and applies pending migrations.
-pub async fn open_store(url: &str, pool: usize) -> anyhow::Result<Store> {
-    let url = url.to_string();
-    tokio::task::spawn_blocking(move || {
-        let store = Store::open(&url, pool).context("opening the database")?;
-        let applied = store.migrate().context("applying migrations")?;
-        if applied > 0 {
-            tracing::info!(applied, "migrations applied");
-        }
-        Ok(store)
-    })
-    .await?
 }
 
 async fn shutdown_signal() {

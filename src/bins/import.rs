@@ -115,8 +115,8 @@ pub async fn run(args: ImportArgs) -> anyhow::Result<()> {
         print!("{out}");
         return Ok(());
     }
-    let db = crate::server::open_store(&args.db.database_url, 1).await?;
-    let now = chrono::Utc::now().timestamp();
+    let db = crate::db::Store::open_and_migrate(&args.db.database_url, 1).await?;
+    let now = crate::clock::Clock::system().now_ts();
     let (db2, source2) = (db.clone(), source.clone());
     let stored = tokio::task::spawn_blocking(move || {
         db2.write_blocking(move |conn| store(conn, &source2, &parsed.ranges, now))

@@ -11,7 +11,7 @@ pub mod brands;
 pub mod countries;
 pub mod import;
 
-pub use brands::{brand_of, luhn_ok, pan_ok, Brand};
+pub use brands::{brand_of, pan_ok, Brand};
 
 use crate::db::{Conn, DbError, Row, Sql, Value};
 use crate::error::ApiResult;

@@ -155,13 +155,15 @@ impl From<pool::PoolError> for ApiError {
 }
 
 impl From<DbError> for ApiError {
+    /// An internal error made where `?` met the database error.
+    #[track_caller]
     fn from(e: DbError) -> Self {
         match e {
             DbError::Unavailable(detail) => {
                 tracing::warn!(error = %detail, "database unavailable");
                 ApiError::Unavailable("The database is not available; retry shortly.".into())
             }
-            other => ApiError::Internal(other.to_string()),
+            other => ApiError::internal(other),
         }
     }
 }
@@ -218,6 +220,22 @@ impl Store {
         }
     }
 
+    /// Opens the database and applies pending migrations, off the async
+    /// threads: what every command that uses the database does first.
+    pub async fn open_and_migrate(url: &str, pool_size: usize) -> anyhow::Result<Store> {
+        use anyhow::Context;
+        let url = url.to_string();
+        tokio::task::spawn_blocking(move || {
+            let store = Store::open(&url, pool_size).context("opening the database")?;
+            let applied = store.migrate().context("applying migrations")?;
+            if applied > 0 {
+                tracing::info!(applied, "migrations applied");
+            }
+            Ok(store)
+        })
+        .await?
+    }
+
     /// Applies pending migrations; safe to run from several processes.
     pub fn migrate(&self) -> anyhow::Result<usize> {
         match &*self.engine {
@@ -238,7 +256,7 @@ impl Store {
             Engine::Postgres(p) => p.read(job),
         })
         .await
-        .map_err(|e| ApiError::Internal(format!("read job panicked: {e}")))?
+        .map_err(|e| ApiError::internal(format!("read job panicked: {e}")))?
     }
 
     /// Runs a job inside a transaction; answers only once it is durable.
@@ -257,7 +275,7 @@ impl Store {
                     Engine::Sqlite(_) => unreachable!("engine does not change"),
                 })
                 .await
-                .map_err(|e| ApiError::Internal(format!("write job panicked: {e}")))?
+                .map_err(|e| ApiError::internal(format!("write job panicked: {e}")))?
             }
         }
     }

@@ -205,7 +205,7 @@ impl SqliteStore {
         let (run, slot) = Self::wrap(job);
         let rx = self.submit(run)?;
         rx.await
-            .map_err(|_| ApiError::Internal("writer dropped a job".into()))??;
+            .map_err(|_| ApiError::internal("writer dropped a job"))??;
         take(slot)
     }
 
@@ -213,7 +213,7 @@ impl SqliteStore {
         let (run, slot) = Self::wrap(job);
         let rx = self.submit(run)?;
         rx.blocking_recv()
-            .map_err(|_| ApiError::Internal("writer dropped a job".into()))??;
+            .map_err(|_| ApiError::internal("writer dropped a job"))??;
         take(slot)
     }
 
@@ -243,7 +243,7 @@ fn take<T>(slot: Arc<Mutex<Option<T>>>) -> ApiResult<T> {
     slot.lock()
         .unwrap_or_else(|p| p.into_inner())
         .take()
-        .ok_or_else(|| ApiError::Internal("write job produced no value".into()))
+        .ok_or_else(|| ApiError::internal("write job produced no value"))
 }
 
 fn exec(conn: &Connection, sql: &str) -> Result<(), DbError> {
@@ -282,7 +282,7 @@ fn run_group(conn: &Connection, group: Vec<WriteJob>) {
             let mut c = SqliteConn(conn);
             match std::panic::catch_unwind(AssertUnwindSafe(|| (job.run)(&mut c))) {
                 Ok(r) => r,
-                Err(_) => Err(ApiError::Internal("write job panicked".into())),
+                Err(_) => Err(ApiError::internal("write job panicked")),
             }
         });
         match result {
@@ -310,7 +310,7 @@ fn run_group(conn: &Connection, group: Vec<WriteJob>) {
         Err(e) => {
             let _ = exec(conn, "ROLLBACK");
             for done in succeeded {
-                let _ = done.send(Err(ApiError::Internal(format!("commit failed: {e}"))));
+                let _ = done.send(Err(ApiError::internal(format!("commit failed: {e}"))));
             }
         }
     }

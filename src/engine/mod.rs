@@ -27,6 +27,8 @@ pub struct Cx {
     pub user_id: String,
     pub scope: TenantScope,
     pub now: i64,
+    /// Where outbound requests may go (postback URLs are checked against it).
+    pub outbound: crate::outbound::OutboundPolicy,
     pub keyring: Arc<Keyring>,
     pub public_url: Arc<str>,
     pub perms: Arc<crate::auth::Perms>,

@@ -82,6 +82,7 @@ impl AppState {
             user_id: caller.user_id.clone(),
             scope: caller.scope.clone(),
             now: self.clock.location_now(caller.clock_offset_s),
+            outbound: self.outbound,
             keyring: self.keyring.clone(),
             public_url: self.public_url.clone(),
             perms: std::sync::Arc::new(caller.perms.clone()),

@@ -38,6 +38,8 @@ pub struct AppState {
     pub clock: Clock,
     pub public_url: Arc<str>,
     pub metrics: Arc<metrics::Metrics>,
+    /// Where outbound requests (postbacks) may go.
+    pub outbound: crate::outbound::OutboundPolicy,
     pub payments: crate::payments::Payments,
     pub deliveries: crate::postbacks::worker::Deliveries,
     /// Told of every change, in its transaction (the postback outbox).
@@ -189,15 +191,10 @@ async fn readyz(State(app): State<AppState>) -> Response {
 }
 
 async fn metrics_text(State(app): State<AppState>) -> Response {
-    let mut text = app.metrics.render();
     if let Some((commits, jobs)) = app.store.writer_stats() {
-        text.push_str("# HELP ferrogate_sqlite_commits_total Commits of the SQLite writer (group commit).\n");
-        text.push_str("# TYPE ferrogate_sqlite_commits_total counter\n");
-        text.push_str(&format!("ferrogate_sqlite_commits_total {commits}\n"));
-        text.push_str("# HELP ferrogate_sqlite_write_jobs_total Write jobs carried by those commits.\n");
-        text.push_str("# TYPE ferrogate_sqlite_write_jobs_total counter\n");
-        text.push_str(&format!("ferrogate_sqlite_write_jobs_total {jobs}\n"));
+        app.metrics.writer(commits, jobs);
     }
+    let text = app.metrics.render();
     (
         [(axum::http::header::CONTENT_TYPE, "text/plain; version=0.0.4")],
         text,
@@ -272,7 +269,7 @@ fn masked_path(path: &str) -> std::borrow::Cow<'_, str> {
             i += 1;
         }
         let run = &path[start..i];
-        if (12..=19).contains(&run.len()) && crate::bins::luhn_ok(run) {
+        if (12..=19).contains(&run.len()) && crate::cards::luhn_ok(run) {
             let o = out.get_or_insert_with(String::new);
             o.push_str(&path[copied..start]);
             o.push_str(&run[..6]);

@@ -48,6 +48,7 @@ fn cx_for(
             leaf: true,
         },
         now,
+        outbound: Default::default(),
         keyring,
         public_url: Arc::from(""),
         perms: Arc::new(crate::auth::Perms::default()),

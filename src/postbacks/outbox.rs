@@ -161,6 +161,7 @@ mod tests {
                 leaf: false,
             },
             now: 1_700_000_000,
+            outbound: Default::default(),
             keyring: Arc::new(Keyring::new(&[7; 32], &[])),
             public_url: Arc::from(""),
             perms: Arc::new(Perms {
@@ -186,7 +187,7 @@ mod tests {
             ))?;
             self.seen
                 .lock()
-                .map_err(ApiError::internal)?
+                .map_err(|e| ApiError::internal(e.to_string()))?
                 .push((action, record.res.name, logs));
             if self.fail {
                 return Err(ApiError::internal("the sink refused"));

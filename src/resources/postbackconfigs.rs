@@ -165,9 +165,7 @@ impl ConfigRules {
             None => {}
         }
         let url = record.text("url").unwrap_or_default().to_string();
-        if let Err(message) =
-            crate::postbacks::send::check_url(&url, crate::postbacks::policy().allow_private)
-        {
+        if let Err(message) = crate::postbacks::send::check_url(&url, cx.outbound.allow_private) {
             errors.add("url", message);
         }
         if record.text("format") != Some("api-default") {
