@@ -129,7 +129,7 @@ async fn advance_clock(
         .store
         .write(move |conn| crate::testclock::advance(&cx.scope, conn, &location, seconds, wall))
         .await?;
-    let postbacks = app.deliveries.run_once().await?;
+    let postbacks = app.deliveries.run_once(Some(&clock.location_id)).await?;
     let mut answer = clock.to_json();
     answer["ran"] = json!({ "postback_attempts": postbacks });
     Ok(Json(json!({ "testclock": answer })).into_response())

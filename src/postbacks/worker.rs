@@ -137,12 +137,16 @@ impl Deliveries {
 
     /// Delivers everything due now and waits for the outcomes: round after
     /// round (a record's next event becomes eligible once the one before
-    /// it is settled) until a round finds nothing. Rows leased by the
-    /// background loop are left to it. Returns the attempts made.
-    pub async fn run_once(&self) -> ApiResult<usize> {
+    /// it is settled) until a round finds nothing. Due rows of
+    /// `location_id` (every location when `None`) that another worker (this
+    /// process's loop, another node) holds are waited for, up to
+    /// [`RUN_ONCE_WAIT`], and counted. Returns the attempts made.
+    pub async fn run_once(&self, location_id: Option<&str>) -> ApiResult<usize> {
         let mut worker = self.worker();
         let mut attempts = 0;
         let mut finished = Vec::new();
+        let mut waited: std::collections::HashSet<String> = std::collections::HashSet::new();
+        let give_up = tokio::time::Instant::now() + RUN_ONCE_WAIT;
         // Bounded: each round settles or reschedules what it claimed.
         for _ in 0..1000 {
             let (claimed, targets) = worker
@@ -150,7 +154,13 @@ impl Deliveries {
                 .await
                 .map_err(|(e, _)| e)?;
             if claimed.is_empty() {
-                return Ok(attempts);
+                let held = self.due_and_held(location_id).await?;
+                if held.is_empty() || tokio::time::Instant::now() >= give_up {
+                    return Ok(attempts + waited.len());
+                }
+                waited.extend(held);
+                tokio::time::sleep(Duration::from_millis(10)).await;
+                continue;
             }
             attempts += claimed.len();
             let mut sends = tokio::task::JoinSet::new();
@@ -165,9 +175,35 @@ impl Deliveries {
             }
         }
         worker.step(finished, 0).await.map_err(|(e, _)| e)?;
-        Ok(attempts)
+        Ok(attempts + waited.len())
+    }
+
+    /// Due rows whose attempt is under way elsewhere (leased).
+    async fn due_and_held(&self, location_id: Option<&str>) -> ApiResult<Vec<String>> {
+        let now_ms = self.clock.now_ms();
+        let location_id = location_id.map(str::to_string);
+        self.store
+            .read(move |conn| {
+                let mut sql =
+                    Sql::new("SELECT id FROM postback_deliveries WHERE status = 'pending' AND due_ms <= ");
+                sql.bind(now_ms).push(" AND lease_until_ms >= ").bind(now_ms);
+                if let Some(location) = location_id {
+                    sql.push(" AND location_id = ").bind(location);
+                }
+                sql.push(" LIMIT 1000");
+                Ok(conn
+                    .query(&sql)?
+                    .into_iter()
+                    .filter_map(|r| r[0].as_str().map(str::to_string))
+                    .collect())
+            })
+            .await
     }
 }
+
+/// How long [`Deliveries::run_once`] waits for attempts that another
+/// worker is making: above one attempt's 10 s limit.
+const RUN_ONCE_WAIT: Duration = Duration::from_secs(15);
 
 struct Worker {
     store: Store,
