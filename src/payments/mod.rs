@@ -160,7 +160,8 @@ impl Payments {
     }
 
     /// Claims the idempotency key (or replays its answer), runs `work`,
-    /// and gives the key back when the work fails before storing an answer.
+    /// and settles the key if the work fails: a refusal (4xx) becomes the
+    /// key's answer, anything else frees the key for a retry.
     async fn claim_then<F, Fut>(
         &self,
         cx: &Cx,
