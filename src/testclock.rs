@@ -11,10 +11,12 @@
 //! then runs what came due (postback retries now; schedules and reminders
 //! as they arrive). Clocks only move forward.
 
-use crate::clock::MAX_ADVANCE_S;
+use crate::clock::{Clock, MAX_ADVANCE_S};
+use crate::db::Store;
 use crate::db::{Conn, Sql};
 use crate::engine::query::{self, TenantScope};
 use crate::error::{ApiError, ApiResult};
+use crate::postbacks::worker::Deliveries;
 use crate::resources::LOCATION;
 use serde_json::{json, Value as Json};
 
@@ -91,6 +93,34 @@ pub fn advance(
         offset_s,
         now: wall_now.saturating_add(offset_s),
     })
+}
+
+/// Moves the clock (see [`advance`]), then delivers the postbacks that
+/// came due and waits for them. Returns the clock and the number of
+/// delivery attempts made on the location's events meanwhile (by this
+/// call or by a background worker that took a row first).
+pub async fn advance_and_run(
+    store: &Store,
+    deliveries: &Deliveries,
+    scope: TenantScope,
+    location_id: String,
+    seconds: i64,
+    clock: &Clock,
+) -> ApiResult<(TestClock, i64)> {
+    let wall = clock.now_ts();
+    let (moved, before) = store
+        .write(move |conn| {
+            let before = crate::postbacks::schedule::attempts_made(conn, &location_id)?;
+            let moved = advance(&scope, conn, &location_id, seconds, wall)?;
+            Ok((moved, before))
+        })
+        .await?;
+    deliveries.run_once(Some(&moved.location_id)).await?;
+    let location = moved.location_id.clone();
+    let after = store
+        .read(move |conn| crate::postbacks::schedule::attempts_made(conn, &location))
+        .await?;
+    Ok((moved, (after - before).max(0)))
 }
 
 fn offset(scope: &TenantScope, conn: &mut dyn Conn, location_id: &str) -> ApiResult<i64> {

@@ -124,12 +124,15 @@ async fn advance_clock(
     };
     let location = clock_location(&caller, named);
     let cx = app.cx(&caller);
-    let wall = app.clock.now_ts();
-    let clock = app
-        .store
-        .write(move |conn| crate::testclock::advance(&cx.scope, conn, &location, seconds, wall))
-        .await?;
-    let postbacks = app.deliveries.run_once(Some(&clock.location_id)).await?;
+    let (clock, postbacks) = crate::testclock::advance_and_run(
+        &app.store,
+        &app.deliveries,
+        cx.scope,
+        location,
+        seconds,
+        &app.clock,
+    )
+    .await?;
     let mut answer = clock.to_json();
     answer["ran"] = json!({ "postback_attempts": postbacks });
     Ok(Json(json!({ "testclock": answer })).into_response())

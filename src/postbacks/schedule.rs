@@ -47,3 +47,15 @@ pub fn shift_due(conn: &mut dyn Conn, location_id: &str, seconds: i64) -> ApiRes
         ],
     ))?)
 }
+
+/// Delivery attempts recorded so far for the events of `location_id`:
+/// compared before and after a test clock's move, what the move caused.
+pub fn attempts_made(conn: &mut dyn Conn, location_id: &str) -> ApiResult<i64> {
+    Ok(conn
+        .query_one(&Sql::with(
+            "SELECT CAST(COALESCE(SUM(attempts), 0) AS BIGINT) FROM postback_deliveries WHERE location_id = ?",
+            vec![location_id.into()],
+        ))?
+        .and_then(|r| r[0].as_int())
+        .unwrap_or(0))
+}
