@@ -123,11 +123,10 @@ async fn advance_clock(
         Some(_) => return Err(ApiError::field("location_id", "Location Id must be a string.")),
     };
     let location = clock_location(&caller, named);
-    let cx = app.cx(&caller);
     let (clock, postbacks) = crate::testclock::advance_and_run(
         &app.store,
         &app.deliveries,
-        cx.scope,
+        caller.scope.clone(),
         location,
         seconds,
         &app.clock,
