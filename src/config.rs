@@ -120,10 +120,16 @@ pub struct ServeArgs {
     #[arg(long, env = "FERROGATE_PUBLIC_URL")]
     pub public_url: Option<String>,
 
-    /// smtp://host:port for mail delivery (used by the invoice and
-    /// notification features; accepted now so deployments can set it).
+    /// Mail delivery: smtp://[user:password@]host:port (plain, or
+    /// STARTTLS with ?tls=required), smtps://... (implicit TLS). Unset:
+    /// mail stays in the outbox and the sandbox shows it at /dev/mail.
     #[arg(long, env = "FERROGATE_SMTP_URL")]
     pub smtp_url: Option<String>,
+
+    /// The sender address of mail (the merchant's name is shown with it).
+    /// Default: no-reply@ the host of the public URL.
+    #[arg(long, env = "FERROGATE_MAIL_FROM")]
+    pub mail_from: Option<String>,
 
     /// Allow postback URLs on loopback and private networks (refused by
     /// default so a config cannot reach internal services). For tests and

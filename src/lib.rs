@@ -1,6 +1,7 @@
 //! Ferrogate: a self-hostable payment gateway serving the REST API v2.
 
 pub mod auth;
+pub mod billing;
 pub mod bins;
 pub mod bootstrap;
 pub mod cards;
@@ -14,6 +15,7 @@ pub mod http;
 pub mod ids;
 pub mod keys;
 pub mod level3;
+pub mod mail;
 pub mod money;
 pub mod outbound;
 pub mod payments;

@@ -26,9 +26,6 @@ pub async fn serve(args: ServeArgs) -> anyhow::Result<()> {
         .unwrap_or_else(|| format!("http://{addr}"))
         .trim_end_matches('/')
         .to_string();
-    if args.smtp_url.is_some() {
-        tracing::info!("FERROGATE_SMTP_URL is set; mail delivery arrives with the invoices feature");
-    }
     let clock = Clock::system();
     // The postback outbox hears of every change (requests' and the
     // reconciler's) and wakes this process's delivery worker.
@@ -57,6 +54,32 @@ pub async fn serve(args: ServeArgs) -> anyhow::Result<()> {
         wake,
     );
     deliveries.start();
+    let schedules = crate::billing::scheduler::Schedules::new(
+        store.clone(),
+        payments.clone(),
+        clock.clone(),
+        keyring.clone(),
+        sink.clone(),
+        Arc::from(public_url.as_str()),
+    );
+    schedules.start();
+    let mail_from = args
+        .mail_from
+        .clone()
+        .unwrap_or_else(|| crate::mail::default_sender(&public_url));
+    let mailer = crate::mail::smtp::Mailer::new(
+        store.clone(),
+        clock.clone(),
+        payments.node_id(),
+        args.smtp_url.as_deref(),
+        mail_from,
+    )?;
+    mailer.start();
+    if !mailer.delivers() {
+        tracing::info!(
+            "FERROGATE_SMTP_URL is not set: mail stays in the outbox (shown at /dev/mail with the sandbox)"
+        );
+    }
     let metrics = Arc::new(Metrics::default());
     {
         // Histogram samples are folded into buckets now and then, whether
@@ -78,6 +101,8 @@ pub async fn serve(args: ServeArgs) -> anyhow::Result<()> {
         metrics: metrics.clone(),
         payments: payments.clone(),
         deliveries,
+        schedules,
+        mailer,
         sink,
         outbound,
     };

@@ -8,14 +8,18 @@
 //! the `_ts` keyword filters, batches and velocity windows all follow it.
 //! Background work keeps wall-clock due times; moving a clock moves the
 //! location's pending due times back by the same amount, and the caller
-//! then runs what came due (postback retries now; schedules and reminders
-//! as they arrive). Clocks only move forward.
+//! then runs what came due. A move runs what falls due on the way in
+//! order, stepping the clock to each due moment (recurring runs, retries
+//! and notices) so every run happens at its own date. Clocks only move
+//! forward.
 
+use crate::billing::scheduler::Schedules;
 use crate::clock::{Clock, MAX_ADVANCE_S};
 use crate::db::Store;
 use crate::db::{Conn, Sql};
 use crate::engine::query::{self, TenantScope};
 use crate::error::{ApiError, ApiResult};
+use crate::mail::smtp::Mailer;
 use crate::postbacks::worker::Deliveries;
 use crate::resources::LOCATION;
 use serde_json::{json, Value as Json};
@@ -87,6 +91,11 @@ pub fn advance(
         vec![seconds.into(), location_id.into()],
     ))?;
     crate::postbacks::schedule::shift_due(conn, location_id, seconds)?;
+    // Mail retries come due as if the time had passed, too.
+    conn.execute(&Sql::with(
+        "UPDATE mail_outbox SET due_ms = due_ms - ? WHERE location_id = ? AND status = 'pending'",
+        vec![seconds.saturating_mul(1000).into(), location_id.into()],
+    ))?;
     let offset_s = before + seconds;
     Ok(TestClock {
         location_id: location_id.to_string(),
@@ -95,32 +104,112 @@ pub fn advance(
     })
 }
 
-/// Moves the clock (see [`advance`]), then delivers the postbacks that
-/// came due and waits for them. Returns the clock and the number of
-/// delivery attempts made on the location's events meanwhile (by this
-/// call or by a background worker that took a row first).
+/// The background work a clock move runs.
+pub struct Workers<'a> {
+    pub deliveries: &'a Deliveries,
+    pub schedules: &'a Schedules,
+    pub mailer: &'a Mailer,
+}
+
+/// What a clock move ran.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Ran {
+    /// Delivery attempts made on the location's events meanwhile (by this
+    /// call or by a background worker that took a row first).
+    pub postback_attempts: i64,
+    /// Recurring runs recorded (approved, declined or refused).
+    pub recurring_runs: usize,
+    /// Recurring notices written to the mail outbox.
+    pub notices: usize,
+    /// Mail delivery attempts (0 without SMTP).
+    pub mail_attempts: usize,
+}
+
+impl Ran {
+    pub fn to_json(&self) -> Json {
+        json!({
+            "postback_attempts": self.postback_attempts,
+            "recurring_runs": self.recurring_runs,
+            "notices": self.notices,
+            "mail_attempts": self.mail_attempts,
+        })
+    }
+}
+
+/// Moves the clock (see [`advance`]) in steps: to each moment something
+/// of the location falls due on the way (a recurring run, a retry, a
+/// notice), running it there, in order, so that a year of monthly
+/// billing is a year of runs, each at its own date; then to the target.
+/// Postbacks and mail that come due are delivered at every step.
 pub async fn advance_and_run(
     store: &Store,
-    deliveries: &Deliveries,
+    workers: Workers<'_>,
     scope: TenantScope,
     location_id: String,
     seconds: i64,
     clock: &Clock,
-) -> ApiResult<(TestClock, i64)> {
+) -> ApiResult<(TestClock, Ran)> {
+    if !(0..=MAX_ADVANCE_S).contains(&seconds) {
+        return Err(ApiError::field(
+            "seconds",
+            format!("Seconds must be between 0 and {MAX_ADVANCE_S} (clocks only move forward)."),
+        ));
+    }
     let wall = clock.now_ts();
-    let (moved, before) = store
-        .write(move |conn| {
-            let before = crate::postbacks::schedule::attempts_made(conn, &location_id)?;
-            let moved = advance(&scope, conn, &location_id, seconds, wall)?;
-            Ok((moved, before))
-        })
-        .await?;
-    deliveries.run_once(Some(&moved.location_id)).await?;
-    let location = moved.location_id.clone();
+    let (before_attempts, start) = {
+        let (scope, location) = (scope.clone(), location_id.clone());
+        store
+            .read(move |conn| {
+                let attempts = crate::postbacks::schedule::attempts_made(conn, &location)?;
+                Ok((attempts, offset(&scope, conn, &location)?))
+            })
+            .await?
+    };
+    let target = start + seconds;
+    let mut ran = Ran::default();
+    let mut current = start;
+    let mut moved = show_at(&location_id, current, wall);
+    // Bounded: ten years of daily runs and their notices.
+    for _ in 0..(2 * 3_700 + 10) {
+        let report = workers.schedules.run_once(Some(&location_id)).await?;
+        ran.recurring_runs += report.runs;
+        ran.notices += report.notices;
+        workers.deliveries.run_once(Some(&location_id)).await?;
+        ran.mail_attempts += workers.mailer.run_once(Some(&location_id)).await?;
+        // The next moment something falls due, as an offset from `wall`.
+        let next = workers
+            .schedules
+            .next_due(&location_id)
+            .await?
+            .map(|due| due - wall)
+            .filter(|due| *due > current);
+        let step_to = match next {
+            Some(due) if due < target => due,
+            _ if current < target => target,
+            _ => break,
+        };
+        let (scope, location, step) = (scope.clone(), location_id.clone(), step_to - current);
+        moved = store
+            .write(move |conn| advance(&scope, conn, &location, step, wall))
+            .await?;
+        current = step_to;
+    }
+    let location = location_id.clone();
     let after = store
         .read(move |conn| crate::postbacks::schedule::attempts_made(conn, &location))
         .await?;
-    Ok((moved, (after - before).max(0)))
+    ran.postback_attempts = (after - before_attempts).max(0);
+    moved.offset_s = current;
+    moved.now = wall.saturating_add(current);
+    Ok((moved, ran))
+}
+
+fn show_at(location_id: &str, offset_s: i64, wall: i64) -> TestClock {
+    TestClock {
+        location_id: location_id.to_string(),
+        offset_s,
+        now: wall.saturating_add(offset_s),
+    }
 }
 
 fn offset(scope: &TenantScope, conn: &mut dyn Conn, location_id: &str) -> ApiResult<i64> {

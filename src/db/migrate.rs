@@ -57,6 +57,12 @@ pub const MIGRATIONS: &[Migration] = &[
         include_str!("../../migrations/0009_test_clocks.sql"),
         "",
     ),
+    (
+        10,
+        "recurrings_and_mail",
+        include_str!("../../migrations/0010_recurrings_and_mail.sql"),
+        "",
+    ),
 ];
 
 /// Applies every migration not yet recorded. Returns how many ran.

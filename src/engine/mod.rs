@@ -219,6 +219,18 @@ pub fn update_record(cx: &Cx, conn: &mut dyn Conn, old: Record, input: UpdateInp
         }
     }
     res.rules.before_update(cx, conn, &old, &mut new)?;
+    let new = save_record(cx, conn, &old, new)?;
+    if new.values != old.values {
+        res.rules.after_update(cx, conn, &old, &new)?;
+    }
+    Ok(new)
+}
+
+/// Writes `new` over `old` as it is, without the resource's update rules:
+/// for the system's own transitions (a schedule's run, a state change an
+/// action made), with the change log row and event of any update.
+pub fn save_record(cx: &Cx, conn: &mut dyn Conn, old: &Record, mut new: Record) -> ApiResult<Record> {
+    let res = old.res;
     let changes: Vec<Change> = res
         .stored()
         .zip(old.values.iter().zip(new.values.iter()))
@@ -261,7 +273,6 @@ pub fn update_record(cx: &Cx, conn: &mut dyn Conn, old: Record, input: UpdateInp
     }
     sql.push(" WHERE id = ").bind(old.id().to_string());
     conn.execute(&sql).map_err(|e| on_unique(res, e))?;
-    res.rules.after_update(cx, conn, &old, &new)?;
     events::record(conn, cx, Action::Update, &new, &changes)?;
     Ok(new)
 }

@@ -123,9 +123,14 @@ async fn advance_clock(
         Some(_) => return Err(ApiError::field("location_id", "Location Id must be a string.")),
     };
     let location = clock_location(&caller, named);
-    let (clock, postbacks) = crate::testclock::advance_and_run(
+    let workers = crate::testclock::Workers {
+        deliveries: &app.deliveries,
+        schedules: &app.schedules,
+        mailer: &app.mailer,
+    };
+    let (clock, ran) = crate::testclock::advance_and_run(
         &app.store,
-        &app.deliveries,
+        workers,
         caller.scope.clone(),
         location,
         seconds,
@@ -133,6 +138,6 @@ async fn advance_clock(
     )
     .await?;
     let mut answer = clock.to_json();
-    answer["ran"] = json!({ "postback_attempts": postbacks });
+    answer["ran"] = ran.to_json();
     Ok(Json(json!({ "testclock": answer })).into_response())
 }

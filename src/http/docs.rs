@@ -422,7 +422,10 @@ pub fn openapi(public_url: &str) -> Json {
             "now": { "type": "integer", "description": "the location's now, epoch seconds" },
             "now_text": { "type": "string" },
             "ran": { "type": "object", "description": "advance only: what came due and ran",
-                "properties": { "postback_attempts": { "type": "integer" } } } } }),
+                "properties": { "postback_attempts": { "type": "integer" },
+                    "recurring_runs": { "type": "integer", "description": "recurring runs recorded (approved, declined or refused)" },
+                    "notices": { "type": "integer", "description": "recurring notices written to the mail outbox" },
+                    "mail_attempts": { "type": "integer", "description": "SMTP delivery attempts (0 without SMTP)" } } } } }),
     );
     paths.insert(
         "/v2/developer/testclock".into(),
@@ -438,13 +441,60 @@ pub fn openapi(public_url: &str) -> Json {
         json!({ "post": { "summary": "Move a location's sandbox test clock forward", "tags": ["developer"],
             "description": "Sandbox only; permission locations.update. seconds: 0 to 316224000 (ten years; clocks only \
                 move forward; 0 runs what is due now). Requests of the location's users and the records they write \
-                carry the moved time; pending postback retries come due as if the time had passed and are delivered \
-                before the answer.",
+                carry the moved time. The clock moves in steps, to each moment something of the location falls due on \
+                the way (a recurring run, a retry, a notice), and runs it there, in order; pending postback retries \
+                come due as if the time had passed; all of it is done before the answer.",
             "requestBody": body(envelope("testclock", json!({ "type": "object", "required": ["seconds"], "properties": {
                 "seconds": { "type": "integer", "minimum": 0, "maximum": 316_224_000_i64 },
                 "location_id": { "type": "string" } } }))),
             "responses": merge(json!({ "200": reply("the clock after the move", clock_ref) }), &write_errors) } }),
     );
+    let recurring_ref = envelope("recurring", json!({ "$ref": "#/components/schemas/recurring" }));
+    for (action, summary, description, count) in [
+        (
+            "skipPayment",
+            "Skip the next payments of a recurring",
+            "Permission recurrings.update; active recurrings. The next skip_count runs are not charged: \
+             next_run_date moves skip_count intervals later, end_date stays, and an installment recurring \
+             collects skip_count fewer payments (installment_amount_total shrinks). 422 when it would skip \
+             every remaining payment.",
+            Some("skip_count"),
+        ),
+        (
+            "deferPayment",
+            "Defer the next payments of an installment recurring",
+            "Permission recurrings.update; active installment recurrings only (422 for ongoing ones). \
+             next_run_date and end_date move defer_count intervals later; the full count is still collected.",
+            Some("defer_count"),
+        ),
+        (
+            "placeOnHold",
+            "Put a recurring on hold",
+            "Permission recurrings.update; active recurrings. status becomes on hold, next_run_date \
+             0000-00-00; nothing runs until activate.",
+            None,
+        ),
+        (
+            "activate",
+            "Resume a recurring on hold",
+            "Permission recurrings.update; recurrings on hold. The next run is the first period date on or \
+             after today (the location's date); periods that fell while on hold are not charged, and an \
+             installment recurring's end_date moves later by them so the full count is still collected.",
+            None,
+        ),
+    ] {
+        let mut parameters = id_param.as_array().cloned().unwrap_or_default();
+        if let Some(name) = count {
+            parameters.push(json!({ "name": name, "in": "query", "required": true,
+                "schema": { "type": "integer", "minimum": 1, "maximum": 99 } }));
+        }
+        paths.insert(
+            format!("/v2/recurrings/{{id}}/{action}"),
+            json!({ "post": { "summary": summary, "tags": ["recurrings"], "description": description,
+                "parameters": parameters,
+                "responses": merge(json!({ "200": reply("the recurring", recurring_ref.clone()) }), &write_errors) } }),
+        );
+    }
     paths.insert(
         "/v2/transactionbatches/{id}/settle".into(),
         json!({ "post": { "summary": "Settle (close) a batch", "tags": ["transactionbatches"],

@@ -4,10 +4,12 @@
 mod bins;
 pub mod crud;
 mod developer;
+mod devmail;
 pub mod docs;
 pub mod extract;
 pub mod metrics;
 mod postbacks;
+mod recurrings;
 mod transactions;
 mod users;
 
@@ -42,6 +44,8 @@ pub struct AppState {
     pub outbound: crate::outbound::OutboundPolicy,
     pub payments: crate::payments::Payments,
     pub deliveries: crate::postbacks::worker::Deliveries,
+    pub schedules: crate::billing::scheduler::Schedules,
+    pub mailer: crate::mail::smtp::Mailer,
     /// Told of every change, in its transaction (the postback outbox).
     pub sink: Arc<dyn crate::engine::events::EventSink>,
 }
@@ -57,6 +61,7 @@ pub static MOUNTED: &[(&Resource, crud::Verbs)] = &[
     (&resources::PRODUCT_TRANSACTION, crud::READ_ONLY),
     (&resources::NOTE, crud::ALL),
     (&resources::ACCOUNT_VAULT, crud::ALL),
+    (&resources::RECURRING, crud::ALL),
     (&resources::USER, crud::ALL.own_routes()),
     (
         &resources::AUTH_ROLE_USER,
@@ -87,13 +92,14 @@ pub fn app(state: AppState) -> Router {
         .merge(bins::routes())
         .merge(transactions::routes())
         .merge(postbacks::routes())
+        .merge(recurrings::routes())
         .route(
             "/v2/accountvaultupdates",
             axum::routing::post(account_vault_updates),
         );
     // A test processor's controls exist only where it is the processor.
     if state.payments.simulator().is_some() {
-        api = api.merge(developer::routes());
+        api = api.merge(developer::routes()).merge(devmail::routes());
     }
     for (res, verbs) in MOUNTED {
         if !verbs.own_routes {

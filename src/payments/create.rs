@@ -270,6 +270,7 @@ fn draft(cx: &Cx, parsed: &Parsed, origin: &Origin, node: &str) -> Record {
         origin.recurring_id.as_ref().map(|r| r.to_string()),
     );
     record.set("is_recurring", i64::from(origin.recurring_id.is_some()));
+    record.set("recurring_run", origin.recurring_run.clone());
     record.set(
         "quick_invoice_id",
         origin.quick_invoice_id.as_ref().map(|q| q.to_string()),
@@ -735,6 +736,7 @@ pub fn complete(
             Err(other) => return Err(other),
         }
     }
+    crate::mail::receipts::queue(cx, conn, &mut record)?;
     if !store_pending(conn, &before, &record)? {
         return Err(ApiError::Unavailable(
             "The transaction was interrupted and has been reversed; look it up by id or transaction_api_id."

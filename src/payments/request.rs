@@ -86,6 +86,9 @@ pub struct Origin {
     pub source: TrxSource,
     /// The schedule whose run this is (sets `is_recurring`).
     pub recurring_id: Option<RecurringId>,
+    /// The schedule's attempt this payment is (`<recurring id>:<run>`):
+    /// unique among transactions, so one attempt can never charge twice.
+    pub recurring_run: Option<String>,
     pub quick_invoice_id: Option<QuickInvoiceId>,
 }
 
@@ -101,6 +104,7 @@ impl From<TrxSource> for Origin {
         Origin {
             source,
             recurring_id: None,
+            recurring_run: None,
             quick_invoice_id: None,
         }
     }

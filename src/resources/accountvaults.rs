@@ -443,16 +443,16 @@ impl Rules for AccountVaultRules {
         errors.into_result()
     }
 
-    fn before_delete(&self, _cx: &Cx, _conn: &mut dyn Conn, record: &Record) -> ApiResult<()> {
+    fn before_delete(&self, cx: &Cx, conn: &mut dyn Conn, record: &Record) -> ApiResult<()> {
         // A vault that an active recurring charges cannot go (recurrings set
-        // has_recurring while they run).
+        // has_recurring while they are active); held ones end with it.
         if record.int("has_recurring") == Some(1) {
             return Err(ApiError::field(
                 "id",
-                "The account vault is used by an active recurring payment; delete or end the recurring first.",
+                "The account vault is used by an active recurring payment; delete the recurring or put it on hold first.",
             ));
         }
-        Ok(())
+        crate::billing::end_for_vault(cx, conn, record.id())
     }
 
     fn render(&self, cx: &Cx, record: &Record, out: &mut Map<String, Json>) {

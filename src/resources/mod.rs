@@ -10,6 +10,7 @@ pub mod locations;
 pub mod notes;
 pub mod postbackconfigs;
 pub mod product_transactions;
+pub mod recurrings;
 pub mod transactionbatches;
 pub mod transactions;
 pub mod users;
@@ -22,6 +23,7 @@ pub use locations::LOCATION;
 pub use notes::NOTE;
 pub use postbackconfigs::{POSTBACK_CONFIG, POSTBACK_DELIVERY};
 pub use product_transactions::PRODUCT_TRANSACTION;
+pub use recurrings::RECURRING;
 pub use transactionbatches::TRANSACTION_BATCH;
 pub use transactions::TRANSACTION;
 pub use users::USER;
@@ -40,6 +42,7 @@ pub static ALL: &[&Resource] = &[
     &ACCOUNT_VAULT,
     &TRANSACTION,
     &TRANSACTION_BATCH,
+    &RECURRING,
     &POSTBACK_CONFIG,
     &POSTBACK_DELIVERY,
 ];

@@ -178,6 +178,7 @@ pub static TRANSACTION: Resource = Resource {
         Field::text("state", 1, 16).hidden(),
         Field::text("pending_node", 1, 64).hidden(),
         Field::text("pending_action", 1, 24).hidden(),
+        Field::text("recurring_run", 1, 80).hidden(),
         Field::text("processor_reference", 1, 128).hidden(),
         Field::money("refunded_amount", MAX_AMOUNT).hidden(),
         Field::int("batch_seq", 0, i64::MAX).hidden(),
@@ -315,6 +316,7 @@ impl Rules for TransactionRules {
             "transaction_histories" => histories(conn, record)?,
             "transaction_level3" => crate::payments::level3::embedded(cx, conn, record)?,
             "tags" => json!([]),
+            "recurring" => super::recurrings::of_transaction(cx, conn, record)?,
             // Recurrings, quick invoices, signatures and surcharges arrive
             // with their features.
             _ => Json::Null,

@@ -47,6 +47,8 @@ struct World {
     batch: String,
     /// The sale's Level 3 record.
     level3: String,
+    /// A monthly recurring on the vault.
+    recurring: String,
     /// A postback config for the tenant's contacts (with Basic auth, a
     /// signing secret and a product transaction), made before any contact.
     hook: String,
@@ -204,8 +206,18 @@ fn world(app: &TestApp, tag: &str) -> World {
         .expect(201),
         "transactionlevel3",
     );
+    let recurring = id_of(
+        &t.post(
+            "/v2/recurrings",
+            json!({ "recurring": { "location_id": loc, "account_vault_id": vault, "transaction_amount": "9.00",
+                "interval": 1, "interval_type": "m", "start_date": "2031-01-31", "description": format!("{tag} plan") } }),
+        )
+        .expect(201),
+        "recurring",
+    );
     let delivery = settled_delivery(&t, &hook, &contact);
     World {
+        recurring,
         hook,
         hook_url,
         hook_user,
@@ -259,6 +271,7 @@ impl World {
             self.debit.clone(),
             self.batch.clone(),
             self.level3.clone(),
+            self.recurring.clone(),
             self.hook.clone(),
             self.hook_url.clone(),
             self.hook_user.clone(),
@@ -291,6 +304,7 @@ impl World {
             ("/v2/transactions/{id}", self.debit.clone()),
             ("/v2/transactionbatches/{id}", self.batch.clone()),
             ("/v2/transactionlevel3s/{id}", self.level3.clone()),
+            ("/v2/recurrings/{id}", self.recurring.clone()),
             ("/v2/postbackconfigs/{id}", self.hook.clone()),
             ("/v2/postbackdeliveries/{id}", self.delivery.clone()),
         ]
@@ -309,6 +323,7 @@ impl World {
                 "/v2/users/",
                 "/v2/accountvaults/",
                 "/v2/transactions/",
+                "/v2/recurrings/",
             ]
             .iter()
             .any(|p| path.starts_with(p))
@@ -341,6 +356,7 @@ impl World {
                 "/v2/accountvaults",
                 "/v2/transactions",
                 "/v2/transactionbatches",
+                "/v2/recurrings",
             ]
             .map(String::from),
         ) {
@@ -445,6 +461,7 @@ fn matrix(a: &World, b: &World) -> Vec<Case> {
                 json!({ "postbackconfig": { "url": "http://127.0.0.1:9/mallory", "is_active": 1, "on_update": 1 } })
             }
             "/v2/postbackdeliveries/{id}" => json!({ "postbackdelivery": { "status": "pending" } }),
+            "/v2/recurrings/{id}" => json!({ "recurring": { "description": "Mallory" } }),
             other => panic!("no PUT body for {other}"),
         }
     };
@@ -456,6 +473,7 @@ fn matrix(a: &World, b: &World) -> Vec<Case> {
         "/v2/users/{id}",
         "/v2/transactions/{id}",
         "/v2/postbackconfigs/{id}",
+        "/v2/recurrings/{id}",
     ];
     let served_delete = [
         "/v2/accountvaults/{id}",
@@ -466,6 +484,7 @@ fn matrix(a: &World, b: &World) -> Vec<Case> {
         "/v2/authroleusers/{id}",
         "/v2/transactionlevel3s/{id}",
         "/v2/postbackconfigs/{id}",
+        "/v2/recurrings/{id}",
     ];
 
     // Each of A's records by id, with every verb.
@@ -549,6 +568,31 @@ fn matrix(a: &World, b: &World) -> Vec<Case> {
         for method in ["POST", "PUT", "DELETE"] {
             let mut c = case(method, bininfo, bininfo.replace("{id}", id), not_served.clone());
             c.ghost_path = Some(bininfo.replace("{id}", &ghost()));
+            cases.push(c);
+        }
+    }
+    // The actions on A's recurring.
+    for action in [
+        "skipPayment?skip_count=1",
+        "deferPayment?defer_count=1",
+        "placeOnHold",
+        "activate",
+    ] {
+        let name = action.split('?').next().unwrap();
+        let template: &'static str = Box::leak(format!("/v2/recurrings/{{id}}/{name}").into_boxed_str());
+        let query = action.strip_prefix(name).unwrap_or_default();
+        for method in ["POST", "GET", "PUT", "DELETE"] {
+            let mut c = case(
+                method,
+                template,
+                format!("{}{query}", template.replace("{id}", &a.recurring)),
+                if method == "POST" {
+                    not_found.clone()
+                } else {
+                    not_served.clone()
+                },
+            );
+            c.ghost_path = Some(format!("{}{query}", template.replace("{id}", &ghost())));
             cases.push(c);
         }
     }
@@ -839,6 +883,17 @@ fn matrix(a: &World, b: &World) -> Vec<Case> {
             ],
         ),
         (
+            "/v2/recurrings",
+            &[
+                ("id", &a.recurring),
+                ("location_id", &a.loc),
+                ("account_vault_id", &a.vault),
+                ("contact_id", &a.contact),
+                ("product_transaction_id", &a.cc),
+                ("description", "A plan"),
+            ],
+        ),
+        (
             "/v2/postbackdeliveries",
             &[
                 ("id", &a.delivery),
@@ -871,6 +926,10 @@ fn matrix(a: &World, b: &World) -> Vec<Case> {
             "?expand=contact,account_vault,transaction_batch,transaction_level3,changelogs,created_user&page_size=100",
         ),
         ("/v2/transactionbatches", "?page_size=100"),
+        (
+            "/v2/recurrings",
+            "?expand=account_vault,contact,location,product_transaction,transactions,created_user,changelogs&page_size=100",
+        ),
         (
             "/v2/postbackconfigs",
             "?expand=location,product_transaction,basic_auth_username,basic_auth_password,changelogs&page_size=100",
@@ -1057,6 +1116,33 @@ fn matrix(a: &World, b: &World) -> Vec<Case> {
         debit(&a.ach),
         debit(&g),
         Expect::Invalid("product_transaction_id"),
+    ));
+    // Recurrings that name A's records.
+    let plan = |fields: Value| {
+        let mut r = json!({ "location_id": b.loc, "account_vault_id": b.vault, "transaction_amount": "4.00",
+            "interval": 1, "interval_type": "m", "start_date": "2031-02-01" });
+        for (k, v) in fields.as_object().unwrap() {
+            r[k] = v.clone();
+        }
+        json!({ "recurring": r })
+    };
+    for (field, theirs, ghostly) in [
+        ("location_id", a.loc.clone(), g.clone()),
+        ("account_vault_id", a.vault.clone(), g.clone()),
+        ("product_transaction_id", a.cc.clone(), g.clone()),
+    ] {
+        cases.push(create(
+            "/v2/recurrings",
+            plan(json!({ field: theirs })),
+            plan(json!({ field: ghostly })),
+            Expect::Invalid(field),
+        ));
+    }
+    cases.push(create(
+        "/v2/recurrings",
+        plan(json!({ "account_vault_id": null, "account_vault_api_id": a.vault_api_id })),
+        plan(json!({ "account_vault_id": null, "account_vault_api_id": ghost() })),
+        Expect::Invalid("account_vault_api_id"),
     ));
     // Level 3 data on A's transactions; the collection serves POST only.
     let level3s = "/v2/transactionlevel3s";
@@ -1343,10 +1429,11 @@ fn cross_tenant_matrix(app: &TestApp) {
     );
     assert_eq!(
         expected.len(),
-        (13 * 2 + 12) * 4,
-        "13 resources (collection and item) plus users/me, generateuserapikey, bins, \
+        (14 * 2 + 16) * 4,
+        "14 resources (collection and item) plus users/me, generateuserapikey, bins, \
          accountvaultupdates, a vault's bininfo, a transaction's bininfo, the ACH status \
-         simulator, settle, the test clock and its advance, a postback config's deliveries and redeliver, 4 verbs each"
+         simulator, settle, the test clock and its advance, a postback config's deliveries and redeliver, \
+         the four recurring actions, 4 verbs each"
     );
     // The verbs the matrix expects to be served agree with the OpenAPI document.
     let doc = b.t.get("/v2/openapi.json").body;

@@ -21,6 +21,7 @@ mod ops;
 mod payment_safety;
 mod pg_tls;
 mod postbacks;
+mod recurrings;
 mod testclock;
 mod transactions;
 mod users;

@@ -5,6 +5,7 @@
 
 pub mod db;
 pub mod receiver;
+pub mod smtp;
 pub mod wait;
 
 use serde_json::{json, Value};

@@ -1,0 +1,118 @@
+//! Recurring billing: the schedule dates ([`calendar`]), the state
+//! machine ([`transitions`]) and the scheduler that charges what is due
+//! through the payments core ([`scheduler`]). The `recurring` resource
+//! itself is declared in `resources::recurrings`.
+//!
+//! Besides the declared fields, a schedule row carries its due times in
+//! real time (`due_ts`, `notify_ts`: the local midnights of the next run
+//! and of its notice) and its lease; they are kept here, outside the
+//! declaration, so they never show in responses or change logs.
+
+pub mod calendar;
+pub mod scheduler;
+pub mod transitions;
+
+use crate::db::{Conn, Sql, Value};
+use crate::engine::record::Record;
+use crate::error::ApiResult;
+use calendar::{local_midnight, parse_date};
+use chrono::Days;
+use chrono_tz::Tz;
+
+/// A location's time zone and test clock offset.
+pub fn location_zone(conn: &mut dyn Conn, location_id: &str) -> ApiResult<(Tz, i64)> {
+    let row = conn.query_one(&Sql::with(
+        "SELECT tz, clock_offset_s FROM locations WHERE id = ?",
+        vec![location_id.into()],
+    ))?;
+    Ok(match row {
+        Some(r) => (
+            r[0].as_str()
+                .and_then(|t| t.parse().ok())
+                .unwrap_or(chrono_tz::UTC),
+            r[1].as_int().unwrap_or(0),
+        ),
+        None => (chrono_tz::UTC, 0),
+    })
+}
+
+/// The location's `recurring_notification_days_default` (0: none).
+pub fn notification_days_default(conn: &mut dyn Conn, location_id: &str) -> ApiResult<i64> {
+    Ok(conn
+        .query_one(&Sql::with(
+            "SELECT recurring_notification_days_default FROM locations WHERE id = ?",
+            vec![location_id.into()],
+        ))?
+        .and_then(|r| r[0].as_int())
+        .unwrap_or(0))
+}
+
+/// When the next run and the next notice of `r` fall due (epoch seconds,
+/// real time), given its location's zone.
+pub fn due_times(r: &Record, tz: Tz) -> (Option<i64>, Option<i64>) {
+    if r.text("status") != Some(transitions::ACTIVE) {
+        return (None, None);
+    }
+    let Some(next) = r.text("next_run_date").and_then(parse_date) else {
+        return (None, None);
+    };
+    let due = local_midnight(next, tz);
+    let days = r.int("notification_days").unwrap_or(0);
+    let notified = r.text("notified_date").and_then(parse_date) == Some(next);
+    let notify = (days > 0 && !notified && r.int("retry_count").unwrap_or(0) == 0)
+        .then(|| next.checked_sub_days(Days::new(days as u64)))
+        .flatten()
+        .map(|d| local_midnight(d, tz));
+    (Some(due), notify)
+}
+
+/// Keeps the row's due times and the vaults' `has_recurring` true after
+/// `new` was written (`old`: the record before, for a change of vault).
+pub fn after_change(conn: &mut dyn Conn, new: &Record, old: Option<&Record>) -> ApiResult<()> {
+    let (tz, _) = location_zone(conn, new.text("location_id").unwrap_or_default())?;
+    let (due, notify) = due_times(new, tz);
+    conn.execute(&Sql::with(
+        "UPDATE recurrings SET due_ts = ?, notify_ts = ? WHERE id = ?",
+        vec![Value::from(due), Value::from(notify), new.id().into()],
+    ))?;
+    let vault = new.text("account_vault_id").unwrap_or_default();
+    refresh_vault(conn, vault, None)?;
+    if let Some(old_vault) = old.and_then(|o| o.text("account_vault_id")) {
+        if old_vault != vault {
+            refresh_vault(conn, old_vault, None)?;
+        }
+    }
+    Ok(())
+}
+
+/// Sets the vault's `has_recurring`: whether an active recurring charges
+/// it (`leaving`: a recurring about to be deleted, not counted).
+pub fn refresh_vault(conn: &mut dyn Conn, vault_id: &str, leaving: Option<&str>) -> ApiResult<()> {
+    conn.execute(&Sql::with(
+        "UPDATE account_vaults SET has_recurring = CASE WHEN EXISTS (SELECT 1 FROM recurrings r \
+         WHERE r.account_vault_id = ? AND r.status = 'active' AND r.id <> ?) THEN 1 ELSE 0 END WHERE id = ?",
+        vec![
+            vault_id.into(),
+            leaving.unwrap_or_default().into(),
+            vault_id.into(),
+        ],
+    ))?;
+    Ok(())
+}
+
+/// A deleted vault ends the recurrings that charged it (only held ones
+/// can remain: a vault with an active recurring cannot be deleted).
+pub fn end_for_vault(cx: &crate::engine::Cx, conn: &mut dyn Conn, vault_id: &str) -> ApiResult<()> {
+    let mut sql = crate::engine::query::select_unscoped(&crate::resources::RECURRING);
+    sql.push(" AND t.account_vault_id = ")
+        .bind(vault_id.to_string())
+        .push(" AND t.status <> 'ended'");
+    for row in conn.query(&sql)? {
+        let old = Record::from_row(&crate::resources::RECURRING, row);
+        let mut new = old.clone();
+        transitions::end(&mut new, transitions::ENDED_VAULT_DELETED);
+        let new = crate::engine::save_record(cx, conn, &old, new)?;
+        after_change(conn, &new, None)?;
+    }
+    Ok(())
+}

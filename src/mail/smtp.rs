@@ -1,0 +1,269 @@
+//! Delivery of the mail outbox by SMTP (lettre). One loop per process
+//! leases due messages (PostgreSQL: `FOR UPDATE SKIP LOCKED`, so nodes
+//! never take the same one), sends them and writes the outcome back. A
+//! refused message (a permanent 5xx answer) fails at once; a transient
+//! failure is retried with growing delays, up to [`MAX_ATTEMPTS`].
+
+use crate::clock::Clock;
+use crate::db::{Dialect, Sql, Store, Value};
+use crate::error::{ApiError, ApiResult};
+use lettre::message::{Mailbox, MultiPart};
+use lettre::{AsyncSmtpTransport, AsyncTransport, Tokio1Executor};
+use std::sync::Arc;
+use std::time::Duration;
+use tokio::sync::Notify;
+
+/// Attempts before a message is given up.
+pub const MAX_ATTEMPTS: i64 = 8;
+/// The first retry delay; each next one doubles.
+const FIRST_RETRY: Duration = Duration::from_secs(30);
+/// How long a lease keeps other nodes off a message: above one send.
+const LEASE: Duration = Duration::from_secs(120);
+/// One send's limit (connect, dialogue, data).
+const SEND_TIMEOUT: Duration = Duration::from_secs(30);
+/// Messages taken per round.
+const BATCH: i64 = 32;
+const POLL: Duration = Duration::from_secs(1);
+
+/// The mail service of this process. Cheap to clone.
+#[derive(Clone)]
+pub struct Mailer {
+    store: Store,
+    clock: Clock,
+    node_id: Arc<str>,
+    /// `None`: no SMTP configured; mail stays in the outbox.
+    transport: Option<AsyncSmtpTransport<Tokio1Executor>>,
+    from_address: Arc<str>,
+    wake: Arc<Notify>,
+}
+
+struct Outgoing {
+    id: String,
+    recipient: String,
+    reply_to: Option<String>,
+    from_name: String,
+    subject: String,
+    text: String,
+    html: String,
+    attempts: i64,
+}
+
+/// How an attempt ended.
+enum Sent {
+    Delivered,
+    Retry(String),
+    Refused(String),
+}
+
+impl Mailer {
+    /// `smtp_url` as lettre reads it: `smtp://[user:pass@]host:port`
+    /// (plain; `?tls=required` for STARTTLS) or `smtps://` (TLS).
+    pub fn new(
+        store: Store,
+        clock: Clock,
+        node_id: &str,
+        smtp_url: Option<&str>,
+        from_address: String,
+    ) -> anyhow::Result<Mailer> {
+        let transport = match smtp_url.map(str::trim).filter(|u| !u.is_empty()) {
+            Some(url) => Some(
+                AsyncSmtpTransport::<Tokio1Executor>::from_url(url)
+                    .map_err(|e| anyhow::anyhow!("FERROGATE_SMTP_URL is not a usable SMTP URL: {e}"))?
+                    .timeout(Some(SEND_TIMEOUT))
+                    .build(),
+            ),
+            None => None,
+        };
+        from_address
+            .parse::<lettre::Address>()
+            .map_err(|e| anyhow::anyhow!("the mail sender address {from_address:?} is not valid: {e}"))?;
+        Ok(Mailer {
+            store,
+            clock,
+            node_id: Arc::from(node_id),
+            transport,
+            from_address: Arc::from(from_address.as_str()),
+            wake: Arc::new(Notify::new()),
+        })
+    }
+
+    /// Whether mail is delivered (SMTP configured).
+    pub fn delivers(&self) -> bool {
+        self.transport.is_some()
+    }
+
+    pub fn wake(&self) {
+        self.wake.notify_one();
+    }
+
+    /// Starts the delivery loop when SMTP is configured.
+    pub fn start(&self) {
+        if !self.delivers() {
+            return;
+        }
+        let this = self.clone();
+        tokio::spawn(async move {
+            loop {
+                match this.round(None).await {
+                    Ok(n) if n > 0 => continue,
+                    Ok(_) => {}
+                    Err(e) => tracing::warn!(error = %e, "mail: a delivery round failed; retrying"),
+                }
+                tokio::select! {
+                    _ = this.wake.notified() => {}
+                    _ = tokio::time::sleep(POLL) => {}
+                }
+            }
+        });
+    }
+
+    /// Sends everything due now (of `location_id`, or everywhere) and
+    /// waits for the outcomes. Returns the attempts made; 0 without SMTP.
+    pub async fn run_once(&self, location_id: Option<&str>) -> ApiResult<usize> {
+        let mut total = 0;
+        for _ in 0..1000 {
+            let n = self.round(location_id).await?;
+            if n == 0 {
+                break;
+            }
+            total += n;
+        }
+        Ok(total)
+    }
+
+    async fn round(&self, location_id: Option<&str>) -> ApiResult<usize> {
+        let Some(transport) = self.transport.clone() else {
+            return Ok(0);
+        };
+        let claimed = self.claim(location_id).await?;
+        let n = claimed.len();
+        let mut sends = tokio::task::JoinSet::new();
+        for message in claimed {
+            let (transport, from) = (transport.clone(), self.from_address.clone());
+            sends.spawn(async move {
+                let sent = send(&transport, &from, &message).await;
+                (message.id, message.attempts + 1, sent)
+            });
+        }
+        while let Some(done) = sends.join_next().await {
+            let (id, attempts, sent) = done.map_err(ApiError::internal)?;
+            self.record(id, attempts, sent).await?;
+        }
+        Ok(n)
+    }
+
+    async fn claim(&self, location_id: Option<&str>) -> ApiResult<Vec<Outgoing>> {
+        let now_ms = self.clock.now_ms();
+        let node = self.node_id.to_string();
+        let location = location_id.map(str::to_string);
+        self.store
+            .write(move |conn| {
+                let mut sql = Sql::new("UPDATE mail_outbox SET lease_owner = ");
+                sql.bind(node)
+                    .push(", lease_until_ms = ")
+                    .bind(now_ms + LEASE.as_millis() as i64)
+                    .push(" WHERE id IN (SELECT id FROM mail_outbox WHERE status = 'pending' AND due_ms <= ")
+                    .bind(now_ms)
+                    .push(" AND (lease_until_ms IS NULL OR lease_until_ms < ")
+                    .bind(now_ms)
+                    .push(")");
+                if let Some(location) = location {
+                    sql.push(" AND location_id = ").bind(location);
+                }
+                sql.push(" ORDER BY due_ms LIMIT ").bind(BATCH);
+                if conn.dialect() == Dialect::Postgres {
+                    sql.push(" FOR UPDATE SKIP LOCKED");
+                }
+                sql.push(
+                    ") RETURNING id, recipient, reply_to, from_name, subject, text_body, html_body, attempts",
+                );
+                Ok(conn
+                    .query(&sql)?
+                    .into_iter()
+                    .map(|r| {
+                        let text = |v: &Value| v.as_str().unwrap_or_default().to_string();
+                        Outgoing {
+                            id: text(&r[0]),
+                            recipient: text(&r[1]),
+                            reply_to: r[2].as_str().map(str::to_string),
+                            from_name: text(&r[3]),
+                            subject: text(&r[4]),
+                            text: text(&r[5]),
+                            html: text(&r[6]),
+                            attempts: r[7].as_int().unwrap_or(0),
+                        }
+                    })
+                    .collect())
+            })
+            .await
+    }
+
+    async fn record(&self, id: String, attempts: i64, sent: Sent) -> ApiResult<()> {
+        let now_ms = self.clock.now_ms();
+        let node = self.node_id.to_string();
+        let (status, error, due_ms) = match sent {
+            Sent::Delivered => ("sent", None, now_ms),
+            Sent::Refused(e) => ("failed", Some(e), now_ms),
+            Sent::Retry(e) if attempts >= MAX_ATTEMPTS => ("failed", Some(e), now_ms),
+            Sent::Retry(e) => {
+                let delay = FIRST_RETRY.as_millis() as i64 * (1_i64 << (attempts - 1).clamp(0, 16));
+                ("pending", Some(e), now_ms + delay)
+            }
+        };
+        if status == "failed" {
+            tracing::warn!(message = %id, attempts, error = ?error, "mail: a message could not be delivered");
+        }
+        let sent_ts = (status == "sent").then_some(now_ms.div_euclid(1000));
+        self.store
+            .write(move |conn| {
+                conn.execute(&Sql::with(
+                    "UPDATE mail_outbox SET status = ?, attempts = ?, last_error = ?, due_ms = ?, sent_ts = ?, \
+                     lease_owner = NULL, lease_until_ms = NULL WHERE id = ? AND lease_owner = ?",
+                    vec![
+                        status.into(),
+                        attempts.into(),
+                        Value::from(error),
+                        due_ms.into(),
+                        Value::from(sent_ts),
+                        id.into(),
+                        node.into(),
+                    ],
+                ))?;
+                Ok(())
+            })
+            .await
+    }
+}
+
+/// One delivery attempt.
+async fn send(transport: &AsyncSmtpTransport<Tokio1Executor>, from: &str, m: &Outgoing) -> Sent {
+    let mailbox = |name: Option<&str>, address: &str| -> Result<Mailbox, String> {
+        let address = address
+            .parse::<lettre::Address>()
+            .map_err(|e| format!("address {address:?}: {e}"))?;
+        Ok(Mailbox::new(name.map(str::to_string), address))
+    };
+    let built = (|| -> Result<lettre::Message, String> {
+        let mut builder = lettre::Message::builder()
+            .from(mailbox(Some(&m.from_name), from)?)
+            .to(mailbox(None, &m.recipient)?)
+            .subject(m.subject.clone());
+        if let Some(reply_to) = &m.reply_to {
+            if let Ok(mb) = mailbox(None, reply_to) {
+                builder = builder.reply_to(mb);
+            }
+        }
+        builder
+            .multipart(MultiPart::alternative_plain_html(m.text.clone(), m.html.clone()))
+            .map_err(|e| e.to_string())
+    })();
+    let message = match built {
+        Ok(message) => message,
+        Err(e) => return Sent::Refused(e),
+    };
+    match transport.send(message).await {
+        Ok(_) => Sent::Delivered,
+        Err(e) if e.is_permanent() => Sent::Refused(e.to_string()),
+        Err(e) => Sent::Retry(e.to_string()),
+    }
+}

@@ -1,0 +1,1212 @@
+//! Recurring billing: the resource's field rules, the state machine, the
+//! scheduler (test clock, month ends and leap years, declines, a restart
+//! during a run, two nodes) and the mail it sends.
+
+use crate::engine_tests;
+use crate::support::db::db;
+use crate::support::receiver::{self, Receiver};
+use crate::support::smtp::SmtpSink;
+use crate::support::wait::wait_until;
+use crate::support::{error_fields, fields, Engine, Tenant, TestApp};
+use chrono::{Datelike, Days, Months, NaiveDate};
+use serde_json::{json, Value};
+use std::time::Duration;
+
+engine_tests!(
+    created_like_the_reference,
+    field_rules_refuse_clearly,
+    actions_follow_the_state_machine,
+    put_rules,
+    vault_rules,
+    lists_filter_sort_and_expand,
+    a_year_of_monthly_billing,
+    declines_are_retried_then_given_up,
+    zones_and_restarts_of_the_clock,
+    restart_during_a_run,
+    mail_by_smtp,
+    development_mailbox,
+);
+
+/// The location's date (its test clock included; bootstrap locations are UTC).
+fn today(t: &Tenant) -> NaiveDate {
+    let now = t.get("/v2/developer/testclock").expect(200).body["testclock"]["now"]
+        .as_i64()
+        .unwrap();
+    chrono::DateTime::from_timestamp(now, 0).unwrap().date_naive()
+}
+
+fn dump(v: &Value) -> String {
+    v.to_string()
+}
+
+/// Changes the tenant's location (a location PUT names its parent and name).
+fn set_location(t: &Tenant, fields: Value) {
+    let loc = t
+        .get(&format!("/v2/locations/{}", t.location_id()))
+        .expect(200)
+        .body["location"]
+        .clone();
+    let mut body = json!({ "name": loc["name"], "parent_id": loc["parent_id"] });
+    for (k, v) in fields.as_object().unwrap() {
+        body[k] = v.clone();
+    }
+    t.put(
+        &format!("/v2/locations/{}", t.location_id()),
+        json!({ "location": body }),
+    )
+    .expect(200);
+}
+
+fn text(d: NaiveDate) -> String {
+    d.format("%Y-%m-%d").to_string()
+}
+
+fn plus_days(d: NaiveDate, n: u64) -> NaiveDate {
+    d.checked_add_days(Days::new(n)).unwrap()
+}
+
+/// Moves the tenant's clock `seconds` forward; returns the answer.
+fn advance(t: &Tenant, seconds: i64) -> Value {
+    t.post(
+        "/v2/developer/testclock/advance",
+        json!({ "testclock": { "seconds": seconds } }),
+    )
+    .expect(200)
+    .body["testclock"]
+        .clone()
+}
+
+/// Moves the clock to `hour` o'clock (UTC) of `date`.
+fn advance_to(t: &Tenant, date: NaiveDate, hour: u32) -> Value {
+    let now = t.get("/v2/developer/testclock").expect(200).body["testclock"]["now"]
+        .as_i64()
+        .unwrap();
+    let target = date.and_hms_opt(hour, 0, 0).unwrap().and_utc().timestamp();
+    assert!(target >= now, "the clock only moves forward");
+    advance(t, target - now)
+}
+
+/// A contact with an email and a card vault of it.
+fn customer(t: &Tenant, receipts: bool) -> (String, String) {
+    let contact = t.contact(json!({ "first_name": "Pat", "email": "pat@example.com",
+        "email_trx_receipt": u8::from(receipts) }))["id"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    let vault = t
+        .post(
+            "/v2/accountvaults",
+            json!({ "accountvault": { "location_id": t.location_id(), "payment_method": "cc",
+                "contact_id": contact, "account_number": "4111111111111111", "exp_date": "1239",
+                "account_vault_api_id": "patcard" } }),
+        )
+        .expect(201)
+        .body["accountvault"]["id"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    (contact, vault)
+}
+
+fn plan(t: &Tenant, vault: &str, extra: Value) -> Value {
+    let mut r = json!({ "location_id": t.location_id(), "account_vault_id": vault,
+        "transaction_amount": "9.00", "interval": 1, "interval_type": "m",
+        "start_date": text(plus_days(today(t), 1)) });
+    for (k, v) in extra.as_object().unwrap() {
+        r[k] = v.clone();
+    }
+    json!({ "recurring": r })
+}
+
+fn create(t: &Tenant, vault: &str, extra: Value) -> Value {
+    t.post("/v2/recurrings", plan(t, vault, extra)).expect(201).body["recurring"].clone()
+}
+
+fn get(t: &Tenant, id: &str) -> Value {
+    t.get(&format!("/v2/recurrings/{id}")).expect(200).body["recurring"].clone()
+}
+
+fn count(t: &Tenant) -> i64 {
+    t.get("/v2/recurrings").expect(200).body["meta"]["pagination"]["totalCount"]
+        .as_i64()
+        .unwrap()
+}
+
+/// The transactions of a recurring, oldest first.
+fn runs(t: &Tenant, id: &str) -> Vec<Value> {
+    t.get(&format!(
+        "/v2/transactions?recurring_id={id}&sort=created_ts&page_size=100"
+    ))
+    .expect(200)
+    .body["transactions"]
+        .as_array()
+        .unwrap()
+        .clone()
+}
+
+fn date_of(tx: &Value) -> String {
+    let ts = tx["created_ts"].as_i64().unwrap();
+    text(chrono::DateTime::from_timestamp(ts, 0).unwrap().date_naive())
+}
+
+fn has_recurring(t: &Tenant, vault: &str) -> bool {
+    t.get(&format!("/v2/accountvaults/{vault}")).expect(200).body["accountvault"]["has_recurring"]
+        .as_bool()
+        .unwrap()
+}
+
+fn created_like_the_reference(app: &TestApp) {
+    let t = app.bootstrap();
+    let (contact, vault) = customer(&t, false);
+    let start = plus_days(today(&t), 1);
+    let r = create(
+        &t,
+        &vault,
+        json!({ "description": "Gym", "notification_days": "3" }),
+    );
+    assert_eq!(r["next_run_date"], json!(text(start)));
+    assert_eq!(r["start_date"], json!(text(start)));
+    assert_eq!(
+        r["end_date"],
+        json!("0000-00-00"),
+        "end_date shown as 0000-00-00 when unset"
+    );
+    assert_eq!(r["status"], json!("active"));
+    assert_eq!(r["active"], json!(1));
+    assert_eq!(r["recurring_type_id"], json!("o"));
+    assert_eq!(r["interval"], json!(1), "interval is an integer");
+    assert_eq!(
+        r["notification_days"],
+        json!(3),
+        "notification_days is an integer"
+    );
+    assert_eq!(r["transaction_amount"], json!("9.00"));
+    assert_eq!(r["payment_method"], json!("cc"));
+    assert_eq!(r["contact_id"], json!(contact));
+    assert_eq!(
+        r["product_transaction_id"],
+        json!(t.cred("cc_product_transaction_id"))
+    );
+    assert!(r["installment_amount_total"].is_null());
+    assert!(r["_links"]["self"]["href"]
+        .as_str()
+        .unwrap()
+        .ends_with(r["id"].as_str().unwrap()));
+    for hidden in [
+        "anchor_date",
+        "period",
+        "run_seq",
+        "notified_date",
+        "due_ts",
+        "lease_owner",
+    ] {
+        assert!(r.get(hidden).is_none(), "{hidden} is internal");
+    }
+    assert!(
+        has_recurring(&t, &vault),
+        "the vault knows it is charged on a schedule"
+    );
+
+    // Installments: the reference's sample, 20 monthly payments of 10.00,
+    // moved to a start in the future with the same day of month.
+    let start = NaiveDate::from_ymd_opt(today(&t).year() + 1, 2, 23).unwrap();
+    let i = create(
+        &t,
+        &vault,
+        json!({ "installment_total_count": 20, "transaction_amount": 10, "start_date": text(start),
+            "account_vault_id": null, "account_vault_api_id": "patcard" }),
+    );
+    assert_eq!(i["recurring_type_id"], json!("i"));
+    assert_eq!(i["installment_total_count"], json!(20));
+    assert_eq!(i["installment_amount_total"], json!("200.00"));
+    let end = start
+        .checked_add_months(Months::new(20))
+        .unwrap()
+        .pred_opt()
+        .unwrap();
+    assert_eq!(i["end_date"], json!(text(end)), "start + 20 months - 1 day");
+    assert_eq!(
+        i["account_vault_id"],
+        json!(vault),
+        "account_vault_api_id names the vault"
+    );
+    // Read back the same.
+    assert_eq!(get(&t, i["id"].as_str().unwrap()), i);
+}
+
+fn field_rules_refuse_clearly(app: &TestApp) {
+    let t = app.bootstrap();
+    let (_, vault) = customer(&t, false);
+    let loose = t
+        .post(
+            "/v2/accountvaults",
+            json!({ "accountvault": { "location_id": t.location_id(), "payment_method": "cc",
+                "account_number": "4111111111111111", "exp_date": "1239" } }),
+        )
+        .expect(201)
+        .body["accountvault"]["id"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    let yesterday = text(today(&t).pred_opt().unwrap());
+    let cases: Vec<(Value, &str)> = vec![
+        (json!({ "account_vault_id": null }), "account_vault_id"),
+        (json!({ "account_vault_id": loose }), "account_vault_id"),
+        (
+            json!({ "account_vault_id": null, "account_vault_api_id": "nosuch" }),
+            "account_vault_api_id",
+        ),
+        (json!({ "interval_type": "y" }), "interval_type"),
+        (json!({ "interval": 0 }), "interval"),
+        (json!({ "interval": 1000 }), "interval"),
+        (json!({ "start_date": yesterday }), "start_date"),
+        (json!({ "start_date": "2031-02-30" }), "start_date"),
+        (json!({ "start_date": null }), "start_date"),
+        (json!({ "transaction_amount": "0.00" }), "transaction_amount"),
+        (json!({ "transaction_amount": "1.234" }), "transaction_amount"),
+        (json!({ "transaction_amount": -1 }), "transaction_amount"),
+        (json!({ "payment_method": "ach" }), "payment_method"),
+        (
+            json!({ "product_transaction_id": t.cred("ach_product_transaction_id") }),
+            "product_transaction_id",
+        ),
+        (
+            json!({ "installment_total_count": 5, "end_date": "2035-01-01" }),
+            "end_date",
+        ),
+        (json!({ "recurring_type_id": "i" }), "installment_total_count"),
+        (
+            json!({ "recurring_type_id": "o", "installment_total_count": 3 }),
+            "recurring_type_id",
+        ),
+        (json!({ "end_date": "2020-01-01" }), "end_date"),
+        (json!({ "description": "x".repeat(37) }), "description"),
+        (json!({ "notification_days": 100 }), "notification_days"),
+        (json!({ "status": "ended" }), "status"),
+        (json!({ "next_run_date": "2031-01-01" }), "next_run_date"),
+    ];
+    for (extra, field) in cases {
+        let r = t.post("/v2/recurrings", plan(&t, &vault, extra.clone()));
+        assert_eq!(r.status, 422, "{extra}: {:?}", r.body);
+        assert!(
+            error_fields(&r).contains(field),
+            "{extra}: expected an error on {field}, got {:?}",
+            r.body
+        );
+    }
+    assert_eq!(count(&t), 0, "no refused create left a record");
+    assert!(!has_recurring(&t, &vault));
+    // Malformed bodies.
+    for body in ["", "{", "[]", "{\"recurring\": 3}"] {
+        let r = t.send("POST", "/v2/recurrings", Some(body));
+        assert!((400..500).contains(&r.status), "{body:?} -> {}", r.status);
+    }
+    assert_eq!(count(&t), 0);
+}
+
+fn actions_follow_the_state_machine(app: &TestApp) {
+    let t = app.bootstrap();
+    let (_, vault) = customer(&t, false);
+    let start = NaiveDate::from_ymd_opt(today(&t).year() + 1, 1, 31).unwrap();
+    let r = create(&t, &vault, json!({ "start_date": text(start) }));
+    let id = r["id"].as_str().unwrap();
+    let act = |path: &str| t.post(&format!("/v2/recurrings/{id}/{path}"), json!({}));
+
+    // Hold: no next run; twice is refused; the vault is free.
+    let held = act("placeOnHold").expect(200).body["recurring"].clone();
+    assert_eq!(held["status"], json!("on hold"));
+    assert_eq!(held["next_run_date"], json!("0000-00-00"));
+    assert_eq!(held["active"], json!(0));
+    assert!(!has_recurring(&t, &vault));
+    let again = act("placeOnHold").expect(422);
+    assert!(again.errors("status")[0].contains("already on hold"));
+    assert!(error_fields(&act("skipPayment?skip_count=1").expect(422)).contains("status"));
+    // Activate before the first run: back to the first period.
+    let back = act("activate").expect(200).body["recurring"].clone();
+    assert_eq!(back["status"], json!("active"));
+    assert_eq!(back["next_run_date"], json!(text(start)));
+    assert!(has_recurring(&t, &vault));
+    assert!(act("activate").expect(422).errors("status")[0].contains("already active"));
+
+    // Skip two: Jan 31 + 2 months = Mar 31 (counted from the anchor).
+    let skipped = act("skipPayment?skip_count=2").expect(200).body["recurring"].clone();
+    assert_eq!(
+        skipped["next_run_date"],
+        json!(text(start.checked_add_months(Months::new(2)).unwrap()))
+    );
+    assert_eq!(skipped["skip_count"], json!(2));
+    // Then one more: Apr 30.
+    let skipped = act("skipPayment?skip_count=1").expect(200).body["recurring"].clone();
+    assert_eq!(
+        skipped["next_run_date"],
+        json!(text(start.checked_add_months(Months::new(3)).unwrap()))
+    );
+    for bad in [
+        "skipPayment",
+        "skipPayment?skip_count=0",
+        "skipPayment?skip_count=abc",
+        "skipPayment?skip_count=100",
+    ] {
+        let r = act(bad).expect(422);
+        assert!(error_fields(&r).contains("skip_count"), "{bad}: {:?}", r.body);
+    }
+    assert!(error_fields(&act("skipPayment?skip=1").expect(422)).contains("skip"));
+    // Defer is for installments only.
+    let r = act("deferPayment?defer_count=1").expect(422);
+    assert!(error_fields(&r).contains("recurring_type_id"), "{:?}", r.body);
+    // The count may also come in a body.
+    let r = t.post(
+        &format!("/v2/recurrings/{id}/skipPayment"),
+        json!({ "skip_count": 1 }),
+    );
+    assert_eq!(r.expect(200).body["recurring"]["skip_count"], json!(4));
+
+    // Installments: 6 monthly from the 15th.
+    let start = NaiveDate::from_ymd_opt(today(&t).year() + 1, 3, 15).unwrap();
+    let i = create(
+        &t,
+        &vault,
+        json!({ "installment_total_count": 6, "transaction_amount": "25.00", "start_date": text(start) }),
+    );
+    let iid = i["id"].as_str().unwrap();
+    let iact = |path: &str| t.post(&format!("/v2/recurrings/{iid}/{path}"), json!({}));
+    assert_eq!(
+        i["end_date"],
+        json!(text(NaiveDate::from_ymd_opt(start.year(), 9, 14).unwrap()))
+    );
+    let deferred = iact("deferPayment?defer_count=2").expect(200).body["recurring"].clone();
+    assert_eq!(
+        deferred["next_run_date"],
+        json!(text(NaiveDate::from_ymd_opt(start.year(), 5, 15).unwrap()))
+    );
+    assert_eq!(
+        deferred["end_date"],
+        json!(text(NaiveDate::from_ymd_opt(start.year(), 11, 14).unwrap()))
+    );
+    assert_eq!(
+        deferred["installment_amount_total"],
+        json!("150.00"),
+        "a deferral keeps the count"
+    );
+    assert_eq!(deferred["defer_count"], json!(2));
+    let skipped = iact("skipPayment?skip_count=1").expect(200).body["recurring"].clone();
+    assert_eq!(
+        skipped["next_run_date"],
+        json!(text(NaiveDate::from_ymd_opt(start.year(), 6, 15).unwrap()))
+    );
+    assert_eq!(skipped["end_date"], deferred["end_date"], "a skip keeps the end");
+    assert_eq!(
+        skipped["installment_amount_total"],
+        json!("125.00"),
+        "a skip collects one payment less"
+    );
+    // Five periods remain: skipping five would skip them all.
+    assert!(iact("skipPayment?skip_count=5").expect(422).errors("skip_count")[0].contains("remain"));
+    assert!(error_fields(&iact("deferPayment?defer_count=0").expect(422)).contains("defer_count"));
+    assert!(error_fields(&iact("deferPayment").expect(422)).contains("defer_count"));
+
+    // Unknown and absent recurrings.
+    let ghost = uuid::Uuid::new_v4().to_string();
+    t.post(&format!("/v2/recurrings/{ghost}/placeOnHold"), json!({}))
+        .expect(404);
+    t.get(&format!("/v2/recurrings/{id}/placeOnHold")).expect(405);
+
+    // Delete: 204, then 404; the vault's flag follows.
+    t.delete(&format!("/v2/recurrings/{iid}")).expect(204);
+    t.delete(&format!("/v2/recurrings/{iid}")).expect(404);
+    t.delete(&format!("/v2/recurrings/{id}")).expect(204);
+    assert!(!has_recurring(&t, &vault));
+}
+
+fn put_rules(app: &TestApp) {
+    let t = app.bootstrap();
+    let (_, vault) = customer(&t, false);
+    let start = NaiveDate::from_ymd_opt(today(&t).year() + 1, 1, 31).unwrap();
+    let r = create(&t, &vault, json!({ "start_date": text(start) }));
+    let id = r["id"].as_str().unwrap();
+    let put = |fields: Value| t.put(&format!("/v2/recurrings/{id}"), json!({ "recurring": fields }));
+
+    let changed = put(
+        json!({ "transaction_amount": "12.50", "description": "Premium", "notification_days": 5,
+        "end_date": text(start.checked_add_months(Months::new(12)).unwrap()) }),
+    )
+    .expect(200)
+    .body["recurring"]
+        .clone();
+    assert_eq!(changed["transaction_amount"], json!("12.50"));
+    assert_eq!(changed["description"], json!("Premium"));
+    // Moving the next run re-anchors the schedule: later runs count from it.
+    let moved_to = NaiveDate::from_ymd_opt(start.year(), 2, 10).unwrap();
+    let moved = put(json!({ "next_run_date": text(moved_to) })).expect(200).body["recurring"].clone();
+    assert_eq!(moved["next_run_date"], json!(text(moved_to)));
+    assert_eq!(moved["start_date"], json!(text(start)), "start_date is history");
+    for (fields, field) in [
+        (json!({ "next_run_date": "2020-01-01" }), "next_run_date"),
+        (json!({ "end_date": "2020-01-01" }), "end_date"),
+        (json!({ "transaction_amount": "0" }), "transaction_amount"),
+        (json!({ "recurring_type_id": "i" }), "recurring_type_id"),
+        (json!({ "interval": 2 }), "interval"),
+        (json!({ "start_date": "2035-01-01" }), "start_date"),
+        (json!({ "status": "ended" }), "status"),
+        (json!({ "installment_total_count": 3 }), "installment_total_count"),
+        (
+            json!({ "product_transaction_id": t.cred("ach_product_transaction_id") }),
+            "product_transaction_id",
+        ),
+    ] {
+        let r = put(fields.clone());
+        assert_eq!(r.status, 422, "{fields}: {:?}", r.body);
+        assert!(error_fields(&r).contains(field), "{fields}: {:?}", r.body);
+    }
+    assert_eq!(
+        get(&t, id)["transaction_amount"],
+        json!("12.50"),
+        "refused PUTs changed nothing"
+    );
+    // active 0 holds an ongoing recurring, 1 resumes it.
+    let held = put(json!({ "active": 0 })).expect(200).body["recurring"].clone();
+    assert_eq!(held["status"], json!("on hold"));
+    let r = put(json!({ "next_run_date": text(moved_to) })).expect(422);
+    assert!(r.errors("next_run_date")[0].contains("on hold"));
+    let resumed = put(json!({ "active": "1" })).expect(200).body["recurring"].clone();
+    assert_eq!(resumed["status"], json!("active"));
+    assert_eq!(resumed["next_run_date"], json!(text(moved_to)));
+
+    // Installments: active is ignored, end_date follows the installments.
+    let i = create(&t, &vault, json!({ "installment_total_count": 3 }));
+    let iid = i["id"].as_str().unwrap();
+    let same = t
+        .put(
+            &format!("/v2/recurrings/{iid}"),
+            json!({ "recurring": { "active": 0 } }),
+        )
+        .expect(200)
+        .body["recurring"]
+        .clone();
+    assert_eq!(
+        same["status"],
+        json!("active"),
+        "active is ignored for installments"
+    );
+    assert_eq!(same["active"], json!(1));
+    let r = t
+        .put(
+            &format!("/v2/recurrings/{iid}"),
+            json!({ "recurring": { "end_date": "2040-01-01" } }),
+        )
+        .expect(422);
+    assert!(error_fields(&r).contains("end_date"));
+    // A new amount changes what the installments collect.
+    let more = t
+        .put(
+            &format!("/v2/recurrings/{iid}"),
+            json!({ "recurring": { "transaction_amount": "10.00" } }),
+        )
+        .expect(200)
+        .body["recurring"]
+        .clone();
+    assert_eq!(more["installment_amount_total"], json!("30.00"));
+    // Changes are logged.
+    let logs = t
+        .get(&format!("/v2/recurrings/{id}?expand=changelogs"))
+        .expect(200)
+        .body["recurring"]["changelogs"]
+        .as_array()
+        .unwrap()
+        .len();
+    assert!(logs >= 4, "{logs} change log entries");
+}
+
+fn vault_rules(app: &TestApp) {
+    let t = app.bootstrap();
+    let (_, vault) = customer(&t, false);
+    let r = create(&t, &vault, json!({}));
+    let id = r["id"].as_str().unwrap();
+    // A vault charged by an active recurring cannot be deleted.
+    let refused = t.delete(&format!("/v2/accountvaults/{vault}")).expect(422);
+    assert!(dump(&refused.body).contains("recurring"), "{:?}", refused.body);
+    // Held, it can; the recurring ends with it.
+    t.post(&format!("/v2/recurrings/{id}/placeOnHold"), json!({}))
+        .expect(200);
+    t.delete(&format!("/v2/accountvaults/{vault}")).expect(204);
+    let ended = get(&t, id);
+    assert_eq!(ended["status"], json!("ended"));
+    assert_eq!(ended["ended_reason"], json!("account_vault_deleted"));
+    assert_eq!(ended["next_run_date"], json!("0000-00-00"));
+    // Ended is final: no action, no change.
+    for action in ["activate", "placeOnHold", "skipPayment?skip_count=1"] {
+        let r = t
+            .post(&format!("/v2/recurrings/{id}/{action}"), json!({}))
+            .expect(422);
+        assert!(r.errors("status")[0].contains("ended"), "{action}: {:?}", r.body);
+    }
+    let r = t
+        .put(
+            &format!("/v2/recurrings/{id}"),
+            json!({ "recurring": { "description": "again" } }),
+        )
+        .expect(422);
+    assert!(r.errors("status")[0].contains("ended"));
+    // The transitions are in the change log.
+    let log = t
+        .get(&format!("/v2/recurrings/{id}?expand=changelogs"))
+        .expect(200)
+        .body;
+    assert!(dump(&log).contains("account_vault_deleted"));
+}
+
+fn lists_filter_sort_and_expand(app: &TestApp) {
+    let t = app.bootstrap();
+    let (contact, vault) = customer(&t, false);
+    let base = today(&t);
+    let later = create(
+        &t,
+        &vault,
+        json!({ "start_date": text(plus_days(base, 20)), "description": "later" }),
+    );
+    let sooner = create(
+        &t,
+        &vault,
+        json!({ "start_date": text(plus_days(base, 5)), "description": "sooner" }),
+    );
+    let middle = create(
+        &t,
+        &vault,
+        json!({ "start_date": text(plus_days(base, 10)), "description": "middle",
+        "installment_total_count": 2 }),
+    );
+    let list = t.get("/v2/recurrings").expect(200).body;
+    let order: Vec<&str> = list["recurrings"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|r| r["description"].as_str().unwrap())
+        .collect();
+    assert_eq!(
+        order,
+        ["sooner", "middle", "later"],
+        "default sort: next_run_date asc"
+    );
+    assert_eq!(list["meta"]["sort"]["attributes"]["next_run_date"], json!("asc"));
+    let desc = t.get("/v2/recurrings?sort=-next_run_date").expect(200).body;
+    assert_eq!(desc["recurrings"][0]["id"], later["id"]);
+    let only = t.get("/v2/recurrings?recurring_type_id=i").expect(200).body;
+    assert_eq!(only["recurrings"].as_array().unwrap().len(), 1);
+    assert_eq!(only["recurrings"][0]["id"], middle["id"]);
+    let by_contact = t
+        .get(&format!("/v2/recurrings?contact_id={contact}"))
+        .expect(200)
+        .body;
+    assert_eq!(by_contact["meta"]["pagination"]["totalCount"], json!(3));
+    let sid = sooner["id"].as_str().unwrap();
+    t.post(&format!("/v2/recurrings/{sid}/placeOnHold"), json!({}))
+        .expect(200);
+    let held = t.get("/v2/recurrings?status=on%20hold").expect(200).body;
+    assert_eq!(held["recurrings"].as_array().unwrap().len(), 1);
+    let expanded = t
+        .get(&format!(
+            "/v2/recurrings/{sid}?expand=account_vault,contact,location,product_transaction,transactions,created_user,tags,signature"
+        ))
+        .expect(200)
+        .body["recurring"]
+        .clone();
+    assert_eq!(expanded["account_vault"]["id"], json!(vault));
+    assert_eq!(
+        expanded["account_vault"]["account_number"],
+        json!("XXXXXXXXXXXX1111")
+    );
+    assert_eq!(expanded["contact"]["id"], json!(contact));
+    assert_eq!(expanded["location"]["id"], json!(t.location_id()));
+    assert_eq!(
+        expanded["product_transaction"]["id"],
+        json!(t.cred("cc_product_transaction_id"))
+    );
+    assert_eq!(expanded["transactions"], json!([]));
+    assert_eq!(expanded["tags"], json!([]));
+    assert!(!dump(&expanded).contains("4111111111111111"));
+    let r = t.get("/v2/recurrings?expand=nosuch").expect(422);
+    assert!(error_fields(&r).contains("expand"));
+    assert_eq!(
+        error_fields(&t.get("/v2/recurrings?sort=nosuch").expect(422)),
+        fields(&["sort"])
+    );
+}
+
+/// Monthly from January 31: February 28, March 31, ... and February 29
+/// in the leap year, each run at its own date, with notices and receipts
+/// by mail and a postback for every transaction.
+fn a_year_of_monthly_billing(app: &TestApp) {
+    let t = app.bootstrap();
+    let hook = Receiver::start("/billing");
+    let config = receiver::config(
+        &t,
+        json!({ "resource": "transaction", "url": hook.url, "on_update": 0, "on_delete": 0,
+            "product_transaction_id": t.cred("cc_product_transaction_id") }),
+    );
+    let (_, vault) = customer(&t, true);
+    let mut year = today(&t).year() + 1;
+    while !(year % 4 == 0 && (year % 100 != 0 || year % 400 == 0)) {
+        year += 1;
+    }
+    // January 31 of the year before a leap year.
+    let start = NaiveDate::from_ymd_opt(year - 1, 1, 31).unwrap();
+    let r = create(
+        &t,
+        &vault,
+        json!({ "start_date": text(start), "notification_days": 3, "transaction_amount": "19.99" }),
+    );
+    let id = r["id"].as_str().unwrap();
+    let clock = advance_to(&t, NaiveDate::from_ymd_opt(year, 3, 1).unwrap(), 12);
+    assert_eq!(clock["ran"]["recurring_runs"], json!(14), "{clock}");
+    assert_eq!(clock["ran"]["notices"], json!(14), "{clock}");
+    let expected: Vec<String> = [
+        (year - 1, 1, 31),
+        (year - 1, 2, 28),
+        (year - 1, 3, 31),
+        (year - 1, 4, 30),
+        (year - 1, 5, 31),
+        (year - 1, 6, 30),
+        (year - 1, 7, 31),
+        (year - 1, 8, 31),
+        (year - 1, 9, 30),
+        (year - 1, 10, 31),
+        (year - 1, 11, 30),
+        (year - 1, 12, 31),
+        (year, 1, 31),
+        (year, 2, 29),
+    ]
+    .iter()
+    .map(|(y, m, d)| text(NaiveDate::from_ymd_opt(*y, *m, *d).unwrap()))
+    .collect();
+    let txs = runs(&t, id);
+    let dates: Vec<String> = txs.iter().map(date_of).collect();
+    assert_eq!(dates, expected, "one charge per period, each on its date");
+    for tx in &txs {
+        assert_eq!(tx["trx_source_id"], json!(13));
+        assert_eq!(tx["is_recurring"], json!(true));
+        assert_eq!(tx["recurring_id"], json!(id));
+        assert_eq!(tx["status_id"], json!(101));
+        assert_eq!(tx["transaction_amount"], json!("19.99"));
+        assert_eq!(tx["account_vault_id"], json!(vault));
+    }
+    let after = get(&t, id);
+    assert_eq!(after["payment_count"], json!(14));
+    assert_eq!(after["last_run_status"], json!("approved"));
+    assert_eq!(after["last_run_date"], json!(expected[13]));
+    assert_eq!(
+        after["next_run_date"],
+        json!(text(NaiveDate::from_ymd_opt(year, 3, 31).unwrap()))
+    );
+    assert_eq!(after["last_transaction_id"], txs[13]["id"]);
+    let expanded = t
+        .get(&format!("/v2/recurrings/{id}?expand=transactions"))
+        .expect(200)
+        .body;
+    assert_eq!(
+        expanded["recurring"]["transactions"].as_array().unwrap().len(),
+        14
+    );
+    let tx = t
+        .get(&format!(
+            "/v2/transactions/{}?expand=recurring",
+            txs[0]["id"].as_str().unwrap()
+        ))
+        .expect(200)
+        .body;
+    assert_eq!(tx["transaction"]["recurring"]["id"], json!(id));
+
+    // Mail: a notice 3 days before each run and a receipt for each charge.
+    let mail = t.get("/dev/mail?format=json").expect(200).body["messages"]
+        .as_array()
+        .unwrap()
+        .clone();
+    let notices: Vec<&Value> = mail.iter().filter(|m| m["kind"] == "recurring_notice").collect();
+    let receipts: Vec<&Value> = mail.iter().filter(|m| m["kind"] == "receipt").collect();
+    assert_eq!((notices.len(), receipts.len()), (14, 14));
+    for date in &expected {
+        assert!(
+            notices
+                .iter()
+                .any(|n| n["subject"].as_str().unwrap().contains(date.as_str())),
+            "a notice for {date}"
+        );
+    }
+    let notice = notices[0];
+    assert_eq!(notice["recipient"], json!("pat@example.com"));
+    assert!(notice["text"].as_str().unwrap().contains("19.99"));
+    assert!(notice["text"].as_str().unwrap().contains("Visa ending in 1111"));
+    assert!(
+        !dump(&json!(mail)).contains("4111111111111111"),
+        "never a full card number"
+    );
+
+    // A postback for every transaction the scheduler made.
+    let log = receiver::wait_log(
+        &t,
+        config["id"].as_str().unwrap(),
+        Duration::from_secs(30),
+        |log| log.iter().filter(|d| d["status"] == "delivered").count() >= 14,
+    );
+    assert_eq!(log.len(), 14);
+    let received = hook.wait_for(14, Duration::from_secs(10));
+    let mut delivered: Vec<String> = received
+        .iter()
+        .map(|r| r.data()["id"].as_str().unwrap().to_string())
+        .collect();
+    delivered.sort();
+    let mut made: Vec<String> = txs
+        .iter()
+        .map(|t| t["id"].as_str().unwrap().to_string())
+        .collect();
+    made.sort();
+    assert_eq!(delivered, made);
+}
+
+fn declines_are_retried_then_given_up(app: &TestApp) {
+    let t = app.bootstrap();
+    let (_, vault) = customer(&t, false);
+    let start = plus_days(today(&t), 1);
+    // 5.00 is the sandbox's decline.
+    let r = create(
+        &t,
+        &vault,
+        json!({ "start_date": text(start), "transaction_amount": "5.00" }),
+    );
+    let id = r["id"].as_str().unwrap();
+    advance_to(&t, start, 6);
+    let once = get(&t, id);
+    assert_eq!(once["retry_count"], json!(1));
+    assert_eq!(once["last_run_status"], json!("declined_retrying"));
+    assert_eq!(once["next_run_date"], json!(text(plus_days(start, 1))));
+    assert_eq!(runs(&t, id).len(), 1);
+    advance_to(&t, plus_days(start, 8), 6);
+    let txs = runs(&t, id);
+    let dates: Vec<String> = txs.iter().map(date_of).collect();
+    assert_eq!(
+        dates,
+        [0, 1, 3, 5].map(|d| text(plus_days(start, d))),
+        "the run and its retries 1, 3 and 5 days later"
+    );
+    assert!(txs.iter().all(|tx| tx["status_id"] == json!(301)));
+    let given_up = get(&t, id);
+    assert_eq!(given_up["retry_count"], json!(0));
+    assert_eq!(given_up["last_run_status"], json!("declined"));
+    assert_eq!(given_up["payment_count"], json!(0));
+    assert_eq!(given_up["status"], json!("active"));
+    assert_eq!(
+        given_up["next_run_date"],
+        json!(text(start.checked_add_months(Months::new(1)).unwrap()))
+    );
+    // An installment run that is declined still consumes its installment.
+    let i = create(
+        &t,
+        &vault,
+        json!({ "start_date": text(plus_days(today(&t), 1)), "transaction_amount": "5.00",
+            "installment_total_count": 1, "interval": 1, "interval_type": "d" }),
+    );
+    advance(&t, 3 * 86_400);
+    let ended = get(&t, i["id"].as_str().unwrap());
+    assert_eq!(ended["status"], json!("ended"));
+    assert_eq!(ended["ended_reason"], json!("installments_collected"));
+    assert_eq!(
+        runs(&t, i["id"].as_str().unwrap()).len(),
+        1,
+        "no retry fits in a daily period"
+    );
+}
+
+/// Runs fall due at the local midnight of their date, in the location's
+/// zone; ongoing schedules end after end_date.
+fn zones_and_restarts_of_the_clock(app: &TestApp) {
+    let t = app.bootstrap();
+    set_location(&t, json!({ "tz": "Pacific/Auckland" }));
+    let (_, vault) = customer(&t, false);
+    // Auckland is ahead of UTC: its "tomorrow" begins on our today.
+    let now = t.get("/v2/developer/testclock").expect(200).body["testclock"]["now"]
+        .as_i64()
+        .unwrap();
+    let zone: chrono_tz::Tz = "Pacific/Auckland".parse().unwrap();
+    let local_today = chrono::DateTime::from_timestamp(now, 0)
+        .unwrap()
+        .with_timezone(&zone)
+        .date_naive();
+    let start = plus_days(local_today, 2);
+    let r = create(
+        &t,
+        &vault,
+        json!({ "start_date": text(start), "interval": 1, "interval_type": "w",
+            "end_date": text(plus_days(start, 14)) }),
+    );
+    let id = r["id"].as_str().unwrap();
+    use chrono::TimeZone;
+    let midnight = zone
+        .from_local_datetime(&start.and_hms_opt(0, 0, 0).unwrap())
+        .earliest()
+        .unwrap()
+        .timestamp();
+    advance(&t, midnight - now - 60);
+    assert_eq!(
+        runs(&t, id).len(),
+        0,
+        "a minute before the local midnight: not yet"
+    );
+    advance(&t, 120);
+    assert_eq!(runs(&t, id).len(), 1, "just after it: charged");
+    // Weekly, ending after start + 14 days: three runs, then ended.
+    advance(&t, 30 * 86_400);
+    assert_eq!(runs(&t, id).len(), 3);
+    let ended = get(&t, id);
+    assert_eq!(ended["status"], json!("ended"));
+    assert_eq!(ended["ended_reason"], json!("end_date_passed"));
+    assert!(!has_recurring(&t, &vault));
+}
+
+/// SIGKILL while a run is charging hundreds of schedules: after the
+/// restart each schedule is charged exactly once for its date.
+fn restart_during_a_run(app: &mut TestApp) {
+    let t = app.bootstrap();
+    let (_, vault) = customer(&t, false);
+    let start = plus_days(today(&t), 1);
+    const N: usize = 300;
+    for n in 0..N {
+        t.post(
+            "/v2/recurrings",
+            plan(
+                &t,
+                &vault,
+                json!({ "start_date": text(start), "description": format!("plan {n}") }),
+            ),
+        )
+        .expect(201);
+    }
+    let mut sql = db(app);
+    let mover = {
+        let t = t.clone();
+        std::thread::spawn(move || {
+            t.post(
+                "/v2/developer/testclock/advance",
+                json!({ "testclock": { "seconds": 86_400 + 3_600 } }),
+            )
+            .status
+        })
+    };
+    wait_until("some runs under way", Duration::from_secs(60), || {
+        (sql.count(
+            "SELECT COUNT(*) FROM transactions WHERE recurring_id IS NOT NULL",
+            &[],
+        ) >= 20)
+            .then_some(())
+    });
+    app.kill();
+    let _ = mover.join();
+    let charged_before = sql.count(
+        "SELECT COUNT(*) FROM transactions WHERE recurring_id IS NOT NULL",
+        &[],
+    );
+    assert!(
+        charged_before < N as i64,
+        "the kill landed during the run ({charged_before} of {N})"
+    );
+    app.spawn();
+    let t = Tenant {
+        base: app.base.clone(),
+        ..t
+    };
+    // The clock already stands past the run date; run what is due.
+    advance(&t, 0);
+    wait_until("every schedule charged", Duration::from_secs(120), || {
+        (sql.count("SELECT COUNT(*) FROM recurrings WHERE payment_count = 1", &[]) == N as i64).then_some(())
+    });
+    let approved = sql.count(
+        "SELECT COUNT(*) FROM transactions WHERE recurring_id IS NOT NULL AND status_id = 101",
+        &[],
+    );
+    assert_eq!(approved, N as i64, "exactly one approved charge per schedule");
+    let doubled = sql.count(
+        "SELECT COUNT(*) FROM (SELECT recurring_id FROM transactions WHERE status_id = 101 \
+         AND recurring_id IS NOT NULL GROUP BY recurring_id HAVING COUNT(*) > 1) d",
+        &[],
+    );
+    assert_eq!(doubled, 0);
+    // Anything else is an attempt the crash interrupted, reversed.
+    let other = sql.count(
+        "SELECT COUNT(*) FROM transactions WHERE recurring_id IS NOT NULL AND status_id <> 101 AND reason_code_id <> 1531",
+        &[],
+    );
+    assert_eq!(other, 0);
+    assert_eq!(
+        sql.count(
+            "SELECT COUNT(*) FROM recurrings WHERE lease_owner IS NOT NULL",
+            &[]
+        ),
+        0,
+        "no lease left behind"
+    );
+}
+
+/// Receipts, notices and refusals through a real SMTP dialogue.
+fn mail_by_smtp(app: &mut TestApp) {
+    let sink = SmtpSink::start();
+    app.extra_env.push(("FERROGATE_SMTP_URL".into(), sink.url()));
+    app.extra_env
+        .push(("FERROGATE_MAIL_FROM".into(), "billing@ferrogate.test".into()));
+    app.kill();
+    app.spawn();
+    let t = app.bootstrap();
+    set_location(
+        &t,
+        json!({ "name": "Corner Bakery", "email_reply_to": "help@bakery.example" }),
+    );
+    let (_, vault) = customer(&t, true);
+    let sale = t
+        .post(
+            "/v2/transactions",
+            json!({ "transaction": { "action": "sale", "payment_method": "cc", "transaction_amount": "12.34",
+                "account_vault_id": vault, "notification_email_address": "buyer@example.com",
+                "description": "Sourdough" } }),
+        )
+        .expect(201)
+        .body["transaction"]
+        .clone();
+    assert_eq!(sale["notification_email_sent"], json!(true));
+    let mails = sink.wait_for(2, Duration::from_secs(20));
+    let mut to: Vec<String> = mails.iter().flat_map(|m| m.to.clone()).collect();
+    to.sort();
+    assert_eq!(
+        to,
+        ["buyer@example.com", "pat@example.com"],
+        "the address named and the contact"
+    );
+    for m in &mails {
+        assert_eq!(
+            m.auth,
+            Some(("sink-user".into(), "sink-secret".into())),
+            "credentials from the URL"
+        );
+        assert_eq!(m.from, "billing@ferrogate.test");
+        assert!(
+            m.header("From").unwrap().contains("Corner Bakery"),
+            "{:?}",
+            m.header("From")
+        );
+        assert_eq!(m.header("Reply-To").as_deref(), Some("help@bakery.example"));
+        assert!(m.header("Subject").unwrap().contains("12.34"));
+        let body = m.decoded();
+        assert!(
+            body.contains("text/plain") && body.contains("text/html"),
+            "plain text and HTML"
+        );
+        assert!(body.contains("Visa ending in 1111"));
+        assert!(body.contains("Sourdough"));
+        assert!(body.contains(sale["id"].as_str().unwrap()));
+        assert!(!body.contains("4111111111111111"), "never a full card number");
+    }
+    // A transaction without an address and a contact without receipts
+    // sends nothing; a declined one says so.
+    let decline = t
+        .post(
+            "/v2/transactions",
+            json!({ "transaction": { "action": "sale", "payment_method": "cc", "transaction_amount": "5.00",
+                "account_number": "4111111111111111", "exp_date": "1239",
+                "notification_email_address": "buyer@example.com" } }),
+        )
+        .expect(201)
+        .body["transaction"]
+        .clone();
+    assert_eq!(decline["status_id"], json!(301));
+    let mails = sink.wait_for(3, Duration::from_secs(20));
+    assert!(mails[2].decoded().contains("not approved"));
+    let quiet = t
+        .post(
+            "/v2/transactions",
+            json!({ "transaction": { "action": "sale", "payment_method": "cc", "transaction_amount": "1.00",
+                "account_number": "4111111111111111", "exp_date": "1239" } }),
+        )
+        .expect(201)
+        .body["transaction"]
+        .clone();
+    assert_eq!(quiet["notification_email_sent"], json!(false));
+
+    // A recipient the server refuses (550): failed at once, not retried.
+    sink.answer_rcpt(Some("550 5.1.1 no such user"));
+    t.post(
+        "/v2/transactions",
+        json!({ "transaction": { "action": "sale", "payment_method": "cc", "transaction_amount": "2.00",
+            "account_number": "4111111111111111", "exp_date": "1239",
+            "notification_email_address": "nobody@example.com" } }),
+    )
+    .expect(201);
+    let failed = wait_until("the refused message failed", Duration::from_secs(20), || {
+        let list = t.get("/dev/mail?format=json").expect(200).body["messages"].clone();
+        list.as_array()
+            .unwrap()
+            .iter()
+            .find(|m| m["recipient"] == "nobody@example.com" && m["status"] == "failed")
+            .cloned()
+    });
+    assert!(failed["last_error"].as_str().unwrap().contains("550"));
+    // A transient refusal (451) is retried; moving the clock past the
+    // retry delay delivers it.
+    sink.answer_rcpt(Some("451 4.3.0 try again later"));
+    t.post(
+        "/v2/transactions",
+        json!({ "transaction": { "action": "sale", "payment_method": "cc", "transaction_amount": "3.00",
+            "account_number": "4111111111111111", "exp_date": "1239",
+            "notification_email_address": "later@example.com" } }),
+    )
+    .expect(201);
+    wait_until("the first attempt was refused", Duration::from_secs(20), || {
+        let list = t.get("/dev/mail?format=json").expect(200).body["messages"].clone();
+        list.as_array()
+            .unwrap()
+            .iter()
+            .find(|m| m["recipient"] == "later@example.com" && m["last_error"].is_string())
+            .map(|m| assert_eq!(m["status"], json!("pending")))
+    });
+    sink.answer_rcpt(None);
+    let clock = advance(&t, 120);
+    assert!(clock["ran"]["mail_attempts"].as_i64().unwrap() >= 1, "{clock}");
+    let mails = sink.mails();
+    assert!(mails.iter().any(|m| m.to == ["later@example.com"]));
+
+    // A recurring notice, 2 days before the run.
+    let start = plus_days(today(&t), 5);
+    create(
+        &t,
+        &vault,
+        json!({ "start_date": text(start), "notification_days": 2, "transaction_amount": "7.77" }),
+    );
+    let before = sink.mails().len();
+    advance_to(&t, plus_days(start, 0).pred_opt().unwrap().pred_opt().unwrap(), 1);
+    let mails = sink.wait_for(before + 1, Duration::from_secs(20));
+    let notice = mails.last().unwrap();
+    assert_eq!(notice.to, ["pat@example.com"]);
+    assert!(notice.header("Subject").unwrap().contains(&text(start)));
+    assert!(notice.decoded().contains("7.77"));
+}
+
+/// Without SMTP, mail stays in the outbox and the development mailbox
+/// shows it to the tenant that wrote it, and to no one else.
+fn development_mailbox(app: &TestApp) {
+    let t = app.bootstrap();
+    let other = app.bootstrap();
+    let sale = t
+        .post(
+            "/v2/transactions",
+            json!({ "transaction": { "action": "sale", "payment_method": "cc", "transaction_amount": "4.20",
+                "account_number": "4111111111111111", "exp_date": "1239",
+                "notification_email_address": "pat@example.com" } }),
+        )
+        .expect(201)
+        .body["transaction"]
+        .clone();
+    assert_eq!(sale["notification_email_sent"], json!(true));
+    let list = t.get("/dev/mail?format=json").expect(200).body["messages"].clone();
+    let list = list.as_array().unwrap();
+    assert_eq!(list.len(), 1);
+    let m = &list[0];
+    assert_eq!(m["status"], json!("pending"), "kept in the outbox without SMTP");
+    assert_eq!(m["resource_id"], sale["id"]);
+    assert!(m["html"].as_str().unwrap().contains("<table"));
+    let id = m["id"].as_str().unwrap();
+    // The pages.
+    let page = t.get("/dev/mail");
+    assert_eq!(page.status, 200);
+    assert!(page.header("content-type").unwrap().starts_with("text/html"));
+    assert!(page.text.contains(m["subject"].as_str().unwrap()));
+    assert!(page.text.contains("<caption>"));
+    let one = t.get(&format!("/dev/mail/{id}"));
+    assert_eq!(one.status, 200);
+    assert!(one.text.contains("srcdoc="));
+    assert!(!one.text.contains("4111111111111111"));
+    // Another tenant sees nothing of it.
+    assert_eq!(
+        other.get("/dev/mail?format=json").expect(200).body["messages"],
+        json!([])
+    );
+    assert_eq!(other.get(&format!("/dev/mail/{id}")).status, 404);
+    // No credentials: a page asking for them.
+    let anonymous = app.client().send("GET", "/dev/mail", &[], None);
+    assert_eq!(anonymous.status, 401);
+    assert!(anonymous.header("www-authenticate").unwrap().starts_with("Basic"));
+    // HTTP Basic with the developer id in the query, as a browser signs in.
+    use base64::Engine as _;
+    let basic = base64::engine::general_purpose::STANDARD.encode(format!(
+        "{}:{}",
+        t.cred("user_id"),
+        t.cred("user_api_key")
+    ));
+    let signed_in = app.client().send(
+        "GET",
+        &format!("/dev/mail?developer-id={}", t.cred("developer_id")),
+        &[("authorization", &format!("Basic {basic}"))],
+        None,
+    );
+    assert_eq!(signed_in.status, 200);
+    assert!(
+        signed_in.text.contains(&format!("/dev/mail/{id}?developer-id=")),
+        "links keep the developer id: {}",
+        signed_in.text
+    );
+}
+
+/// Two `serve` nodes on one PostgreSQL database, both running their
+/// schedulers: 1,000 due schedules are charged exactly 1,000 times.
+#[test]
+fn two_nodes_charge_each_schedule_once() {
+    crate::support::run_on(Engine::Postgres, |app| {
+        let t = app.bootstrap();
+        let b = crate::nodes::Node::start(app);
+        let (_, vault) = customer(&t, false);
+        let tb = b.tenant(&t);
+        let today = text(today(&t));
+        const N: usize = 1_000;
+        let mut makers = Vec::new();
+        for part in 0..4 {
+            let (t, tb, vault, today) = (t.clone(), tb.clone(), vault.clone(), today.clone());
+            makers.push(std::thread::spawn(move || {
+                for n in 0..N / 4 {
+                    let via = if n % 2 == 0 { &t } else { &tb };
+                    via.post(
+                        "/v2/recurrings",
+                        plan(
+                            via,
+                            &vault,
+                            json!({ "start_date": today, "description": format!("p{part}-{n}") }),
+                        ),
+                    )
+                    .expect(201);
+                }
+            }));
+        }
+        for m in makers {
+            m.join().unwrap();
+        }
+        let mut sql = db(app);
+        wait_until("every schedule charged", Duration::from_secs(180), || {
+            (sql.count("SELECT COUNT(*) FROM recurrings WHERE payment_count >= 1", &[]) == N as i64)
+                .then_some(())
+        });
+        // Let any straggler finish, then count.
+        std::thread::sleep(Duration::from_millis(1500));
+        assert_eq!(
+            sql.count(
+                "SELECT COUNT(*) FROM transactions WHERE recurring_id IS NOT NULL",
+                &[]
+            ),
+            N as i64,
+            "exactly one charge per schedule"
+        );
+        assert_eq!(
+            sql.count(
+                "SELECT COUNT(DISTINCT recurring_id) FROM transactions WHERE status_id = 101",
+                &[]
+            ),
+            N as i64
+        );
+        assert_eq!(
+            sql.count("SELECT COUNT(*) FROM recurrings WHERE payment_count > 1", &[]),
+            0
+        );
+    });
+}
