@@ -126,6 +126,11 @@ pub struct ServeArgs {
     #[arg(long, env = "FERROGATE_SMTP_URL")]
     pub smtp_url: Option<String>,
 
+    /// PEM file of a private CA that the SMTP server's certificate must
+    /// lead to (with smtps:// or ?tls=required); default: the Mozilla roots.
+    #[arg(long, env = "FERROGATE_SMTP_CA")]
+    pub smtp_ca: Option<std::path::PathBuf>,
+
     /// The sender address of mail (the merchant's name is shown with it).
     /// Default: no-reply@ the host of the public URL.
     #[arg(long, env = "FERROGATE_MAIL_FROM")]

@@ -67,11 +67,18 @@ pub async fn serve(args: ServeArgs) -> anyhow::Result<()> {
         .mail_from
         .clone()
         .unwrap_or_else(|| crate::mail::default_sender(&public_url));
+    let smtp_ca = match &args.smtp_ca {
+        Some(path) => Some(
+            std::fs::read(path).with_context(|| format!("reading FERROGATE_SMTP_CA {}", path.display()))?,
+        ),
+        None => None,
+    };
     let mailer = crate::mail::smtp::Mailer::new(
         store.clone(),
         clock.clone(),
         payments.node_id(),
         args.smtp_url.as_deref(),
+        smtp_ca.as_deref(),
         mail_from,
     )?;
     mailer.start();

@@ -75,12 +75,19 @@ pub fn after_change(conn: &mut dyn Conn, new: &Record, old: Option<&Record>) -> 
         "UPDATE recurrings SET due_ts = ?, notify_ts = ? WHERE id = ?",
         vec![Value::from(due), Value::from(notify), new.id().into()],
     ))?;
+    // The vault's flag changes only with the status or the vault (a run
+    // that leaves the schedule active writes nothing to the vault's row,
+    // which every schedule of a vault would otherwise contend for).
     let vault = new.text("account_vault_id").unwrap_or_default();
-    refresh_vault(conn, vault, None)?;
-    if let Some(old_vault) = old.and_then(|o| o.text("account_vault_id")) {
-        if old_vault != vault {
-            refresh_vault(conn, old_vault, None)?;
-        }
+    let (status_changed, old_vault) = match old {
+        Some(o) => (o.get("status") != new.get("status"), o.text("account_vault_id")),
+        None => (true, None),
+    };
+    if status_changed || old_vault != Some(vault) {
+        refresh_vault(conn, vault, None)?;
+    }
+    if let Some(old_vault) = old_vault.filter(|v| *v != vault) {
+        refresh_vault(conn, old_vault, None)?;
     }
     Ok(())
 }

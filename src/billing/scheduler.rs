@@ -42,7 +42,7 @@ use tokio::sync::Notify;
 /// charge (the processor call's own limit).
 pub const LEASE: Duration = Duration::from_secs(300);
 /// Schedules taken per round, charged concurrently.
-pub const BATCH: usize = 64;
+pub const BATCH: usize = 128;
 /// How often the loop looks for due schedules when nothing wakes it.
 const POLL: Duration = Duration::from_secs(1);
 /// How often leases of other nodes are checked for dead holders.
@@ -180,27 +180,26 @@ impl Schedules {
             .await
     }
 
-    /// One round: notices, then one batch of runs. Returns what was done
-    /// and how many schedules were claimed.
+    /// One round: notices, then one batch of runs, their outcomes recorded
+    /// together. Returns what was done and how many schedules were claimed.
     async fn round(&self, location_id: Option<&str>) -> ApiResult<(Report, usize)> {
         let notices = self.send_notices(location_id).await?;
         let claimed = self.claim(location_id).await?;
         let count = claimed.len();
-        let mut runs = 0;
         let mut tasks = tokio::task::JoinSet::new();
         for job in claimed {
             let this = self.clone();
             tasks.spawn(async move { this.run(job).await });
         }
+        let mut outcomes = Vec::with_capacity(count);
         while let Some(done) = tasks.join_next().await {
             match done.map_err(ApiError::internal)? {
-                Ok(true) => runs += 1,
-                Ok(false) => {}
-                Err(e) => {
-                    tracing::warn!(error = %e, "scheduler: a run could not be recorded; it will be retried")
-                }
+                Ok(Some(outcome)) => outcomes.push(outcome),
+                Ok(None) => {}
+                Err(e) => tracing::warn!(error = %e, "scheduler: a run failed; it will be retried"),
             }
         }
+        let runs = self.record(outcomes).await?;
         Ok((Report { runs, notices }, count))
     }
 
@@ -270,8 +269,9 @@ impl Schedules {
             .await
     }
 
-    /// One run of a leased schedule. Returns whether a run was recorded.
-    async fn run(&self, job: Claimed) -> ApiResult<bool> {
+    /// One run of a leased schedule: its outcome, to be recorded, or
+    /// `None` when it must be tried again later (the lease is kept).
+    async fn run(&self, job: Claimed) -> ApiResult<Option<Ran>> {
         let id = job.record.id().to_string();
         let run_seq = job.record.int("run_seq").unwrap_or(0);
         let key = format!("{id}:{run_seq}");
@@ -300,10 +300,16 @@ impl Schedules {
             None => self.charge(&cx, &job.record, &key).await,
         };
         match outcome {
-            Some(outcome) => self.record(cx, job, run_seq, outcome).await,
+            Some(outcome) => Ok(Some(Ran {
+                cx,
+                id,
+                run_seq,
+                tz: job.scope.tz,
+                outcome,
+            })),
             None => {
                 self.postpone(&id).await?;
-                Ok(false)
+                Ok(None)
             }
         }
     }
@@ -369,39 +375,44 @@ impl Schedules {
         }
     }
 
-    /// Records a run's outcome, if this node still holds the schedule's
-    /// lease for the attempt it claimed.
-    async fn record(&self, cx: Cx, job: Claimed, run_seq: i64, outcome: RunOutcome) -> ApiResult<bool> {
+    /// Records the outcomes of a round in one write job (each only if this
+    /// node still holds the schedule's lease for the attempt it claimed);
+    /// if that job fails, one by one, so one bad row does not hold back
+    /// the others. Returns the runs recorded.
+    async fn record(&self, outcomes: Vec<Ran>) -> ApiResult<usize> {
+        if outcomes.is_empty() {
+            return Ok(0);
+        }
         let node = self.node_id.to_string();
-        let id = job.record.id().to_string();
-        let today = local_date(cx.now, job.scope.tz);
-        self.store
+        let batch = outcomes.clone();
+        let all = self
+            .store
             .write(move |conn| {
-                let held = conn.query_one(&Sql::with(
-                    "SELECT lease_owner, run_seq FROM recurrings WHERE id = ?",
-                    vec![id.clone().into()],
-                ))?;
-                let ours = held
-                    .is_some_and(|r| r[0].as_str() == Some(node.as_str()) && r[1].as_int() == Some(run_seq));
-                if !ours {
-                    return Ok(false);
+                let mut runs = 0;
+                for ran in &batch {
+                    runs += usize::from(record_one(conn, &node, ran)?);
                 }
-                let mut sql = select_unscoped(&RECURRING);
-                sql.push(" AND t.id = ").bind(id.clone());
-                let Some(row) = conn.query_one(&sql)? else {
-                    return Ok(false);
-                };
-                let old = Record::from_row(&RECURRING, row);
-                let new = transitions::after_run(&old, &outcome, today);
-                let new = crate::engine::save_record(&cx, conn, &old, new)?;
-                super::after_change(conn, &new, None)?;
-                conn.execute(&Sql::with(
-                    "UPDATE recurrings SET lease_owner = NULL, lease_until_ms = NULL WHERE id = ?",
-                    vec![id.into()],
-                ))?;
-                Ok(!matches!(outcome, RunOutcome::Interrupted))
+                Ok(runs)
             })
-            .await
+            .await;
+        match all {
+            Ok(runs) => Ok(runs),
+            Err(e) => {
+                tracing::warn!(error = %e, "scheduler: recording a round failed; recording its runs one by one");
+                let mut runs = 0;
+                for ran in outcomes {
+                    let node = self.node_id.to_string();
+                    let id = ran.id.clone();
+                    match self.store.write(move |conn| record_one(conn, &node, &ran)).await {
+                        Ok(recorded) => runs += usize::from(recorded),
+                        Err(e) => {
+                            tracing::warn!(recurring = %id, error = %e, "scheduler: a run could not be recorded; it will be found by its run key")
+                        }
+                    }
+                }
+                Ok(runs)
+            }
+        }
     }
 
     /// Keeps the lease a while longer: the run is tried again after it.
@@ -423,6 +434,31 @@ impl Schedules {
     async fn send_notices(&self, location_id: Option<&str>) -> ApiResult<usize> {
         let now_ms = self.clock.now_ms();
         let location = location_id.map(str::to_string);
+        // Rounds with nothing to notify read, not write (one writer).
+        let any = {
+            let location = location.clone();
+            self.store
+                .read(move |conn| {
+                    let wall = now_ms.div_euclid(1000);
+                    let horizon = wall + max_offset(conn)?;
+                    let mut sql = Sql::new(
+                        "SELECT 1 FROM recurrings r JOIN locations l ON l.id = r.location_id \
+                         WHERE r.status = 'active' AND r.notify_ts <= ",
+                    );
+                    sql.bind(horizon)
+                        .push(" AND r.notify_ts <= l.clock_offset_s + ")
+                        .bind(wall);
+                    if let Some(location) = location {
+                        sql.push(" AND r.location_id = ").bind(location);
+                    }
+                    sql.push(" LIMIT 1");
+                    Ok(conn.query_one(&sql)?.is_some())
+                })
+                .await?
+        };
+        if !any {
+            return Ok(0);
+        }
         self.store
             .write(move |conn| {
                 let wall = now_ms.div_euclid(1000);
@@ -517,6 +553,45 @@ impl Schedules {
             sink: self.sink.clone(),
         }
     }
+}
+
+/// A run's outcome, to be recorded.
+#[derive(Clone)]
+struct Ran {
+    cx: Cx,
+    id: String,
+    run_seq: i64,
+    tz: chrono_tz::Tz,
+    outcome: RunOutcome,
+}
+
+/// Records one outcome if `node` holds the schedule's lease for the
+/// attempt. Returns whether a run (not an interrupted attempt) was
+/// recorded.
+fn record_one(conn: &mut dyn Conn, node: &str, ran: &Ran) -> ApiResult<bool> {
+    let held = conn.query_one(&Sql::with(
+        "SELECT lease_owner, run_seq FROM recurrings WHERE id = ?",
+        vec![ran.id.clone().into()],
+    ))?;
+    let ours = held.is_some_and(|r| r[0].as_str() == Some(node) && r[1].as_int() == Some(ran.run_seq));
+    if !ours {
+        return Ok(false);
+    }
+    let mut sql = select_unscoped(&RECURRING);
+    sql.push(" AND t.id = ").bind(ran.id.clone());
+    let Some(row) = conn.query_one(&sql)? else {
+        return Ok(false);
+    };
+    let old = Record::from_row(&RECURRING, row);
+    let today = local_date(ran.cx.now, ran.tz);
+    let new = transitions::after_run(&old, &ran.outcome, today);
+    let new = crate::engine::save_record(&ran.cx, conn, &old, new)?;
+    super::after_change(conn, &new, Some(&old))?;
+    conn.execute(&Sql::with(
+        "UPDATE recurrings SET lease_owner = NULL, lease_until_ms = NULL WHERE id = ?",
+        vec![ran.id.clone().into()],
+    ))?;
+    Ok(!matches!(ran.outcome, RunOutcome::Interrupted))
 }
 
 /// The largest test clock offset of any location: due rows are looked for

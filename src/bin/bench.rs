@@ -141,6 +141,12 @@ struct Args {
     /// Print one JSON object per result line instead of text.
     #[arg(long)]
     json: bool,
+
+    /// Instead of the scenarios: create this many monthly recurrings on one
+    /// vault, all first due tomorrow, then move the tenant's test clock a
+    /// day forward and time the scheduler charging them all (sandbox only).
+    #[arg(long)]
+    scheduler_run: Option<u64>,
 }
 
 fn parse_seconds(s: &str) -> Result<Duration, String> {
@@ -328,6 +334,10 @@ async fn run(args: Args, target: Target, credentials: Credentials) -> Result<Exi
 
     if args.seed_rows > 0 {
         seed(&api, args.seed_rows, existing, args.json).await?;
+    }
+    if let Some(schedules) = args.scheduler_run {
+        scheduler::run(&api, schedules, args.json).await?;
+        return Ok(ExitCode::SUCCESS);
     }
 
     let mut failed = Vec::new();
@@ -1643,5 +1653,181 @@ mod postbacks {
                 ms(max)
             );
         }
+    }
+}
+
+/// `--scheduler-run N`: the recurring scheduler charging N due schedules.
+mod scheduler {
+    use super::{round, Api, Conn};
+    use anyhow::{bail, ensure, Context, Result};
+    use serde_json::{json, Value};
+    use std::sync::atomic::{AtomicU64, Ordering};
+    use std::sync::Arc;
+    use std::time::{Duration, Instant};
+
+    /// Clients creating the schedules.
+    const CREATORS: usize = 64;
+
+    /// One request on a connection of its own, with its own time limit.
+    async fn call(
+        api: &Api,
+        conn: &mut Option<Conn>,
+        method: &str,
+        path: &str,
+        body: Option<Value>,
+        limit: Duration,
+    ) -> Result<(u16, Value)> {
+        let request = api.request(method, path, body.map(|b| b.to_string()).as_deref());
+        if conn.is_none() {
+            *conn = Some(Conn::connect(api.target.addr).await?);
+        }
+        let Some(c) = conn.as_mut() else {
+            bail!("no connection")
+        };
+        let response = tokio::time::timeout(limit, c.round_trip(&request))
+            .await
+            .with_context(|| format!("{method} {path}: no answer within {limit:?}"))??;
+        if !response.keep_alive {
+            *conn = None;
+        }
+        let body = serde_json::from_slice(&response.body).unwrap_or(Value::Null);
+        Ok((response.status, body))
+    }
+
+    async fn total(api: &Api, conn: &mut Option<Conn>, path: &str) -> Result<u64> {
+        let (status, body) = call(api, conn, "GET", path, None, Duration::from_secs(60)).await?;
+        ensure!(status == 200, "GET {path}: {status} {body}");
+        body["meta"]["pagination"]["totalCount"]
+            .as_u64()
+            .with_context(|| format!("GET {path}: no totalCount"))
+    }
+
+    pub async fn run(api: &Arc<Api>, schedules: u64, json_out: bool) -> Result<()> {
+        let mut conn = None;
+        let short = Duration::from_secs(30);
+        let (status, body) = call(
+            api,
+            &mut conn,
+            "POST",
+            "/v2/contacts",
+            Some(
+                json!({ "contact": { "location_id": api.location_id, "last_name": "Scheduler",
+                "email": "scheduler@example.com" } }),
+            ),
+            short,
+        )
+        .await?;
+        ensure!(status == 201, "creating the contact: {status} {body}");
+        let contact = body["contact"]["id"].as_str().unwrap_or_default().to_string();
+        let (status, body) = call(
+            api,
+            &mut conn,
+            "POST",
+            "/v2/accountvaults",
+            Some(
+                json!({ "accountvault": { "location_id": api.location_id, "payment_method": "cc",
+                "contact_id": contact, "account_number": "4111111111111111", "exp_date": api.exp_date } }),
+            ),
+            short,
+        )
+        .await?;
+        ensure!(status == 201, "creating the vault: {status} {body}");
+        let vault = body["accountvault"]["id"]
+            .as_str()
+            .unwrap_or_default()
+            .to_string();
+        let (status, body) = call(api, &mut conn, "GET", "/v2/developer/testclock", None, short).await?;
+        ensure!(
+            status == 200,
+            "reading the test clock (sandbox only): {status} {body}"
+        );
+        let now = body["testclock"]["now"].as_i64().context("the clock's now")?;
+        let today = chrono::DateTime::from_timestamp(now, 0)
+            .context("now")?
+            .date_naive();
+        let tomorrow = today.succ_opt().context("tomorrow")?;
+
+        // The schedules, created through the API by many clients.
+        let created = Arc::new(AtomicU64::new(0));
+        let started = Instant::now();
+        let mut creators = tokio::task::JoinSet::new();
+        for _ in 0..CREATORS {
+            let (api, created, vault) = (api.clone(), created.clone(), vault.clone());
+            let start_date = tomorrow.format("%Y-%m-%d").to_string();
+            creators.spawn(async move {
+                let mut conn = None;
+                while created.fetch_add(1, Ordering::Relaxed) < schedules {
+                    let body = json!({ "recurring": { "location_id": api.location_id, "account_vault_id": vault,
+                        "transaction_amount": "10.00", "interval": 1, "interval_type": "m",
+                        "start_date": start_date } });
+                    let (status, answer) = call(&api, &mut conn, "POST", "/v2/recurrings", Some(body), Duration::from_secs(60)).await?;
+                    ensure!(status == 201, "creating a recurring: {status} {answer}");
+                }
+                Ok::<(), anyhow::Error>(())
+            });
+        }
+        while let Some(done) = creators.join_next().await {
+            done??;
+        }
+        let create_s = started.elapsed().as_secs_f64();
+
+        // Move the clock to 01:00 tomorrow: everything falls due at once.
+        let target = tomorrow
+            .and_hms_opt(1, 0, 0)
+            .context("01:00")?
+            .and_utc()
+            .timestamp();
+        let started = Instant::now();
+        let (status, answer) = call(
+            api,
+            &mut conn,
+            "POST",
+            "/v2/developer/testclock/advance",
+            Some(json!({ "testclock": { "seconds": target - now } })),
+            Duration::from_secs(7200),
+        )
+        .await?;
+        ensure!(status == 200, "advancing the clock: {status} {answer}");
+        let mut charged = 0;
+        while started.elapsed() < Duration::from_secs(7200) {
+            charged = total(api, &mut conn, "/v2/transactions?is_recurring=1&page_size=1").await?;
+            if charged >= schedules {
+                break;
+            }
+            tokio::time::sleep(Duration::from_millis(200)).await;
+        }
+        let run_s = started.elapsed().as_secs_f64();
+        let approved = total(
+            api,
+            &mut conn,
+            "/v2/transactions?is_recurring=1&status_id=101&page_size=1",
+        )
+        .await?;
+        let line = json!({
+            "scenario": "scheduler-run",
+            "schedules": schedules,
+            "create_seconds": round(create_s, 2),
+            "creates_per_second": round(schedules as f64 / create_s, 1),
+            "run_seconds": round(run_s, 2),
+            "charges": charged,
+            "approved": approved,
+            "charges_per_second": round(charged as f64 / run_s, 1),
+            "ran_in_the_advance_call": answer["testclock"]["ran"]["recurring_runs"],
+        });
+        if json_out {
+            println!("{line}");
+        } else {
+            println!(
+                "scheduler-run: {schedules} schedules created in {create_s:.1} s ({:.0}/s); \
+                 {charged} charged ({approved} approved) in {run_s:.1} s: {:.0} charges/s",
+                schedules as f64 / create_s,
+                charged as f64 / run_s
+            );
+        }
+        ensure!(
+            charged == schedules,
+            "{charged} charges for {schedules} schedules"
+        );
+        Ok(())
     }
 }

@@ -58,20 +58,19 @@ enum Sent {
 impl Mailer {
     /// `smtp_url` as lettre reads it: `smtp://[user:pass@]host:port`
     /// (plain; `?tls=required` for STARTTLS) or `smtps://` (TLS).
+    /// `ca_pem`: the certificate(s) of a private CA the server's
+    /// certificate must lead to (`FERROGATE_SMTP_CA`), instead of the
+    /// built-in Mozilla roots.
     pub fn new(
         store: Store,
         clock: Clock,
         node_id: &str,
         smtp_url: Option<&str>,
+        ca_pem: Option<&[u8]>,
         from_address: String,
     ) -> anyhow::Result<Mailer> {
         let transport = match smtp_url.map(str::trim).filter(|u| !u.is_empty()) {
-            Some(url) => Some(
-                AsyncSmtpTransport::<Tokio1Executor>::from_url(url)
-                    .map_err(|e| anyhow::anyhow!("FERROGATE_SMTP_URL is not a usable SMTP URL: {e}"))?
-                    .timeout(Some(SEND_TIMEOUT))
-                    .build(),
-            ),
+            Some(url) => Some(transport(url, ca_pem)?),
             None => None,
         };
         from_address
@@ -235,6 +234,49 @@ impl Mailer {
     }
 }
 
+/// The SMTP transport of `url`, with a private CA when given.
+fn transport(url: &str, ca_pem: Option<&[u8]>) -> anyhow::Result<AsyncSmtpTransport<Tokio1Executor>> {
+    use lettre::transport::smtp::client::{Certificate, Tls, TlsParameters};
+    let mut builder = AsyncSmtpTransport::<Tokio1Executor>::from_url(url)
+        .map_err(|e| anyhow::anyhow!("FERROGATE_SMTP_URL is not a usable SMTP URL: {e}"))?
+        .timeout(Some(SEND_TIMEOUT));
+    if let Some(pem) = ca_pem {
+        let host = host_of(url).ok_or_else(|| anyhow::anyhow!("FERROGATE_SMTP_URL names no host"))?;
+        let certificate = Certificate::from_pem(pem)
+            .map_err(|e| anyhow::anyhow!("FERROGATE_SMTP_CA is not a PEM certificate: {e}"))?;
+        let parameters = TlsParameters::builder(host)
+            .add_root_certificate(certificate)
+            .build_rustls()
+            .map_err(|e| anyhow::anyhow!("FERROGATE_SMTP_CA: {e}"))?;
+        let query = url.split_once('?').map(|(_, q)| q).unwrap_or_default();
+        let tls = if url.starts_with("smtps://") {
+            Tls::Wrapper(parameters)
+        } else if query.contains("tls=required") {
+            Tls::Required(parameters)
+        } else if query.contains("tls=opportunistic") {
+            Tls::Opportunistic(parameters)
+        } else {
+            anyhow::bail!(
+                "FERROGATE_SMTP_CA is set but FERROGATE_SMTP_URL uses no TLS: use smtps:// or ?tls=required"
+            );
+        };
+        builder = builder.tls(tls);
+    }
+    Ok(builder.build())
+}
+
+/// The host of `scheme://[user:pass@]host[:port][/...][?...]`.
+fn host_of(url: &str) -> Option<String> {
+    let rest = url.split_once("://")?.1;
+    let authority = rest.split(['/', '?']).next()?;
+    let host_port = authority.rsplit_once('@').map_or(authority, |(_, h)| h);
+    let host = match host_port.strip_prefix('[') {
+        Some(v6) => v6.split(']').next()?,
+        None => host_port.split(':').next()?,
+    };
+    (!host.is_empty()).then(|| host.to_string())
+}
+
 /// One delivery attempt.
 async fn send(transport: &AsyncSmtpTransport<Tokio1Executor>, from: &str, m: &Outgoing) -> Sent {
     let mailbox = |name: Option<&str>, address: &str| -> Result<Mailbox, String> {
@@ -265,5 +307,24 @@ async fn send(transport: &AsyncSmtpTransport<Tokio1Executor>, from: &str, m: &Ou
         Ok(_) => Sent::Delivered,
         Err(e) if e.is_permanent() => Sent::Refused(e.to_string()),
         Err(e) => Sent::Retry(e.to_string()),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::host_of;
+
+    #[test]
+    fn the_host_of_an_smtp_url() {
+        assert_eq!(
+            host_of("smtp://u:p@mail.example.com:587?tls=required").as_deref(),
+            Some("mail.example.com")
+        );
+        assert_eq!(
+            host_of("smtps://mail.example.com").as_deref(),
+            Some("mail.example.com")
+        );
+        assert_eq!(host_of("smtp://[::1]:25").as_deref(), Some("::1"));
+        assert_eq!(host_of("smtp://"), None);
     }
 }

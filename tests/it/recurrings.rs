@@ -24,6 +24,7 @@ engine_tests!(
     zones_and_restarts_of_the_clock,
     restart_during_a_run,
     mail_by_smtp,
+    mail_over_starttls,
     development_mailbox,
 );
 
@@ -1083,6 +1084,38 @@ fn mail_by_smtp(app: &mut TestApp) {
     assert_eq!(notice.to, ["pat@example.com"]);
     assert!(notice.header("Subject").unwrap().contains(&text(start)));
     assert!(notice.decoded().contains("7.77"));
+}
+
+/// STARTTLS with credentials, the server's certificate checked against
+/// a private CA (`FERROGATE_SMTP_CA`).
+fn mail_over_starttls(app: &mut TestApp) {
+    let sink = SmtpSink::start_tls();
+    let ca = app.dir.join("smtp-ca.pem");
+    std::fs::write(&ca, sink.ca_pem.as_ref().unwrap()).unwrap();
+    app.extra_env.push((
+        "FERROGATE_SMTP_URL".into(),
+        format!(
+            "smtp://sink-user:sink-secret@127.0.0.1:{}?tls=required",
+            sink.port
+        ),
+    ));
+    app.extra_env
+        .push(("FERROGATE_SMTP_CA".into(), ca.display().to_string()));
+    app.kill();
+    app.spawn();
+    let t = app.bootstrap();
+    t.post(
+        "/v2/transactions",
+        json!({ "transaction": { "action": "sale", "payment_method": "cc", "transaction_amount": "6.50",
+            "account_number": "4111111111111111", "exp_date": "1239",
+            "notification_email_address": "secure@example.com" } }),
+    )
+    .expect(201);
+    let mails = sink.wait_for(1, Duration::from_secs(20));
+    assert_eq!(mails[0].to, ["secure@example.com"]);
+    assert!(mails[0].secure, "sent after STARTTLS");
+    assert_eq!(mails[0].auth, Some(("sink-user".into(), "sink-secret".into())));
+    assert!(mails[0].decoded().contains("6.50"));
 }
 
 /// Without SMTP, mail stays in the outbox and the development mailbox

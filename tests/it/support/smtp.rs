@@ -3,10 +3,11 @@
 //! DATA, RSET, NOOP, QUIT), keeps every message it accepts and can be
 //! told to answer RCPT with a given reply.
 
-use std::io::{BufRead, BufReader, Write};
+use std::io::Write;
 use std::net::{TcpListener, TcpStream};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
+use tokio_rustls::rustls;
 
 /// A message as the sink received it.
 #[derive(Clone, Debug)]
@@ -17,6 +18,8 @@ pub struct Mail {
     pub data: String,
     /// The AUTH PLAIN/LOGIN identity the client gave, if any.
     pub auth: Option<(String, String)>,
+    /// Received after STARTTLS.
+    pub secure: bool,
 }
 
 impl Mail {
@@ -61,23 +64,42 @@ struct State {
 pub struct SmtpSink {
     pub port: u16,
     state: Arc<Mutex<State>>,
+    /// The CA of the sink's certificate (PEM), when it offers STARTTLS.
+    pub ca_pem: Option<String>,
 }
 
 impl SmtpSink {
     pub fn start() -> SmtpSink {
+        SmtpSink::listen(None)
+    }
+
+    /// A sink that offers STARTTLS with a certificate for `localhost` from
+    /// a throwaway CA.
+    pub fn start_tls() -> SmtpSink {
+        let (ca_pem, config) = tls_config();
+        let mut sink = SmtpSink::listen(Some(config));
+        sink.ca_pem = Some(ca_pem);
+        sink
+    }
+
+    fn listen(tls: Option<Arc<rustls::ServerConfig>>) -> SmtpSink {
         let listener = TcpListener::bind("127.0.0.1:0").expect("bind smtp sink");
         let port = listener.local_addr().expect("addr").port();
         let state = Arc::new(Mutex::new(State::default()));
         let shared = state.clone();
         std::thread::spawn(move || {
             for stream in listener.incoming().flatten() {
-                let state = shared.clone();
+                let (state, tls) = (shared.clone(), tls.clone());
                 std::thread::spawn(move || {
-                    let _ = session(stream, &state);
+                    let _ = session(stream, &state, tls);
                 });
             }
         });
-        SmtpSink { port, state }
+        SmtpSink {
+            port,
+            state,
+            ca_pem: None,
+        }
     }
 
     /// `smtp://user:secret@127.0.0.1:PORT`
@@ -102,35 +124,124 @@ impl SmtpSink {
     }
 }
 
-fn session(stream: TcpStream, state: &Mutex<State>) -> std::io::Result<()> {
+/// Either side of a session: plain TCP, or TLS after STARTTLS.
+trait Wire: std::io::Read + Write {}
+impl<T: std::io::Read + Write> Wire for T {}
+
+/// A CA (PEM) and a server configuration for `localhost` and 127.0.0.1
+/// signed by it.
+fn tls_config() -> (String, Arc<rustls::ServerConfig>) {
+    use rcgen::{
+        BasicConstraints, CertificateParams, DnType, ExtendedKeyUsagePurpose, IsCa, KeyPair, KeyUsagePurpose,
+    };
+    use rustls::pki_types::{PrivateKeyDer, PrivatePkcs8KeyDer};
+    let ca_key = KeyPair::generate().unwrap();
+    let mut ca = CertificateParams::new(Vec::<String>::new()).unwrap();
+    ca.is_ca = IsCa::Ca(BasicConstraints::Unconstrained);
+    ca.distinguished_name
+        .push(DnType::CommonName, "Ferrogate test mail CA");
+    ca.key_usages = vec![KeyUsagePurpose::KeyCertSign, KeyUsagePurpose::CrlSign];
+    let ca_cert = ca.self_signed(&ca_key).unwrap();
+    let key = KeyPair::generate().unwrap();
+    let mut leaf = CertificateParams::new(vec!["localhost".to_string(), "127.0.0.1".to_string()]).unwrap();
+    leaf.extended_key_usages = vec![ExtendedKeyUsagePurpose::ServerAuth];
+    let cert = leaf.signed_by(&key, &ca_cert, &ca_key).unwrap();
+    let provider = Arc::new(rustls::crypto::ring::default_provider());
+    let config = rustls::ServerConfig::builder_with_provider(provider)
+        .with_safe_default_protocol_versions()
+        .unwrap()
+        .with_no_client_auth()
+        .with_single_cert(
+            vec![cert.der().clone()],
+            PrivateKeyDer::Pkcs8(PrivatePkcs8KeyDer::from(key.serialize_der())),
+        )
+        .unwrap();
+    use base64::Engine as _;
+    let text = base64::engine::general_purpose::STANDARD.encode(ca_cert.der());
+    let mut pem = String::from("-----BEGIN CERTIFICATE-----\n");
+    for line in text.as_bytes().chunks(64) {
+        pem.push_str(std::str::from_utf8(line).unwrap());
+        pem.push('\n');
+    }
+    pem.push_str("-----END CERTIFICATE-----\n");
+    (pem, Arc::new(config))
+}
+
+/// Reads one line (through LF), byte by byte: no buffer can swallow the
+/// first bytes of a TLS handshake.
+fn read_line(wire: &mut dyn Wire) -> std::io::Result<String> {
+    let mut line = Vec::new();
+    let mut byte = [0u8; 1];
+    loop {
+        if wire.read(&mut byte)? == 0 {
+            break;
+        }
+        line.push(byte[0]);
+        if byte[0] == b'\n' {
+            break;
+        }
+    }
+    Ok(String::from_utf8_lossy(&line).to_string())
+}
+
+fn session(
+    stream: TcpStream,
+    state: &Mutex<State>,
+    tls: Option<Arc<rustls::ServerConfig>>,
+) -> std::io::Result<()> {
+    stream.set_read_timeout(Some(Duration::from_secs(30)))?;
+    let mut plain = stream;
+    plain.write_all(b"220 sink.test ESMTP ready\r\n")?;
+    match dialogue(&mut plain, state, tls.is_some(), false)? {
+        Next::Done => Ok(()),
+        Next::StartTls => {
+            let Some(config) = tls else { return Ok(()) };
+            let conn = rustls::ServerConnection::new(config).map_err(std::io::Error::other)?;
+            let mut secure = rustls::StreamOwned::new(conn, plain);
+            dialogue(&mut secure, state, false, true).map(|_| ())
+        }
+    }
+}
+
+enum Next {
+    Done,
+    StartTls,
+}
+
+fn dialogue(
+    wire: &mut dyn Wire,
+    state: &Mutex<State>,
+    offer_tls: bool,
+    secure: bool,
+) -> std::io::Result<Next> {
     use base64::Engine as _;
     let b64 = base64::engine::general_purpose::STANDARD;
-    stream.set_read_timeout(Some(Duration::from_secs(30)))?;
-    let mut out = stream.try_clone()?;
-    let mut lines = BufReader::new(stream);
-    let reply = |out: &mut TcpStream, text: &str| out.write_all(format!("{text}\r\n").as_bytes());
-    reply(&mut out, "220 sink.test ESMTP ready")?;
+    let reply = |wire: &mut dyn Wire, text: &str| wire.write_all(format!("{text}\r\n").as_bytes());
     let (mut from, mut to, mut auth) = (String::new(), Vec::new(), None);
     loop {
-        let mut line = String::new();
-        if lines.read_line(&mut line)? == 0 {
-            return Ok(());
+        let line = read_line(wire)?;
+        if line.is_empty() {
+            return Ok(Next::Done);
         }
         let line = line.trim_end().to_string();
         let upper = line.to_ascii_uppercase();
         if upper.starts_with("EHLO") {
-            reply(&mut out, "250-sink.test")?;
-            reply(&mut out, "250-AUTH PLAIN LOGIN")?;
-            reply(&mut out, "250 8BITMIME")?;
+            reply(wire, "250-sink.test")?;
+            if offer_tls {
+                reply(wire, "250-STARTTLS")?;
+            }
+            reply(wire, "250-AUTH PLAIN LOGIN")?;
+            reply(wire, "250 8BITMIME")?;
         } else if upper.starts_with("HELO") {
-            reply(&mut out, "250 sink.test")?;
+            reply(wire, "250 sink.test")?;
+        } else if upper == "STARTTLS" && offer_tls {
+            reply(wire, "220 2.0.0 ready to start TLS")?;
+            return Ok(Next::StartTls);
         } else if upper.starts_with("AUTH PLAIN") {
             let encoded = line[10..].trim().to_string();
             let encoded = if encoded.is_empty() {
-                reply(&mut out, "334 ")?;
-                let mut l = String::new();
-                lines.read_line(&mut l)?;
-                l.trim().to_string()
+                reply(wire, "334 ")?;
+                read_line(wire)?.trim().to_string()
             } else {
                 encoded
             };
@@ -143,26 +254,24 @@ fn session(stream: TcpStream, state: &Mutex<State>) -> std::io::Result<()> {
                 .get(1)
                 .zip(parts.get(2))
                 .map(|(u, p)| (u.clone(), p.clone()));
-            reply(&mut out, "235 2.7.0 authenticated")?;
+            reply(wire, "235 2.7.0 authenticated")?;
         } else if upper.starts_with("AUTH LOGIN") {
-            let mut ask = |out: &mut TcpStream, prompt: &str| -> std::io::Result<String> {
-                out.write_all(format!("334 {}\r\n", b64.encode(prompt)).as_bytes())?;
-                let mut l = String::new();
-                lines.read_line(&mut l)?;
-                Ok(String::from_utf8_lossy(&b64.decode(l.trim()).unwrap_or_default()).to_string())
-            };
-            let user = ask(&mut out, "Username:")?;
-            let pass = ask(&mut out, "Password:")?;
-            auth = Some((user, pass));
-            reply(&mut out, "235 2.7.0 authenticated")?;
+            let mut answers = Vec::new();
+            for prompt in ["Username:", "Password:"] {
+                wire.write_all(format!("334 {}\r\n", b64.encode(prompt)).as_bytes())?;
+                let l = read_line(wire)?;
+                answers.push(String::from_utf8_lossy(&b64.decode(l.trim()).unwrap_or_default()).to_string());
+            }
+            auth = Some((answers[0].clone(), answers[1].clone()));
+            reply(wire, "235 2.7.0 authenticated")?;
         } else if upper.starts_with("MAIL FROM:") {
             from = line[10..].trim().trim_matches(['<', '>']).to_string();
             to.clear();
-            reply(&mut out, "250 2.1.0 ok")?;
+            reply(wire, "250 2.1.0 ok")?;
         } else if upper.starts_with("RCPT TO:") {
             let custom = state.lock().unwrap().rcpt_reply.clone();
             match custom {
-                Some(r) => reply(&mut out, &r)?,
+                Some(r) => reply(wire, &r)?,
                 None => {
                     to.push(
                         line[8..]
@@ -173,16 +282,16 @@ fn session(stream: TcpStream, state: &Mutex<State>) -> std::io::Result<()> {
                             .trim_matches('<')
                             .to_string(),
                     );
-                    reply(&mut out, "250 2.1.5 ok")?;
+                    reply(wire, "250 2.1.5 ok")?;
                 }
             }
         } else if upper == "DATA" {
-            reply(&mut out, "354 end with <CRLF>.<CRLF>")?;
+            reply(wire, "354 end with <CRLF>.<CRLF>")?;
             let mut data = String::new();
             loop {
-                let mut l = String::new();
-                if lines.read_line(&mut l)? == 0 {
-                    return Ok(());
+                let l = read_line(wire)?;
+                if l.is_empty() {
+                    return Ok(Next::Done);
                 }
                 if l == ".\r\n" || l == ".\n" {
                     break;
@@ -195,18 +304,19 @@ fn session(stream: TcpStream, state: &Mutex<State>) -> std::io::Result<()> {
                 to: to.clone(),
                 data,
                 auth: auth.clone(),
+                secure,
             });
-            reply(&mut out, "250 2.0.0 queued")?;
+            reply(wire, "250 2.0.0 queued")?;
         } else if upper == "RSET" {
             to.clear();
-            reply(&mut out, "250 2.0.0 ok")?;
+            reply(wire, "250 2.0.0 ok")?;
         } else if upper == "NOOP" {
-            reply(&mut out, "250 2.0.0 ok")?;
+            reply(wire, "250 2.0.0 ok")?;
         } else if upper == "QUIT" {
-            reply(&mut out, "221 2.0.0 bye")?;
-            return Ok(());
+            reply(wire, "221 2.0.0 bye")?;
+            return Ok(Next::Done);
         } else {
-            reply(&mut out, "502 5.5.2 command not recognized")?;
+            reply(wire, "502 5.5.2 command not recognized")?;
         }
     }
 }
