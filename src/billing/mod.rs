@@ -95,13 +95,16 @@ pub fn after_change(conn: &mut dyn Conn, new: &Record, old: Option<&Record>) -> 
 /// Sets the vault's `has_recurring`: whether an active recurring charges
 /// it (`leaving`: a recurring about to be deleted, not counted).
 pub fn refresh_vault(conn: &mut dyn Conn, vault_id: &str, leaving: Option<&str>) -> ApiResult<()> {
+    // Written only when it changes: schedules created on one vault do not
+    // queue on its row lock (PostgreSQL locks only rows it updates).
     conn.execute(&Sql::with(
-        "UPDATE account_vaults SET has_recurring = CASE WHEN EXISTS (SELECT 1 FROM recurrings r \
-         WHERE r.account_vault_id = ? AND r.status = 'active' AND r.id <> ?) THEN 1 ELSE 0 END WHERE id = ?",
+        "UPDATE account_vaults SET has_recurring = 1 - has_recurring WHERE id = ? AND has_recurring <> \
+         CASE WHEN EXISTS (SELECT 1 FROM recurrings r WHERE r.account_vault_id = ? AND r.status = 'active' \
+         AND r.id <> ?) THEN 1 ELSE 0 END",
         vec![
             vault_id.into(),
-            leaving.unwrap_or_default().into(),
             vault_id.into(),
+            leaving.unwrap_or_default().into(),
         ],
     ))?;
     Ok(())

@@ -42,7 +42,7 @@ use tokio::sync::Notify;
 /// charge (the processor call's own limit).
 pub const LEASE: Duration = Duration::from_secs(300);
 /// Schedules taken per round, charged concurrently.
-pub const BATCH: usize = 128;
+pub const BATCH: usize = 256;
 /// How often the loop looks for due schedules when nothing wakes it.
 const POLL: Duration = Duration::from_secs(1);
 /// How often leases of other nodes are checked for dead holders.
@@ -89,6 +89,9 @@ struct Claimed {
     record: Record,
     scope: TenantScope,
     offset_s: i64,
+    /// The transaction of this attempt's run key, when one exists (a node
+    /// stopped after charging): id, state, status_id, reason_code_id.
+    earlier: Option<Vec<crate::db::Value>>,
 }
 
 impl Schedules {
@@ -239,7 +242,9 @@ impl Schedules {
                     .into_iter()
                     .filter_map(|r| r[0].as_str().map(str::to_string))
                     .collect();
-                load_claimed(conn, &ids)
+                let mut claimed = load_claimed(conn, &ids)?;
+                find_earlier(conn, &mut claimed)?;
+                Ok(claimed)
             })
             .await
     }
@@ -276,19 +281,7 @@ impl Schedules {
         let run_seq = job.record.int("run_seq").unwrap_or(0);
         let key = format!("{id}:{run_seq}");
         let cx = self.cx(&job);
-        let earlier = {
-            let key = key.clone();
-            self.store
-                .read(move |conn| {
-                    conn.query_one(&Sql::with(
-                        "SELECT id, state, status_id, reason_code_id FROM transactions WHERE recurring_run = ?",
-                        vec![key.into()],
-                    ))
-                    .map_err(ApiError::from)
-                })
-                .await?
-        };
-        let outcome = match earlier {
+        let outcome = match job.earlier {
             // The attempt's payment is still under way (or awaits the
             // reconciler): look again later.
             Some(row) if row[1].as_str() == Some("pending") => None,
@@ -645,9 +638,33 @@ fn load_claimed(conn: &mut dyn Conn, ids: &[String]) -> ApiResult<Vec<Claimed>> 
             record,
             scope,
             offset_s,
+            earlier: None,
         });
     }
     Ok(out)
+}
+
+/// Attaches to each claimed schedule the transaction of its attempt's run
+/// key, if there is one (one query for the batch).
+fn find_earlier(conn: &mut dyn Conn, claimed: &mut [Claimed]) -> ApiResult<()> {
+    let key = |c: &Claimed| format!("{}:{}", c.record.id(), c.record.int("run_seq").unwrap_or(0));
+    if claimed.is_empty() {
+        return Ok(());
+    }
+    let mut sql = Sql::new("SELECT recurring_run, id, state, status_id, reason_code_id FROM transactions WHERE recurring_run IN (");
+    sql.bind_list(claimed.iter().map(key)).push(")");
+    let mut found: std::collections::HashMap<String, Vec<crate::db::Value>> = conn
+        .query(&sql)?
+        .into_iter()
+        .filter_map(|mut r| {
+            let k = r[0].as_str()?.to_string();
+            Some((k, r.split_off(1)))
+        })
+        .collect();
+    for c in claimed.iter_mut() {
+        c.earlier = found.remove(&key(c));
+    }
+    Ok(())
 }
 
 /// A recorded transaction as a run's outcome.
