@@ -384,8 +384,13 @@ impl Rules for RecurringRules {
             new.set("contact_id", v.text("contact_id").map(str::to_string));
         }
         if new.get("product_transaction_id") != old.get("product_transaction_id") {
+            // null: back to the location's default for the method.
             let named = new.text("product_transaction_id").map(str::to_string);
-            product_transaction(cx, conn, &location_id, &method, named.as_deref(), &mut errors)?;
+            if let Some(pt) =
+                product_transaction(cx, conn, &location_id, &method, named.as_deref(), &mut errors)?
+            {
+                new.set("product_transaction_id", pt);
+            }
         }
         if new.get("recurring_type_id") != old.get("recurring_type_id") {
             errors.add(

@@ -435,6 +435,12 @@ fn put_rules(app: &TestApp) {
     .body["recurring"]
         .clone();
     assert_eq!(changed["transaction_amount"], json!("12.50"));
+    let defaulted = put(json!({ "product_transaction_id": null })).expect(200).body["recurring"].clone();
+    assert_eq!(
+        defaulted["product_transaction_id"],
+        json!(t.cred("cc_product_transaction_id")),
+        "null goes back to the location's default"
+    );
     assert_eq!(changed["description"], json!("Premium"));
     // Moving the next run re-anchors the schedule: later runs count from it.
     let moved_to = NaiveDate::from_ymd_opt(start.year(), 2, 10).unwrap();
