@@ -213,26 +213,16 @@ impl Schedules {
         let location = location_id.map(str::to_string);
         self.store
             .write(move |conn| {
-                let wall = now_ms.div_euclid(1000);
-                let horizon = wall + max_offset(conn)?;
                 let mut sql = Sql::new("UPDATE recurrings SET lease_owner = ");
                 sql.bind(node.clone())
                     .push(", lease_until_ms = ")
                     .bind(now_ms + LEASE.as_millis() as i64)
-                    .push(
-                        " WHERE id IN (SELECT r.id FROM recurrings r JOIN locations l ON l.id = r.location_id \
-                         WHERE r.status = 'active' AND r.due_ts <= ",
-                    )
-                    .bind(horizon)
-                    .push(" AND r.due_ts <= l.clock_offset_s + ")
-                    .bind(wall)
-                    .push(" AND (r.lease_until_ms IS NULL OR r.lease_until_ms < ")
+                    .push(" WHERE id IN (");
+                due(conn, &mut sql, "due_ts", now_ms, location.as_deref())?;
+                sql.push(" AND (r.lease_until_ms IS NULL OR r.lease_until_ms < ")
                     .bind(now_ms)
-                    .push(")");
-                if let Some(location) = &location {
-                    sql.push(" AND r.location_id = ").bind(location.clone());
-                }
-                sql.push(" ORDER BY r.due_ts LIMIT ").bind(BATCH as i64);
+                    .push(") ORDER BY r.due_ts LIMIT ")
+                    .bind(BATCH as i64);
                 if conn.dialect() == Dialect::Postgres {
                     sql.push(" FOR UPDATE OF r SKIP LOCKED");
                 }
@@ -256,19 +246,13 @@ impl Schedules {
         let location = location_id.map(str::to_string);
         self.store
             .read(move |conn| {
-                let mut sql = Sql::new(
-                    "SELECT 1 FROM recurrings r JOIN locations l ON l.id = r.location_id \
-                     WHERE r.status = 'active' AND r.due_ts <= l.clock_offset_s + ",
-                );
-                sql.bind(now_ms.div_euclid(1000))
-                    .push(" AND r.lease_until_ms >= ")
+                let mut sql = Sql::new("");
+                due(conn, &mut sql, "due_ts", now_ms, location.as_deref())?;
+                sql.push(" AND r.lease_until_ms >= ")
                     .bind(now_ms)
                     .push(" AND r.lease_owner <> ")
-                    .bind(me);
-                if let Some(location) = location {
-                    sql.push(" AND r.location_id = ").bind(location);
-                }
-                sql.push(" LIMIT 1");
+                    .bind(me)
+                    .push(" LIMIT 1");
                 Ok(conn.query_one(&sql)?.is_some())
             })
             .await
@@ -432,18 +416,8 @@ impl Schedules {
             let location = location.clone();
             self.store
                 .read(move |conn| {
-                    let wall = now_ms.div_euclid(1000);
-                    let horizon = wall + max_offset(conn)?;
-                    let mut sql = Sql::new(
-                        "SELECT 1 FROM recurrings r JOIN locations l ON l.id = r.location_id \
-                         WHERE r.status = 'active' AND r.notify_ts <= ",
-                    );
-                    sql.bind(horizon)
-                        .push(" AND r.notify_ts <= l.clock_offset_s + ")
-                        .bind(wall);
-                    if let Some(location) = location {
-                        sql.push(" AND r.location_id = ").bind(location);
-                    }
+                    let mut sql = Sql::new("");
+                    due(conn, &mut sql, "notify_ts", now_ms, location.as_deref())?;
                     sql.push(" LIMIT 1");
                     Ok(conn.query_one(&sql)?.is_some())
                 })
@@ -454,18 +428,8 @@ impl Schedules {
         }
         self.store
             .write(move |conn| {
-                let wall = now_ms.div_euclid(1000);
-                let horizon = wall + max_offset(conn)?;
-                let mut sql = Sql::new(
-                    "SELECT r.id FROM recurrings r JOIN locations l ON l.id = r.location_id \
-                     WHERE r.status = 'active' AND r.notify_ts <= ",
-                );
-                sql.bind(horizon)
-                    .push(" AND r.notify_ts <= l.clock_offset_s + ")
-                    .bind(wall);
-                if let Some(location) = &location {
-                    sql.push(" AND r.location_id = ").bind(location.clone());
-                }
+                let mut sql = Sql::new("");
+                due(conn, &mut sql, "notify_ts", now_ms, location.as_deref())?;
                 sql.push(" ORDER BY r.notify_ts LIMIT 200");
                 if conn.dialect() == Dialect::Postgres {
                     sql.push(" FOR UPDATE OF r SKIP LOCKED");
@@ -494,40 +458,15 @@ impl Schedules {
 
     /// Frees the schedules leased by nodes that are gone.
     async fn release_dead_leases(&self) -> ApiResult<()> {
-        let me = self.node_id.to_string();
-        let owners: Vec<String> = self
+        let released = self
             .store
-            .read(move |conn| {
-                Ok(conn
-                    .query(&Sql::with(
-                        "SELECT DISTINCT lease_owner FROM recurrings WHERE lease_owner IS NOT NULL AND lease_owner <> ?",
-                        vec![me.into()],
-                    ))?
-                    .into_iter()
-                    .filter_map(|r| r[0].as_str().map(str::to_string))
-                    .collect())
-            })
+            .release_dead_leases("recurrings", "1 = 1", &self.node_id)
             .await?;
-        for owner in owners {
-            if !self.store.node_is_dead(&owner, &self.node_id).await? {
-                continue;
-            }
-            let released = self
-                .store
-                .write({
-                    let owner = owner.clone();
-                    move |conn| {
-                        Ok(conn.execute(&Sql::with(
-                            "UPDATE recurrings SET lease_owner = NULL, lease_until_ms = NULL WHERE lease_owner = ?",
-                            vec![owner.into()],
-                        ))?)
-                    }
-                })
-                .await?;
-            if released > 0 {
-                tracing::warn!(node = %owner, released, "scheduler: took over the schedules of a stopped node");
-                self.wake.notify_one();
-            }
+        for (node, rows) in &released {
+            tracing::warn!(node = %node, released = rows, "scheduler: took over the schedules of a stopped node");
+        }
+        if !released.is_empty() {
+            self.wake.notify_one();
         }
         Ok(())
     }
@@ -585,6 +524,34 @@ fn record_one(conn: &mut dyn Conn, node: &str, ran: &Ran) -> ApiResult<bool> {
         vec![ran.id.clone().into()],
     ))?;
     Ok(!matches!(ran.outcome, RunOutcome::Interrupted))
+}
+
+/// Appends `SELECT r.id FROM recurrings r ... WHERE` the active schedules
+/// whose `column` (`due_ts` or `notify_ts`) has come, at each one's
+/// location time (wall time plus its test clock), at `location_id` when
+/// given. The bound by the largest offset lets the due index narrow the
+/// rows before the join checks each.
+fn due(
+    conn: &mut dyn Conn,
+    sql: &mut Sql,
+    column: &str,
+    now_ms: i64,
+    location_id: Option<&str>,
+) -> ApiResult<()> {
+    let wall = now_ms.div_euclid(1000);
+    let horizon = wall + max_offset(conn)?;
+    sql.push("SELECT r.id FROM recurrings r JOIN locations l ON l.id = r.location_id WHERE r.status = 'active' AND r.")
+        .push(column)
+        .push(" <= ")
+        .bind(horizon)
+        .push(" AND r.")
+        .push(column)
+        .push(" <= l.clock_offset_s + ")
+        .bind(wall);
+    if let Some(location) = location_id {
+        sql.push(" AND r.location_id = ").bind(location.to_string());
+    }
+    Ok(())
 }
 
 /// The largest test clock offset of any location: due rows are looked for

@@ -340,6 +340,56 @@ impl Store {
         .await
     }
 
+    /// Frees the leases (`lease_owner`, `lease_until_ms`) that nodes which
+    /// are gone hold on rows of `table` matching `live` (an SQL condition
+    /// such as `status = 'pending'`). Returns each such node with the rows
+    /// it held. Used by every leased background job.
+    pub async fn release_dead_leases(
+        &self,
+        table: &'static str,
+        live: &'static str,
+        me: &str,
+    ) -> ApiResult<Vec<(String, u64)>> {
+        let mine = me.to_string();
+        let owners: Vec<String> = self
+            .read(move |conn| {
+                Ok(conn
+                    .query(&Sql::with(
+                        &format!(
+                            "SELECT DISTINCT lease_owner FROM {table} WHERE {live} \
+                             AND lease_owner IS NOT NULL AND lease_owner <> ?"
+                        ),
+                        vec![mine.into()],
+                    ))?
+                    .into_iter()
+                    .filter_map(|r| r[0].as_str().map(str::to_string))
+                    .collect())
+            })
+            .await?;
+        let mut released = Vec::new();
+        for owner in owners {
+            if !self.node_is_dead(&owner, me).await? {
+                continue;
+            }
+            let node = owner.clone();
+            let rows = self
+                .write(move |conn| {
+                    Ok(conn.execute(&Sql::with(
+                        &format!(
+                            "UPDATE {table} SET lease_owner = NULL, lease_until_ms = NULL \
+                             WHERE lease_owner = ? AND {live}"
+                        ),
+                        vec![node.into()],
+                    ))?)
+                })
+                .await?;
+            if rows > 0 {
+                released.push((owner, rows));
+            }
+        }
+        Ok(released)
+    }
+
     /// SQLite group commit counters: (commits, jobs). None on PostgreSQL.
     pub fn writer_stats(&self) -> Option<(u64, u64)> {
         match &*self.engine {

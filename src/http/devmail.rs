@@ -126,6 +126,21 @@ fn refused(e: ApiError, json_wanted: bool) -> Response {
         .into_response()
 }
 
+/// The caller, whether JSON was asked for, and the query to carry into
+/// links; or the refusal page.
+fn signed_in(
+    headers: &HeaderMap,
+    caller: Result<Caller, ApiError>,
+    q: Option<String>,
+) -> Result<(Caller, bool, String), Box<Response>> {
+    let pairs = query_pairs(q.as_deref());
+    let json_wanted = wants_json(headers, &pairs);
+    match caller {
+        Ok(c) => Ok((c, json_wanted, carry(&pairs))),
+        Err(e) => Err(Box::new(refused(e, json_wanted))),
+    }
+}
+
 async fn load(app: &AppState, caller: &Caller, id: Option<String>, carry: &str) -> ApiResult<Vec<Shown>> {
     let (lower, upper) = caller.scope.bounds();
     let carry = carry.to_string();
@@ -178,13 +193,10 @@ async fn list(
     caller: Result<Caller, ApiError>,
     RawQuery(q): RawQuery,
 ) -> Response {
-    let pairs = query_pairs(q.as_deref());
-    let json_wanted = wants_json(&headers, &pairs);
-    let caller = match caller {
-        Ok(c) => c,
-        Err(e) => return refused(e, json_wanted),
+    let (caller, json_wanted, carry) = match signed_in(&headers, caller, q) {
+        Ok(v) => v,
+        Err(refusal) => return *refusal,
     };
-    let carry = carry(&pairs);
     let messages = match load(&app, &caller, None, &carry).await {
         Ok(m) => m,
         Err(e) => return e.into_response(),
@@ -209,13 +221,10 @@ async fn show(
     IdPath(id): IdPath,
     RawQuery(q): RawQuery,
 ) -> Response {
-    let pairs = query_pairs(q.as_deref());
-    let json_wanted = wants_json(&headers, &pairs);
-    let caller = match caller {
-        Ok(c) => c,
-        Err(e) => return refused(e, json_wanted),
+    let (caller, json_wanted, carry) = match signed_in(&headers, caller, q) {
+        Ok(v) => v,
+        Err(refusal) => return *refusal,
     };
-    let carry = carry(&pairs);
     let found = match load(&app, &caller, Some(id), &carry).await {
         Ok(mut m) => m.pop(),
         Err(e) => return e.into_response(),

@@ -350,42 +350,15 @@ impl Worker {
     /// Frees the rows leased by nodes that are gone (PostgreSQL: their
     /// advisory lock is free; SQLite: any earlier process).
     async fn release_dead_leases(&self) -> ApiResult<()> {
-        let me = self.node_id.clone();
-        let owners: Vec<String> = self
+        let released = self
             .store
-            .read(move |conn| {
-                Ok(conn
-                    .query(&Sql::with(
-                        "SELECT DISTINCT lease_owner FROM postback_deliveries WHERE status = 'pending' \
-                         AND lease_owner IS NOT NULL AND lease_owner <> ?",
-                        vec![me.into()],
-                    ))?
-                    .into_iter()
-                    .filter_map(|r| r[0].as_str().map(str::to_string))
-                    .collect())
-            })
+            .release_dead_leases("postback_deliveries", "status = 'pending'", &self.node_id)
             .await?;
-        for owner in owners {
-            if !self.store.node_is_dead(&owner, &self.node_id).await? {
-                continue;
-            }
-            let released = self
-                .store
-                .write({
-                    let owner = owner.clone();
-                    move |conn| {
-                        Ok(conn.execute(&Sql::with(
-                            "UPDATE postback_deliveries SET lease_owner = NULL, lease_until_ms = NULL \
-                             WHERE lease_owner = ? AND status = 'pending'",
-                            vec![owner.into()],
-                        ))?)
-                    }
-                })
-                .await?;
-            if released > 0 {
-                tracing::warn!(node = %owner, released, "postbacks: took over the deliveries of a stopped node");
-                self.wake.notify_one();
-            }
+        for (node, rows) in &released {
+            tracing::warn!(node = %node, released = rows, "postbacks: took over the deliveries of a stopped node");
+        }
+        if !released.is_empty() {
+            self.wake.notify_one();
         }
         Ok(())
     }
