@@ -367,6 +367,7 @@ fn mask_json(cx: &Cx, field: &Field, value: &Value) -> Json {
 
 pub fn to_json(field: &Field, value: &Value) -> Json {
     match (field.kind, value) {
+        (Kind::Date, Value::Null) if field.zero_date => Json::String("0000-00-00".into()),
         (_, Value::Null) => Json::Null,
         (Kind::Flag, Value::Int(i)) => Json::Bool(*i != 0),
         (Kind::Money { .. }, Value::Int(i)) => Json::String(crate::money::format(*i)),

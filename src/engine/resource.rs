@@ -74,6 +74,8 @@ pub struct Field {
     pub pattern: Pattern,
     /// For ids: the resource the id must name, inside the caller's scope.
     pub refers: Option<&'static Resource>,
+    /// A date shown as `0000-00-00` when unset, and accepted so.
+    pub zero_date: bool,
     pub doc: &'static str,
 }
 
@@ -96,6 +98,7 @@ impl Field {
             masked: false,
             pattern: Pattern::None,
             refers: None,
+            zero_date: false,
             doc: "",
         }
     }
@@ -182,6 +185,11 @@ impl Field {
     }
     pub const fn refers(mut self, r: &'static Resource) -> Field {
         self.refers = Some(r);
+        self
+    }
+    /// Unset reads as `0000-00-00`, and `0000-00-00` sent means unset.
+    pub const fn zero_when_unset(mut self) -> Field {
+        self.zero_date = true;
         self
     }
     pub const fn column(mut self, c: &'static str) -> Field {

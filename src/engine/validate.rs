@@ -184,7 +184,9 @@ pub fn convert(field: &Field, raw: &Json) -> Result<Value, String> {
     match field.kind {
         Kind::Id => {
             let s = scalar_text(raw).ok_or_else(|| format!("{name} must be a string."))?;
-            if s.is_empty() {
+            // 0000-00-00 is how such a field shows unset: sent back, it
+            // means unset.
+            if s.is_empty() || (field.zero_date && s == "0000-00-00") {
                 return Ok(Value::Null);
             }
             if !crate::ids::looks_like_id(&s) {
@@ -232,7 +234,9 @@ pub fn convert(field: &Field, raw: &Json) -> Result<Value, String> {
             .ok_or_else(|| format!("{name} must be either 1 or 0.")),
         Kind::Date => {
             let s = scalar_text(raw).ok_or_else(|| format!("{name} must be a string."))?;
-            if s.is_empty() {
+            // 0000-00-00 is how such a field shows unset: sent back, it
+            // means unset.
+            if s.is_empty() || (field.zero_date && s == "0000-00-00") {
                 return Ok(Value::Null);
             }
             if s.len() != 10 || chrono::NaiveDate::parse_from_str(&s, "%Y-%m-%d").is_err() {

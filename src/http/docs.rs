@@ -26,6 +26,9 @@ fn field_schema(f: &Field) -> Json {
         Kind::Text { min, max } => json!({ "type": "string", "minLength": min, "maxLength": max }),
         Kind::Int { min, max } => json!({ "type": "integer", "minimum": min, "maximum": max }),
         Kind::Flag => json!({ "type": "boolean", "description": "accepts 1/0, true/false" }),
+        Kind::Date if f.zero_date => {
+            json!({ "type": "string", "pattern": "^[0-9]{4}-[0-9]{2}-[0-9]{2}$", "description": "yyyy-mm-dd; 0000-00-00 when unset (also accepted as unset)" })
+        }
         Kind::Date => json!({ "type": "string", "format": "date" }),
         Kind::Ts => json!({ "type": "integer", "description": "epoch seconds" }),
         Kind::Money { .. } => {

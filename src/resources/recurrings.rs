@@ -12,7 +12,7 @@ use crate::engine::rules::Rules;
 use crate::engine::validate::{blank, CreateInput};
 use crate::engine::{query, render, Cx};
 use crate::error::{ApiError, ApiResult, FieldErrors};
-use serde_json::{json, Map, Value as Json};
+use serde_json::{json, Value as Json};
 
 use super::product_transactions::default_for;
 use super::transactions::MAX_AMOUNT;
@@ -73,11 +73,13 @@ pub static RECURRING: Resource = Resource {
             .doc("the first run, today or later (the location's date)"),
         Field::date("end_date")
             .pu()
+            .zero_when_unset()
             .filter()
             .sort()
             .doc("last day a run may fall on; derived for installments; 0000-00-00 when unset"),
         Field::date("next_run_date")
             .put()
+            .zero_when_unset()
             .filter()
             .sort()
             .doc("0000-00-00 while on hold or ended"),
@@ -478,14 +480,6 @@ impl Rules for RecurringRules {
             record.text("account_vault_id").unwrap_or_default(),
             Some(record.id()),
         )
-    }
-
-    fn render(&self, _cx: &Cx, record: &Record, out: &mut Map<String, Json>) {
-        for unset in ["end_date", "next_run_date"] {
-            if record.get(unset).is_null() {
-                out.insert(unset.into(), json!("0000-00-00"));
-            }
-        }
     }
 
     fn expand(&self, _cx: &Cx, _conn: &mut dyn Conn, _record: &Record, name: &str) -> ApiResult<Json> {

@@ -470,6 +470,29 @@ fn put_rules(app: &TestApp) {
         json!("12.50"),
         "refused PUTs changed nothing"
     );
+    // The record as read, sent back whole (0000-00-00 dates included),
+    // changes nothing; 0000-00-00 clears an ongoing end_date.
+    let mut whole = get(&t, id);
+    let obj = whole.as_object_mut().unwrap();
+    obj.retain(|k, _| {
+        [
+            "account_vault_id",
+            "product_transaction_id",
+            "transaction_amount",
+            "end_date",
+            "next_run_date",
+            "description",
+            "notification_days",
+            "active",
+            "recurring_type_id",
+            "recurring_c1",
+        ]
+        .contains(&k.as_str())
+    });
+    let same = put(whole.clone()).expect(200).body["recurring"].clone();
+    assert_eq!(same["next_run_date"], json!(text(moved_to)));
+    let cleared = put(json!({ "end_date": "0000-00-00" })).expect(200).body["recurring"].clone();
+    assert_eq!(cleared["end_date"], json!("0000-00-00"));
     // active 0 holds an ongoing recurring, 1 resumes it.
     let held = put(json!({ "active": 0 })).expect(200).body["recurring"].clone();
     assert_eq!(held["status"], json!("on hold"));
