@@ -98,8 +98,7 @@ pub fn envelope(body: &[u8], key: &str) -> ApiResult<Map<String, Json>> {
             "A JSON body of the form {{\"{key}\": {{...}}}} is required."
         )));
     }
-    let value: Json =
-        serde_json::from_slice(body).map_err(|e| ApiError::BadRequest(format!("Malformed JSON: {e}.")))?;
+    let value: Json = super::json_body::parse(body)?;
     let Json::Object(mut outer) = value else {
         return Err(ApiError::BadRequest(
             "The request body must be a JSON object.".into(),

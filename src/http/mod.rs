@@ -7,6 +7,7 @@ mod developer;
 mod devmail;
 pub mod docs;
 pub mod extract;
+mod json_body;
 pub mod metrics;
 mod postbacks;
 mod recurrings;

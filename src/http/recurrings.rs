@@ -71,8 +71,7 @@ fn count_of(act: Act, pairs: &[(String, String)], body: &[u8]) -> ApiResult<Opti
     };
     let mut raw = pairs.iter().find(|(k, _)| k == param).map(|(_, v)| v.clone());
     if raw.is_none() && !body.iter().all(u8::is_ascii_whitespace) {
-        let value: JsonValue = serde_json::from_slice(body)
-            .map_err(|e| ApiError::BadRequest(format!("Malformed JSON: {e}.")))?;
+        let value: JsonValue = super::json_body::parse(body)?;
         let found = value
             .get(param)
             .or_else(|| value.get("recurring").and_then(|r| r.get(param)));

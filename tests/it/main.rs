@@ -13,6 +13,7 @@ mod bins;
 mod browser;
 mod contacts;
 mod conventions;
+mod hardening;
 mod integrator;
 mod isolation;
 mod locations;
