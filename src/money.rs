@@ -73,34 +73,34 @@ impl std::ops::Neg for Money {
     }
 }
 
-/// Parses `12`, `12.5`, `"12.50"` into cents. At most two decimals, no
-/// sign, no exponent. `max_cents` bounds the value.
+/// Parses an amount into cents. The one grammar of money, in strings and
+/// JSON numbers alike (a number is read from the text it was sent in):
+/// digits, then optionally a point and one or two digits (`12`, `12.5`,
+/// `"12.50"`). No sign, spaces, exponent, bare point or third decimal.
+/// `max_cents` bounds the value.
 pub fn parse(raw: &Json, max_cents: i64) -> Result<i64, &'static str> {
     let text = match raw {
-        // A JSON number's text is its shortest round-trip form: 10.01 stays
-        // "10.01", so no float arithmetic touches the value.
+        // With serde_json's arbitrary_precision a number's text is the
+        // one in the request: 1e2 stays "1e2" and is refused like "1e2".
         Json::Number(n) => n.to_string(),
-        Json::String(s) => s.trim().to_string(),
+        Json::String(s) => s.clone(),
         _ => return Err("must be a number or a decimal string"),
     };
     parse_text(&text, max_cents)
 }
 
 pub fn parse_text(text: &str, max_cents: i64) -> Result<i64, &'static str> {
+    const GRAMMAR: &str = "must be digits with at most 2 decimals, such as 10 or 10.00";
     let (whole, frac) = match text.split_once('.') {
-        Some((w, f)) => (w, f),
-        None => (text, ""),
+        Some((w, f)) => (w, Some(f)),
+        None => (text, None),
     };
-    if whole.is_empty() && frac.is_empty() {
-        return Err("must be a number or a decimal string");
+    if whole.is_empty() || !whole.bytes().all(|b| b.is_ascii_digit()) {
+        return Err(GRAMMAR);
     }
-    if !whole.bytes().all(|b| b.is_ascii_digit()) || !frac.bytes().all(|b| b.is_ascii_digit()) {
-        return Err("must be a positive decimal number such as 10.00");
-    }
-    // Trailing zeros beyond the cents are harmless (10.500).
-    let frac = frac.trim_end_matches('0');
-    if frac.len() > 2 {
-        return Err("must have at most 2 decimal places");
+    let frac = frac.unwrap_or("00");
+    if frac.is_empty() || frac.len() > 2 || !frac.bytes().all(|b| b.is_ascii_digit()) {
+        return Err(GRAMMAR);
     }
     let whole = whole.trim_start_matches('0');
     if whole.len() > 15 {
@@ -142,9 +142,7 @@ mod tests {
             (json!(10.01), 1001),
             (json!("10.01"), 1001),
             (json!("0.1"), 10),
-            (json!(".5"), 50),
-            (json!("7."), 700),
-            (json!("10.500"), 1050),
+            (json!("007.5"), 750),
             (json!(0.29), 29),
             (json!(1.15), 115),
             (json!("90504.24"), 9_050_424),
@@ -164,6 +162,16 @@ mod tests {
             json!("10000000.00"),
             json!("99999999999999999999"),
             json!(1e300),
+            json!(" 10.00"),
+            json!("10.00 "),
+            json!("10."),
+            json!(".5"),
+            json!("+10.00"),
+            json!("10.500"),
+            json!("1,000.00"),
+            serde_json::from_str::<Json>("1e2").unwrap(),
+            serde_json::from_str::<Json>("1.5e1").unwrap(),
+            serde_json::from_str::<Json>("10.500").unwrap(),
         ] {
             assert!(parse(&raw, max).is_err(), "{raw}");
         }

@@ -30,6 +30,8 @@ pub fn parse(body: &[u8]) -> ApiResult<Json> {
 }
 
 const DUPLICATE: &str = "duplicate key ";
+/// The key under which serde_json passes a number's text.
+const NUMBER_TOKEN: &str = "$serde_json::private::Number";
 
 /// Builds the value, tracking the path for the message.
 struct Strict {
@@ -97,6 +99,13 @@ impl<'de> Visitor<'de> for Strict {
     fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Json, A::Error> {
         let mut out = Map::new();
         while let Some(key) = map.next_key::<String>()? {
+            // serde_json hands a number over as this one-key map, its text
+            // kept as sent (`arbitrary_precision`): money is parsed from it.
+            if key == NUMBER_TOKEN && out.is_empty() {
+                let text: String = map.next_value()?;
+                let number = text.parse::<serde_json::Number>().map_err(de::Error::custom)?;
+                return Ok(Json::Number(number));
+            }
             let child = self.child(&key);
             if out.contains_key(&key) {
                 return Err(de::Error::custom(format!("{DUPLICATE}{}", child.path)));
@@ -131,6 +140,9 @@ mod tests {
             serde_json::from_slice::<Json>(text).unwrap()
         );
         assert!(parse(b"{\"a\":1} x").is_err(), "trailing characters");
+        // Numbers keep the text they were sent in.
+        assert!(parse(b"{\"a\":1e2}").unwrap()["a"].to_string().contains('e'));
+        assert_eq!(parse(b"[10.50]").unwrap()[0].to_string(), "10.50");
         assert!(parse(b"{\"a\":").is_err());
     }
 }
