@@ -8,7 +8,7 @@ use crate::engine::resource::{Api, Expand, Field, Pattern, Resource, Scope};
 use crate::engine::rules::Rules;
 use crate::engine::validate::CreateInput;
 use crate::engine::{location_of, query, Cx};
-use crate::error::{ApiError, ApiResult};
+use crate::error::{ApiError, ApiResult, FieldErrors};
 
 use super::USER;
 
@@ -57,6 +57,8 @@ pub static AUTH_ROLE_USER: Resource = Resource {
         // The spec's sample names this list by the singular key; lists
         // answer under both so either reading works.
         list_alias: Some("authroleuser"),
+        // Removing one's own role or a location's last administrator role.
+        delete_may_conflict: true,
         ..Api::PLAIN
     },
     doc: "A role held by a user.",
@@ -106,6 +108,83 @@ impl Rules for AuthRoleUserRules {
                 ));
             }
         }
+        // Like deleting or disabling oneself: a caller who removed their own
+        // role could not undo it.
+        let user = record.text("user_id").unwrap_or_default();
+        if user == cx.user_id {
+            return Err(conflict(
+                "You cannot remove your own role; another administrator can.",
+            ));
+        }
+        if is_admin_role(conn, role)? {
+            let location = record.text("location_id").unwrap_or_default();
+            if administrators_left(conn, location, "", record.id())? == 0 {
+                return Err(conflict(
+                    "This is the last administrator role of the location; grant another user one first.",
+                ));
+            }
+        }
         Ok(())
     }
+}
+
+fn conflict(message: &str) -> ApiError {
+    let mut errors = FieldErrors::new();
+    errors.add("id", message);
+    ApiError::Conflict(errors)
+}
+
+fn is_admin_role(conn: &mut dyn Conn, role: &str) -> ApiResult<bool> {
+    Ok(conn
+        .query_one(&Sql::with(
+            "SELECT is_admin FROM roles WHERE id = ?",
+            vec![role.into()],
+        ))?
+        .and_then(|r| r[0].as_int())
+        == Some(1))
+}
+
+/// Whether `user_id` holds an administrator role.
+pub fn is_administrator(conn: &mut dyn Conn, user_id: &str) -> ApiResult<bool> {
+    Ok(conn
+        .query_one(&Sql::with(
+            "SELECT 1 FROM auth_role_users a JOIN roles r ON r.id = a.auth_role_id WHERE a.user_id = ? AND r.is_admin = 1",
+            vec![user_id.into()],
+        ))?
+        .is_some())
+}
+
+/// Active administrators of `location_id` other than the user
+/// `except_user` and the role assignment `except_assignment`: a location
+/// must keep one, or nobody could manage it again.
+pub fn administrators_left(
+    conn: &mut dyn Conn,
+    location_id: &str,
+    except_user: &str,
+    except_assignment: &str,
+) -> ApiResult<i64> {
+    Ok(conn
+        .query_one(&Sql::with(
+            "SELECT COUNT(DISTINCT a.user_id) FROM auth_role_users a JOIN roles r ON r.id = a.auth_role_id \
+             JOIN users u ON u.id = a.user_id WHERE r.is_admin = 1 AND u.status = 1 AND u.location_id = ? \
+             AND u.id <> ? AND a.id <> ?",
+            vec![location_id.into(), except_user.into(), except_assignment.into()],
+        ))?
+        .and_then(|r| r[0].as_int())
+        .unwrap_or(0))
+}
+
+/// Refuses to delete or disable `user` when it is its location's last
+/// active administrator.
+pub fn keep_an_administrator(conn: &mut dyn Conn, user: &Record, field: &str) -> ApiResult<()> {
+    let location = user.text("primary_location_id").unwrap_or_default();
+    if is_administrator(conn, user.id())? && administrators_left(conn, location, user.id(), "")? == 0 {
+        let mut errors = FieldErrors::new();
+        errors.add(
+            field,
+            "This user is the last administrator of the location; grant another user the role first.",
+        );
+        return Err(ApiError::Conflict(errors));
+    }
+    Ok(())
 }

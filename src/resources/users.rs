@@ -161,6 +161,9 @@ impl Rules for UserRules {
         if old.id() == cx.user_id && new.int("status") == Some(0) {
             return Err(ApiError::field("status", "You cannot disable yourself."));
         }
+        if new.int("status") == Some(0) && old.int("status") != Some(0) {
+            super::authroleusers::keep_an_administrator(conn, old, "status")?;
+        }
         Ok(())
     }
 
@@ -171,7 +174,8 @@ impl Rules for UserRules {
             return Err(ApiError::Conflict(errors));
         }
         // The user's roles and notes go with it: see `cascades`.
-        require_covers_user(conn, &cx.perms, record.id())
+        require_covers_user(conn, &cx.perms, record.id())?;
+        super::authroleusers::keep_an_administrator(conn, record, "id")
     }
 
     fn render(&self, _cx: &Cx, _record: &Record, out: &mut Map<String, Json>) {

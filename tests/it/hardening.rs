@@ -4,7 +4,11 @@
 use crate::engine_tests;
 use crate::support::TestApp;
 
-engine_tests!(duplicate_keys_are_refused, one_grammar_for_amounts);
+engine_tests!(
+    duplicate_keys_are_refused,
+    one_grammar_for_amounts,
+    a_location_keeps_an_administrator,
+);
 
 fn total(t: &crate::support::Tenant, list: &str) -> i64 {
     t.get(list).expect(200).body["meta"]["pagination"]["totalCount"]
@@ -87,4 +91,50 @@ fn one_grammar_for_amounts(app: &TestApp) {
         assert_eq!(r.status, 201, "{good}: {}", r.text);
         assert_eq!(r.body["transaction"]["transaction_amount"], answered, "{good}");
     }
+}
+
+/// An administrator cannot remove their own role, and no location loses
+/// its last active administrator (by a role revoked, a user deleted or
+/// disabled, even by an administrator of a parent location).
+fn a_location_keeps_an_administrator(app: &TestApp) {
+    use serde_json::json;
+    let t = app.bootstrap();
+    let me = t.user_id();
+    let own = t.get(&format!("/v2/authroleusers?user_id={me}")).expect(200).body["authroleusers"][0]["id"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    let r = t.delete(&format!("/v2/authroleusers/{own}")).expect(409);
+    assert!(r.errors("id")[0].contains("your own role"), "{}", r.text);
+    t.get("/v2/contacts").expect(200);
+
+    // A branch with one administrator of its own.
+    let branch = t.location(&t.location_id(), "Branch");
+    let (admin, _) = t.user(&branch, Some("1"));
+    let role = t
+        .get(&format!("/v2/authroleusers?user_id={admin}"))
+        .expect(200)
+        .body["authroleusers"][0]["id"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    let r = t.delete(&format!("/v2/authroleusers/{role}")).expect(409);
+    assert!(r.errors("id")[0].contains("last administrator"), "{}", r.text);
+    let r = t.delete(&format!("/v2/users/{admin}")).expect(409);
+    assert!(r.errors("id")[0].contains("last administrator"), "{}", r.text);
+    let r = t
+        .put(&format!("/v2/users/{admin}"), json!({ "user": { "status": 0 } }))
+        .expect(409);
+    assert!(r.errors("status")[0].contains("last administrator"), "{}", r.text);
+    t.get(&format!("/v2/authroleusers/{role}")).expect(200);
+    // With a second administrator there, the first can go.
+    let (second, _) = t.user(&branch, Some("1"));
+    t.delete(&format!("/v2/authroleusers/{role}")).expect(204);
+    t.put(&format!("/v2/users/{admin}"), json!({ "user": { "status": 0 } }))
+        .expect(200);
+    let r = t.delete(&format!("/v2/users/{second}")).expect(409);
+    assert!(r.errors("id")[0].contains("last administrator"));
+    // A user without an administrator role is not counted, nor protected.
+    let (plain, _) = t.user(&branch, Some("132"));
+    t.delete(&format!("/v2/users/{plain}")).expect(204);
 }
