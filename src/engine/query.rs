@@ -155,6 +155,10 @@ pub struct ListQuery {
 pub const MAX_PAGE_SIZE: u64 = 100;
 /// Longest accepted list parameter value.
 pub const MAX_PARAM_BYTES: usize = 1024;
+/// Filter values one request may give, over all its filters (repeated
+/// parameters and comma lists): a bound on the statement, the same on
+/// both engines (SQLite refuses very deep expressions).
+pub const MAX_FILTER_VALUES: usize = 200;
 /// Most values one comma-list filter may carry.
 pub const MAX_LIST_VALUES: usize = 100;
 
@@ -188,6 +192,7 @@ impl ListQuery {
             extra: Vec::new(),
             raw: pairs.to_vec(),
         };
+        let mut filter_values = 0usize;
         for (key, value) in pairs {
             let key = key.as_str();
             if key.contains('\0') || value.contains('\0') {
@@ -253,6 +258,17 @@ impl ListQuery {
                 _ => {
                     if let Some(f) = filterable(res, key) {
                         if value.is_empty() {
+                            continue;
+                        }
+                        let before = filter_values;
+                        filter_values += value.split(',').count();
+                        if filter_values > MAX_FILTER_VALUES {
+                            if before <= MAX_FILTER_VALUES {
+                                errors.add(
+                                    "filter",
+                                    format!("A request may give at most {MAX_FILTER_VALUES} filter values in all."),
+                                );
+                            }
                             continue;
                         }
                         if value.split(',').count() > MAX_LIST_VALUES {

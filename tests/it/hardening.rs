@@ -8,6 +8,7 @@ engine_tests!(
     duplicate_keys_are_refused,
     one_grammar_for_amounts,
     a_location_keeps_an_administrator,
+    filter_values_are_bounded,
 );
 
 fn total(t: &crate::support::Tenant, list: &str) -> i64 {
@@ -137,4 +138,21 @@ fn a_location_keeps_an_administrator(app: &TestApp) {
     // A user without an administrator role is not counted, nor protected.
     let (plain, _) = t.user(&branch, Some("132"));
     t.delete(&format!("/v2/users/{plain}")).expect(204);
+}
+
+/// A thousand repeated filter values is a 422, not a database error;
+/// up to the bound they work.
+fn filter_values_are_bounded(app: &TestApp) {
+    let t = app.bootstrap();
+    t.contact(serde_json::json!({ "last_name": "a7" }));
+    let many: Vec<String> = (0..1000).map(|i| format!("last_name=a{i}")).collect();
+    let r = t.get(&format!("/v2/contacts?{}", many.join("&")));
+    assert_eq!(r.status, 422, "{}", r.text);
+    assert!(r.errors("filter")[0].contains("at most 200"), "{}", r.text);
+    let comma: Vec<String> = (0..300).map(|i| format!("x{i}")).collect();
+    let r = t.get(&format!("/v2/contacts?id={}", comma.join(",")));
+    assert_eq!(r.status, 422, "{}", r.text);
+    let within: Vec<String> = (0..200).map(|_| "last_name=a7".to_string()).collect();
+    let r = t.get(&format!("/v2/contacts?{}", within.join("&"))).expect(200);
+    assert_eq!(r.body["meta"]["pagination"]["totalCount"], 1);
 }
