@@ -132,8 +132,9 @@ impl<S: Send + Sync> axum::extract::FromRequest<S> for RawBody {
     type Rejection = ApiError;
 
     async fn from_request(req: axum::extract::Request, state: &S) -> Result<Self, Self::Rejection> {
-        // Bodies are JSON whatever the content type says, but a form is
-        // surely a mistake worth naming. The body is read first either
+        // Bodies are JSON: a body declared as something else (a form,
+        // text/plain, XML) is refused rather than read as JSON; without a
+        // content type it is read as JSON. The body is read first either
         // way, so the client is never cut off mid-upload.
         let content_type = req
             .headers()
@@ -144,13 +145,22 @@ impl<S: Send + Sync> axum::extract::FromRequest<S> for RawBody {
         let body = axum::body::Bytes::from_request(req, state)
             .await
             .map_err(|e| super::body_rejection(e.status()))?;
-        if content_type.starts_with("application/x-www-form-urlencoded")
-            || content_type.starts_with("multipart/form-data")
-        {
+        if !is_json_type(&content_type) {
             return Err(ApiError::UnsupportedMediaType);
         }
         Ok(RawBody(body))
     }
+}
+
+/// Whether a Content-Type (lowercased) declares JSON, or declares nothing:
+/// `application/json`, `application/<x>+json`, `text/json`, with any
+/// parameters (`; charset=utf-8`).
+fn is_json_type(content_type: &str) -> bool {
+    let essence = content_type.split(';').next().unwrap_or("").trim();
+    essence.is_empty()
+        || essence == "application/json"
+        || essence == "text/json"
+        || (essence.starts_with("application/") && essence.ends_with("+json"))
 }
 
 /// The `{id}` of a record path.
@@ -170,6 +180,28 @@ impl<S: Send + Sync> FromRequestParts<S> for IdPath {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn json_content_types() {
+        for yes in [
+            "",
+            "application/json",
+            "application/json; charset=utf-8",
+            "application/merge-patch+json",
+            "text/json",
+        ] {
+            assert!(is_json_type(yes), "{yes}");
+        }
+        for no in [
+            "text/plain",
+            "application/xml",
+            "application/x-www-form-urlencoded",
+            "multipart/form-data; boundary=x",
+            "application/jsonx",
+        ] {
+            assert!(!is_json_type(no), "{no}");
+        }
+    }
 
     #[test]
     fn envelope_errors() {

@@ -9,6 +9,7 @@ engine_tests!(
     one_grammar_for_amounts,
     a_location_keeps_an_administrator,
     filter_values_are_bounded,
+    bodies_declared_otherwise_are_refused,
 );
 
 fn total(t: &crate::support::Tenant, list: &str) -> i64 {
@@ -155,4 +156,41 @@ fn filter_values_are_bounded(app: &TestApp) {
     let within: Vec<String> = (0..200).map(|_| "last_name=a7".to_string()).collect();
     let r = t.get(&format!("/v2/contacts?{}", within.join("&"))).expect(200);
     assert_eq!(r.body["meta"]["pagination"]["totalCount"], 1);
+}
+
+/// A body declared as text or XML is a 415 with our JSON error, not read
+/// as JSON; JSON with a charset or a `+json` type is read (a body with no
+/// content type too: see the unit test of `is_json_type`).
+fn bodies_declared_otherwise_are_refused(app: &TestApp) {
+    let t = app.bootstrap();
+    let body = format!(
+        r#"{{"contact":{{"location_id":"{}","last_name":"Doe"}}}}"#,
+        t.location_id()
+    );
+    let client = app.client();
+    let creds = [
+        ("developer-id", t.cred("developer_id")),
+        ("user-id", t.cred("user_id")),
+        ("user-api-key", t.cred("user_api_key")),
+    ];
+    let send = |content_type: Option<&str>| {
+        let mut headers: Vec<(&str, &str)> = creds.iter().map(|(k, v)| (*k, v.as_str())).collect();
+        if let Some(ct) = content_type {
+            headers.push(("content-type", ct));
+        }
+        client.send("POST", "/v2/contacts", &headers, Some(&body))
+    };
+    for refused in [
+        "text/plain",
+        "application/xml",
+        "application/x-www-form-urlencoded",
+    ] {
+        let r = send(Some(refused));
+        assert_eq!(r.status, 415, "{refused}: {}", r.text);
+        assert!(r.body["request_id"].is_string(), "{refused}: our JSON error");
+    }
+    assert_eq!(total(&t, "/v2/contacts"), 0);
+    assert_eq!(send(Some("application/json; charset=utf-8")).status, 201);
+    assert_eq!(send(Some("application/vnd.api+json")).status, 201);
+    assert_eq!(total(&t, "/v2/contacts"), 2);
 }
