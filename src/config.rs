@@ -126,6 +126,22 @@ pub struct ServeArgs {
     #[arg(long, env = "FERROGATE_SMTP_URL")]
     pub smtp_url: Option<String>,
 
+    /// Time a client has to send a request's head (request line and
+    /// headers), in milliseconds; the connection is closed after it.
+    #[arg(long, env = "FERROGATE_HEADER_TIMEOUT_MS", default_value_t = 10_000)]
+    pub header_timeout_ms: u64,
+
+    /// Time a client has to send a request's body once its head arrived,
+    /// in milliseconds; 408 after it.
+    #[arg(long, env = "FERROGATE_BODY_TIMEOUT_MS", default_value_t = 30_000)]
+    pub body_timeout_ms: u64,
+
+    /// Open connections allowed from one client address; more are answered
+    /// 503 and closed. Behind a proxy every client has the proxy's address:
+    /// raise it there.
+    #[arg(long, env = "FERROGATE_MAX_CONNECTIONS_PER_ADDRESS", default_value_t = 256)]
+    pub max_connections_per_address: usize,
+
     /// PEM file of a private CA that the SMTP server's certificate must
     /// lead to (with smtps:// or ?tls=required); default: the Mozilla roots.
     #[arg(long, env = "FERROGATE_SMTP_CA")]
@@ -151,6 +167,15 @@ pub struct ServeArgs {
 }
 
 impl ServeArgs {
+    /// The limits on client connections.
+    pub fn connection_limits(&self) -> crate::server::ConnectionLimits {
+        crate::server::ConnectionLimits {
+            header_timeout: std::time::Duration::from_millis(self.header_timeout_ms.max(1)),
+            body_timeout: std::time::Duration::from_millis(self.body_timeout_ms.max(1)),
+            per_address: self.max_connections_per_address.max(1),
+        }
+    }
+
     pub fn outbound(&self) -> OutboundPolicy {
         OutboundPolicy {
             allow_private: self.postback_allow_private,

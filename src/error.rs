@@ -74,6 +74,9 @@ pub enum ApiError {
     PayloadTooLarge,
     #[error("unsupported media type")]
     UnsupportedMediaType,
+    /// The body did not arrive within the time allowed.
+    #[error("request timeout")]
+    RequestTimeout,
     #[error("service unavailable: {0}")]
     Unavailable(String),
     /// Anything that is our fault. Logged with its origin, never sent.
@@ -165,6 +168,7 @@ impl ApiError {
             ApiError::MethodNotAllowed => StatusCode::METHOD_NOT_ALLOWED,
             ApiError::PayloadTooLarge => StatusCode::PAYLOAD_TOO_LARGE,
             ApiError::UnsupportedMediaType => StatusCode::UNSUPPORTED_MEDIA_TYPE,
+            ApiError::RequestTimeout => StatusCode::REQUEST_TIMEOUT,
             ApiError::Unavailable(_) => StatusCode::SERVICE_UNAVAILABLE,
             ApiError::Internal(_) => StatusCode::INTERNAL_SERVER_ERROR,
         }
@@ -188,6 +192,9 @@ impl ApiError {
                     ApiError::PayloadTooLarge => "Request body is too large.".into(),
                     ApiError::UnsupportedMediaType => {
                         "Send the body as JSON (Content-Type: application/json).".into()
+                    }
+                    ApiError::RequestTimeout => {
+                        "The request body did not arrive in time; send it again.".into()
                     }
                     _ => "An internal error occurred. Quote the request_id when reporting it.".into(),
                 };

@@ -126,7 +126,7 @@ pub async fn serve(args: ServeArgs) -> anyhow::Result<()> {
     let service = tower::util::MapRequest::new(app, |request: hyper::Request<hyper::body::Incoming>| {
         request.map(axum::body::Body::new)
     });
-    serve_http(listener, service, shutdown_signal()).await;
+    serve_http(listener, service, args.connection_limits(), shutdown_signal()).await;
     // Payments whose clients went away may still wait for the processor.
     let unfinished = payments.drain(std::time::Duration::from_secs(15)).await;
     if unfinished > 0 {
@@ -145,9 +145,64 @@ pub async fn serve(args: ServeArgs) -> anyhow::Result<()> {
 /// shuts its side right after sending (or closes the socket) still has
 /// its request read and served, instead of hyper's default of dropping
 /// a request whose connection reads end-of-file.
+/// How long a client may take and how many connections it may hold.
+#[derive(Clone, Copy, Debug)]
+pub struct ConnectionLimits {
+    /// To send a request's head; the connection is closed after it.
+    pub header_timeout: std::time::Duration,
+    /// To send a request's body once its head arrived (408 after it).
+    pub body_timeout: std::time::Duration,
+    /// Open connections from one address.
+    pub per_address: usize,
+}
+
+/// The body time limit, set once at start (the body extractor reads it).
+static BODY_TIMEOUT: std::sync::OnceLock<std::time::Duration> = std::sync::OnceLock::new();
+
+/// The time a request's body may take to arrive.
+pub fn body_timeout() -> std::time::Duration {
+    BODY_TIMEOUT
+        .get()
+        .copied()
+        .unwrap_or(std::time::Duration::from_secs(30))
+}
+
+/// Open connections per client address.
+#[derive(Default)]
+struct PerAddress(std::sync::Mutex<std::collections::HashMap<std::net::IpAddr, usize>>);
+
+impl PerAddress {
+    /// Counts a new connection from `ip`, unless it already has `limit`.
+    fn enter(&self, ip: std::net::IpAddr, limit: usize) -> bool {
+        let mut open = self.0.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+        let n = open.entry(ip).or_default();
+        if *n >= limit {
+            return false;
+        }
+        *n += 1;
+        true
+    }
+
+    fn leave(&self, ip: std::net::IpAddr) {
+        let mut open = self.0.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+        if let Some(n) = open.get_mut(&ip) {
+            *n -= 1;
+            if *n == 0 {
+                open.remove(&ip);
+            }
+        }
+    }
+}
+
+/// What a refused connection reads before it is closed.
+const TOO_MANY: &str = "HTTP/1.1 503 Service Unavailable\r\ncontent-type: application/json\r\n\
+    connection: close\r\ncontent-length: 110\r\n\r\n\
+    {\"status\":503,\"name\":\"Service Unavailable\",\"message\":\"Too many connections from your address; retry shortly.\"}";
+
 async fn serve_http<S>(
     listener: tokio::net::TcpListener,
     service: S,
+    limits: ConnectionLimits,
     shutdown: impl std::future::Future<Output = ()>,
 ) where
     S: tower::Service<
@@ -160,11 +215,13 @@ async fn serve_http<S>(
     S::Future: Send + 'static,
 {
     let graceful = hyper_util::server::graceful::GracefulShutdown::new();
+    let _ = BODY_TIMEOUT.set(limits.body_timeout);
+    let open = std::sync::Arc::new(PerAddress::default());
     let mut shutdown = std::pin::pin!(shutdown);
     loop {
-        let stream = tokio::select! {
+        let (stream, peer) = tokio::select! {
             accepted = listener.accept() => match accepted {
-                Ok((stream, _)) => stream,
+                Ok(accepted) => accepted,
                 Err(e) => {
                     // Out of file descriptors and the like: back off a moment.
                     tracing::warn!(error = %e, "accepting a connection failed");
@@ -175,17 +232,36 @@ async fn serve_http<S>(
             _ = &mut shutdown => break,
         };
         let _ = stream.set_nodelay(true);
+        let ip = peer.ip();
+        if !open.enter(ip, limits.per_address) {
+            tracing::warn!(%ip, limit = limits.per_address, "refused a connection: too many from one address");
+            tokio::spawn(async move {
+                use tokio::io::AsyncWriteExt;
+                let mut stream = stream;
+                let _ = tokio::time::timeout(
+                    std::time::Duration::from_secs(1),
+                    stream.write_all(TOO_MANY.as_bytes()),
+                )
+                .await;
+                let _ = stream.shutdown().await;
+            });
+            continue;
+        }
         let connection = hyper::server::conn::http1::Builder::new()
             .half_close(true)
+            .timer(hyper_util::rt::TokioTimer::new())
+            .header_read_timeout(limits.header_timeout)
             .serve_connection(
                 hyper_util::rt::TokioIo::new(stream),
                 hyper_util::service::TowerToHyperService::new(service.clone()),
             );
         let connection = graceful.watch(connection);
+        let open = open.clone();
         tokio::spawn(async move {
             if let Err(e) = connection.await {
                 tracing::debug!(error = %e, "connection ended with an error");
             }
+            open.leave(ip);
         });
     }
     drop(listener);
@@ -212,4 +288,28 @@ async fn shutdown_signal() {
         _ = term => {},
     }
     tracing::info!("shutdown signal received");
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_refusal_is_a_whole_http_answer() {
+        let (head, body) = TOO_MANY.split_once("\r\n\r\n").unwrap();
+        assert!(head.contains(&format!("content-length: {}", body.len())));
+        assert!(serde_json::from_str::<serde_json::Value>(body).is_ok());
+    }
+
+    #[test]
+    fn connections_are_counted_per_address() {
+        let open = PerAddress::default();
+        let ip: std::net::IpAddr = "127.0.0.1".parse().unwrap();
+        assert!(open.enter(ip, 2) && open.enter(ip, 2));
+        assert!(!open.enter(ip, 2));
+        open.leave(ip);
+        assert!(open.enter(ip, 2));
+        let other: std::net::IpAddr = "::1".parse().unwrap();
+        assert!(open.enter(other, 2));
+    }
 }

@@ -142,9 +142,13 @@ impl<S: Send + Sync> axum::extract::FromRequest<S> for RawBody {
             .and_then(|v| v.to_str().ok())
             .unwrap_or("")
             .to_ascii_lowercase();
-        let body = axum::body::Bytes::from_request(req, state)
-            .await
-            .map_err(|e| super::body_rejection(e.status()))?;
+        let body = tokio::time::timeout(
+            crate::server::body_timeout(),
+            axum::body::Bytes::from_request(req, state),
+        )
+        .await
+        .map_err(|_| ApiError::RequestTimeout)?
+        .map_err(|e| super::body_rejection(e.status()))?;
         if !is_json_type(&content_type) {
             return Err(ApiError::UnsupportedMediaType);
         }

@@ -10,6 +10,7 @@ engine_tests!(
     a_location_keeps_an_administrator,
     filter_values_are_bounded,
     bodies_declared_otherwise_are_refused,
+    slow_and_crowding_clients_are_cut_off,
 );
 
 fn total(t: &crate::support::Tenant, list: &str) -> i64 {
@@ -193,4 +194,77 @@ fn bodies_declared_otherwise_are_refused(app: &TestApp) {
     assert_eq!(send(Some("application/json; charset=utf-8")).status, 201);
     assert_eq!(send(Some("application/vnd.api+json")).status, 201);
     assert_eq!(total(&t, "/v2/contacts"), 2);
+}
+
+/// Reads what the server sends until it closes the connection (or `limit`).
+fn read_until_closed(stream: &mut std::net::TcpStream, limit: std::time::Duration) -> Option<String> {
+    use std::io::Read;
+    stream.set_read_timeout(Some(limit)).unwrap();
+    let mut got = Vec::new();
+    let mut buf = [0u8; 1024];
+    loop {
+        match stream.read(&mut buf) {
+            Ok(0) => return Some(String::from_utf8_lossy(&got).to_string()),
+            Ok(n) => got.extend_from_slice(&buf[..n]),
+            Err(e) if e.kind() == std::io::ErrorKind::ConnectionReset => {
+                return Some(String::from_utf8_lossy(&got).to_string())
+            }
+            Err(_) => return None,
+        }
+    }
+}
+
+/// A client that never finishes its head, one whose body never arrives,
+/// and one that opens too many connections: each is cut off within the
+/// configured limits, and everyone else is still served.
+fn slow_and_crowding_clients_are_cut_off(app: &mut TestApp) {
+    use std::io::Write;
+    use std::net::TcpStream;
+    use std::time::Duration;
+    app.extra_env
+        .push(("FERROGATE_HEADER_TIMEOUT_MS".into(), "400".into()));
+    app.extra_env
+        .push(("FERROGATE_BODY_TIMEOUT_MS".into(), "400".into()));
+    app.extra_env
+        .push(("FERROGATE_MAX_CONNECTIONS_PER_ADDRESS".into(), "6".into()));
+    app.kill();
+    app.spawn();
+    let t = app.bootstrap();
+    let addr = app.base.trim_start_matches("http://").to_string();
+
+    // Half a head, then silence: closed once the head time is up.
+    let mut slow_head = TcpStream::connect(&addr).unwrap();
+    slow_head
+        .write_all(b"GET /healthz HTTP/1.1\r\nHost: x\r\nX-Slow: ")
+        .unwrap();
+    let closed = read_until_closed(&mut slow_head, Duration::from_secs(5));
+    assert!(closed.is_some(), "a half-sent head keeps its connection");
+
+    // A body promised and never delivered: 408 with our JSON error.
+    let mut slow_body = TcpStream::connect(&addr).unwrap();
+    let head = format!(
+        "POST /v2/contacts HTTP/1.1\r\nHost: x\r\ndeveloper-id: {}\r\nuser-id: {}\r\nuser-api-key: {}\r\n\
+         content-type: application/json\r\ncontent-length: 100\r\n\r\n{{\"contact\":",
+        t.cred("developer_id"),
+        t.cred("user_id"),
+        t.cred("user_api_key")
+    );
+    slow_body.write_all(head.as_bytes()).unwrap();
+    let answer = read_until_closed(&mut slow_body, Duration::from_secs(5)).expect("answered and closed");
+    assert!(answer.starts_with("HTTP/1.1 408"), "{answer}");
+    assert!(answer.contains("\"request_id\""), "{answer}");
+
+    // Six idle connections from one address are the most it may hold.
+    let crowd: Vec<TcpStream> = (0..6).map(|_| TcpStream::connect(&addr).unwrap()).collect();
+    std::thread::sleep(Duration::from_millis(100));
+    let mut seventh = TcpStream::connect(&addr).unwrap();
+    let refused = read_until_closed(&mut seventh, Duration::from_secs(5)).expect("refused and closed");
+    assert!(refused.starts_with("HTTP/1.1 503"), "{refused}");
+    assert!(refused.contains("Too many connections"), "{refused}");
+    drop(crowd);
+    crate::support::wait::wait_until("a connection is served again", Duration::from_secs(5), || {
+        let r = app.client().send("GET", "/healthz", &[], None);
+        (r.status == 200).then_some(())
+    });
+    t.get("/v2/contacts").expect(200);
 }
