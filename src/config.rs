@@ -142,6 +142,16 @@ pub struct ServeArgs {
     #[arg(long, env = "FERROGATE_MAX_CONNECTIONS_PER_ADDRESS", default_value_t = 256)]
     pub max_connections_per_address: usize,
 
+    /// Requests per second one API user may make (bursts of twice that);
+    /// 429 with Retry-After beyond. Counted per node. 0: no limit.
+    #[arg(long, env = "FERROGATE_RATE_LIMIT_PER_USER", default_value_t = 2_000)]
+    pub rate_limit_per_user: u32,
+
+    /// Requests per second one client address may make (bursts of twice
+    /// that); 429 beyond. Counted per node. 0: no limit.
+    #[arg(long, env = "FERROGATE_RATE_LIMIT_PER_ADDRESS", default_value_t = 5_000)]
+    pub rate_limit_per_address: u32,
+
     /// PEM file of a private CA that the SMTP server's certificate must
     /// lead to (with smtps:// or ?tls=required); default: the Mozilla roots.
     #[arg(long, env = "FERROGATE_SMTP_CA")]

@@ -74,6 +74,9 @@ pub enum ApiError {
     PayloadTooLarge,
     #[error("unsupported media type")]
     UnsupportedMediaType,
+    /// Over a rate limit: retry after this many seconds.
+    #[error("too many requests")]
+    TooManyRequests(u64),
     /// The body did not arrive within the time allowed.
     #[error("request timeout")]
     RequestTimeout,
@@ -169,6 +172,7 @@ impl ApiError {
             ApiError::PayloadTooLarge => StatusCode::PAYLOAD_TOO_LARGE,
             ApiError::UnsupportedMediaType => StatusCode::UNSUPPORTED_MEDIA_TYPE,
             ApiError::RequestTimeout => StatusCode::REQUEST_TIMEOUT,
+            ApiError::TooManyRequests(_) => StatusCode::TOO_MANY_REQUESTS,
             ApiError::Unavailable(_) => StatusCode::SERVICE_UNAVAILABLE,
             ApiError::Internal(_) => StatusCode::INTERNAL_SERVER_ERROR,
         }
@@ -192,6 +196,9 @@ impl ApiError {
                     ApiError::PayloadTooLarge => "Request body is too large.".into(),
                     ApiError::UnsupportedMediaType => {
                         "Send the body as JSON (Content-Type: application/json).".into()
+                    }
+                    ApiError::TooManyRequests(wait) => {
+                        format!("Too many requests; retry in {wait} second(s).")
                     }
                     ApiError::RequestTimeout => {
                         "The request body did not arrive in time; send it again.".into()
@@ -224,6 +231,11 @@ impl IntoResponse for ApiError {
             map.insert("request_id".into(), Json::String(id));
         }
         let mut response = (status, axum::Json(body)).into_response();
+        if let ApiError::TooManyRequests(wait) = &self {
+            if let Ok(v) = axum::http::HeaderValue::from_str(&wait.to_string()) {
+                response.headers_mut().insert(axum::http::header::RETRY_AFTER, v);
+            }
+        }
         if status == StatusCode::UNAUTHORIZED {
             // RFC 9110: a 401 names a scheme; HTTP Basic is one we accept.
             response.headers_mut().insert(

@@ -110,6 +110,10 @@ pub async fn serve(args: ServeArgs) -> anyhow::Result<()> {
         deliveries,
         schedules,
         mailer,
+        rate_limits: Arc::new(crate::http::ratelimit::RateLimits::new(
+            crate::http::ratelimit::Rate::of(args.rate_limit_per_user),
+            crate::http::ratelimit::Rate::of(args.rate_limit_per_address),
+        )),
         sink,
         outbound,
     };
@@ -247,13 +251,19 @@ async fn serve_http<S>(
             });
             continue;
         }
+        // Every request of the connection carries its client's address.
+        let addressed = tower::util::MapRequest::new(service.clone(), move |mut req: hyper::Request<_>| {
+            req.extensions_mut()
+                .insert(crate::http::ratelimit::ClientAddr(ip));
+            req
+        });
         let connection = hyper::server::conn::http1::Builder::new()
             .half_close(true)
             .timer(hyper_util::rt::TokioTimer::new())
             .header_read_timeout(limits.header_timeout)
             .serve_connection(
                 hyper_util::rt::TokioIo::new(stream),
-                hyper_util::service::TowerToHyperService::new(service.clone()),
+                hyper_util::service::TowerToHyperService::new(addressed),
             );
         let connection = graceful.watch(connection);
         let open = open.clone();

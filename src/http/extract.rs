@@ -71,6 +71,10 @@ impl FromRequestParts<AppState> for Caller {
         let creds = credentials(parts);
         let caller = state.store.read(move |conn| authenticate(conn, creds)).await?;
         tracing::Span::current().record("user_id", caller.user_id.as_str());
+        state
+            .rate_limits
+            .user(&caller.user_id)
+            .map_err(ApiError::TooManyRequests)?;
         Ok(caller)
     }
 }

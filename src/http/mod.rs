@@ -10,6 +10,7 @@ pub mod extract;
 mod json_body;
 pub mod metrics;
 mod postbacks;
+pub mod ratelimit;
 mod recurrings;
 mod transactions;
 mod users;
@@ -46,6 +47,8 @@ pub struct AppState {
     pub payments: crate::payments::Payments,
     pub deliveries: crate::postbacks::worker::Deliveries,
     pub schedules: crate::billing::scheduler::Schedules,
+    /// Requests per API user and per client address (429 beyond).
+    pub rate_limits: Arc<ratelimit::RateLimits>,
     pub mailer: crate::mail::smtp::Mailer,
     /// Told of every change, in its transaction (the postback outbox).
     pub sink: Arc<dyn crate::engine::events::EventSink>,
@@ -118,6 +121,7 @@ pub fn app(state: AppState) -> Router {
         .merge(docs::routes())
         .fallback(|| async { ApiError::NotFound("No such endpoint.".into()) })
         .method_not_allowed_fallback(|| async { ApiError::MethodNotAllowed })
+        .layer(middleware::from_fn_with_state(state.clone(), limit_address))
         .layer(middleware::from_fn_with_state(state.clone(), observe))
         .layer(DefaultBodyLimit::max(MAX_BODY))
         .with_state(state)
@@ -225,6 +229,17 @@ fn request_id(req: &Request) -> String {
 
 /// Gives every request an id (echoed in `x-request-id`, every log line of
 /// the request and error bodies), logs it and records its metrics.
+/// The per-address rate limit (health and metrics probes are exempt).
+async fn limit_address(State(app): State<AppState>, req: Request, next: Next) -> Response {
+    let probe = matches!(req.uri().path(), "/healthz" | "/readyz" | "/metrics");
+    if let (false, Some(addr)) = (probe, req.extensions().get::<ratelimit::ClientAddr>()) {
+        if let Err(wait) = app.rate_limits.address(addr.0) {
+            return ApiError::TooManyRequests(wait).into_response();
+        }
+    }
+    next.run(req).await
+}
+
 async fn observe(State(app): State<AppState>, req: Request, next: Next) -> Response {
     let started = Instant::now();
     let id = request_id(&req);

@@ -11,6 +11,7 @@ engine_tests!(
     filter_values_are_bounded,
     bodies_declared_otherwise_are_refused,
     slow_and_crowding_clients_are_cut_off,
+    rate_limits_answer_429,
 );
 
 fn total(t: &crate::support::Tenant, list: &str) -> i64 {
@@ -267,4 +268,40 @@ fn slow_and_crowding_clients_are_cut_off(app: &mut TestApp) {
         (r.status == 200).then_some(())
     });
     t.get("/v2/contacts").expect(200);
+}
+
+/// Beyond the per-user limit a user gets 429 with Retry-After and our
+/// JSON error while others go on; beyond the per-address limit everyone
+/// from that address does, health probes excepted.
+fn rate_limits_answer_429(app: &mut TestApp) {
+    app.extra_env
+        .push(("FERROGATE_RATE_LIMIT_PER_USER".into(), "5".into()));
+    app.extra_env
+        .push(("FERROGATE_RATE_LIMIT_PER_ADDRESS".into(), "25".into()));
+    app.kill();
+    app.spawn();
+    let a = app.bootstrap();
+    let b = app.bootstrap();
+    // A burst of twice the rate, then 429 (the refill of a few
+    // milliseconds cannot add a whole request at 5/s).
+    let statuses: Vec<u16> = (0..12).map(|_| a.get("/v2/contacts").status).collect();
+    assert!(statuses[..10].iter().all(|s| *s == 200), "{statuses:?}");
+    let limited = a.get("/v2/contacts");
+    assert_eq!(limited.status, 429, "{}", limited.text);
+    assert!(limited.header("retry-after").unwrap().parse::<u64>().unwrap() >= 1);
+    assert!(limited.body["request_id"].is_string());
+    assert_eq!(limited.body["status"], 429);
+    // Another user from the same address still goes on, until the
+    // address's own burst (50) is spent.
+    let mut other = Vec::new();
+    for _ in 0..80 {
+        other.push(b.get("/v2/locations").status);
+    }
+    assert_eq!(other[0], 200);
+    assert!(other.contains(&429), "the address limit applies: {other:?}");
+    assert_eq!(
+        app.client().send("GET", "/healthz", &[], None).status,
+        200,
+        "probes are exempt"
+    );
 }
