@@ -12,6 +12,7 @@ pub mod db;
 pub mod engine;
 pub mod error;
 pub mod http;
+pub mod http_errors;
 pub mod ids;
 pub mod keys;
 pub mod level3;

@@ -262,7 +262,7 @@ async fn serve_http<S>(
             .timer(hyper_util::rt::TokioTimer::new())
             .header_read_timeout(limits.header_timeout)
             .serve_connection(
-                hyper_util::rt::TokioIo::new(stream),
+                hyper_util::rt::TokioIo::new(crate::http_errors::OurErrors::new(stream)),
                 hyper_util::service::TowerToHyperService::new(addressed),
             );
         let connection = graceful.watch(connection);

@@ -12,6 +12,7 @@ engine_tests!(
     bodies_declared_otherwise_are_refused,
     slow_and_crowding_clients_are_cut_off,
     rate_limits_answer_429,
+    errors_before_the_application_are_json,
 );
 
 fn total(t: &crate::support::Tenant, list: &str) -> i64 {
@@ -304,4 +305,36 @@ fn rate_limits_answer_429(app: &mut TestApp) {
         200,
         "probes are exempt"
     );
+}
+
+/// What the HTTP library refuses before the application (a URI over
+/// 64 KiB, too many headers, a NUL in the path) answers like every other
+/// error: JSON with a request_id.
+fn errors_before_the_application_are_json(app: &TestApp) {
+    use std::io::Write;
+    let addr = app.base.trim_start_matches("http://").to_string();
+    let send = |raw: Vec<u8>| -> String {
+        let mut s = std::net::TcpStream::connect(&addr).unwrap();
+        s.write_all(&raw).unwrap();
+        read_until_closed(&mut s, std::time::Duration::from_secs(5)).expect("answered and closed")
+    };
+    let mut long = b"GET /v2/contacts?".to_vec();
+    long.extend(std::iter::repeat_n(b'a', 70_000));
+    long.extend_from_slice(b" HTTP/1.1\r\nHost: x\r\n\r\n");
+    let mut many = b"GET /v2/contacts HTTP/1.1\r\nHost: x\r\n".to_vec();
+    for i in 0..150 {
+        many.extend_from_slice(format!("X-H{i}: v\r\n").as_bytes());
+    }
+    many.extend_from_slice(b"\r\n");
+    let nul = b"GET /v2/con\x00tacts HTTP/1.1\r\nHost: x\r\n\r\n".to_vec();
+    for (raw, status) in [(long, 414), (many, 431), (nul, 400)] {
+        let answer = send(raw);
+        assert!(answer.starts_with(&format!("HTTP/1.1 {status} ")), "{answer}");
+        assert!(answer.contains("content-type: application/json"), "{answer}");
+        let body: serde_json::Value = serde_json::from_str(answer.split_once("\r\n\r\n").unwrap().1).unwrap();
+        assert_eq!(body["status"], status);
+        assert!(body["request_id"].is_string(), "{answer}");
+    }
+    // The server is none the worse.
+    assert_eq!(app.client().send("GET", "/healthz", &[], None).status, 200);
 }
