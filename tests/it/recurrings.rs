@@ -1249,8 +1249,15 @@ fn two_nodes_charge_each_schedule_once() {
             (sql.count("SELECT COUNT(*) FROM recurrings WHERE payment_count >= 1", &[]) == N as i64)
                 .then_some(())
         });
-        // Let any straggler finish, then count.
-        std::thread::sleep(Duration::from_millis(1500));
+        // No node is in the middle of a run (a run holds its lease until
+        // recorded): anything charged twice would show now.
+        wait_until("every lease released", Duration::from_secs(60), || {
+            (sql.count(
+                "SELECT COUNT(*) FROM recurrings WHERE lease_owner IS NOT NULL",
+                &[],
+            ) == 0)
+                .then_some(())
+        });
         assert_eq!(
             sql.count(
                 "SELECT COUNT(*) FROM transactions WHERE recurring_id IS NOT NULL",
