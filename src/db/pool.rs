@@ -81,6 +81,19 @@ impl<C> Pool<C> {
         self.available.notify_one();
     }
 
+    /// A connection broke: the idle ones most likely went with it (a
+    /// restart, a failover, sessions terminated), so they are dropped too
+    /// and remade on their next use, instead of each failing one request.
+    fn broken(&self) {
+        let mut idle = self.idle.lock().unwrap_or_else(|p| p.into_inner());
+        for slot in idle.iter_mut() {
+            *slot = None;
+        }
+        idle.push(None);
+        drop(idle);
+        self.available.notify_one();
+    }
+
     /// Runs `f` with a connection. `f` returns whether the connection is
     /// still healthy; a broken one is dropped and its slot left empty.
     pub fn with<T>(&self, f: impl FnOnce(&mut C) -> (T, bool)) -> Result<T, PoolError> {
@@ -95,8 +108,13 @@ impl<C> Pool<C> {
             },
         };
         match std::panic::catch_unwind(AssertUnwindSafe(|| f(&mut conn))) {
-            Ok((result, healthy)) => {
-                self.put_back(healthy.then_some(conn));
+            Ok((result, true)) => {
+                self.put_back(Some(conn));
+                Ok(result)
+            }
+            Ok((result, false)) => {
+                drop(conn);
+                self.broken();
                 Ok(result)
             }
             Err(panic) => {
@@ -142,5 +160,18 @@ mod tests {
             assert!(pool.with(|_| ((), true)).is_ok());
         }
         assert!(pool.all_connected() || made.load(Ordering::SeqCst) >= 3);
+    }
+
+    #[test]
+    fn one_broken_connection_retires_the_idle_ones() {
+        let made = Arc::new(AtomicUsize::new(0));
+        let m = made.clone();
+        let pool: Pool<usize> = Pool::new(3, Box::new(move || Ok(m.fetch_add(1, Ordering::SeqCst))));
+        assert_eq!(made.load(Ordering::SeqCst), 3);
+        // One request finds its connection dead; the next ones get new
+        // connections, not the other two made before the outage.
+        let _ = pool.with(|_| ((), false));
+        let seen: Vec<usize> = (0..3).map(|_| pool.with(|c| (*c, true)).unwrap()).collect();
+        assert!(seen.iter().all(|c| *c >= 3), "{seen:?}");
     }
 }

@@ -48,6 +48,15 @@ pub enum Pattern {
     Domain,
 }
 
+/// A closed set of accepted values, checked exactly (no trimming, no case
+/// folding) and listed as the field's `enum` in the OpenAPI document.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Choices {
+    Any,
+    Text(&'static [&'static str]),
+    Int(&'static [i64]),
+}
+
 #[derive(Clone, Copy, Debug)]
 pub struct Field {
     pub name: &'static str,
@@ -72,6 +81,7 @@ pub struct Field {
     /// clear: card and bank numbers, SSN digits, licence numbers.
     pub masked: bool,
     pub pattern: Pattern,
+    pub choices: Choices,
     /// For ids: the resource the id must name, inside the caller's scope.
     pub refers: Option<&'static Resource>,
     /// A date shown as `0000-00-00` when unset, and accepted so.
@@ -97,6 +107,7 @@ impl Field {
             encrypted: false,
             masked: false,
             pattern: Pattern::None,
+            choices: Choices::Any,
             refers: None,
             zero_date: false,
             doc: "",
@@ -181,6 +192,16 @@ impl Field {
     }
     pub const fn pattern(mut self, p: Pattern) -> Field {
         self.pattern = p;
+        self
+    }
+    /// Only these texts are accepted.
+    pub const fn one_of(mut self, values: &'static [&'static str]) -> Field {
+        self.choices = Choices::Text(values);
+        self
+    }
+    /// Only these integers are accepted.
+    pub const fn int_one_of(mut self, values: &'static [i64]) -> Field {
+        self.choices = Choices::Int(values);
         self
     }
     pub const fn refers(mut self, r: &'static Resource) -> Field {

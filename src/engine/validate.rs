@@ -2,7 +2,7 @@
 //! the P/R/U flags. Collects every problem before answering 422.
 
 use super::record::Record;
-use super::resource::{Field, Kind, Pattern, Resource};
+use super::resource::{Choices, Field, Kind, Pattern, Resource};
 use crate::db::Value;
 use crate::error::FieldErrors;
 use serde_json::{Map, Value as Json};
@@ -210,14 +210,21 @@ pub fn convert(field: &Field, raw: &Json) -> Result<Value, String> {
                 return Err(format!("{name} should contain at most {max} characters."));
             }
             check_pattern(field, &s)?;
+            if let Choices::Text(values) = field.choices {
+                if !values.contains(&s.as_str()) {
+                    return Err(format!("{name} must be one of {}.", values.join(", ")));
+                }
+            }
             Ok(Value::Text(s))
         }
         Kind::Int { min, max } => {
+            // A JSON integer, or a string of digits with an optional minus
+            // (as form posts send numbers): the grammar the OpenAPI
+            // document states, nothing looser.
             let n = match raw {
                 Json::Number(n) => n.as_i64(),
                 Json::String(s) if s.is_empty() => return Ok(Value::Null),
-                Json::String(s) => s.trim().parse::<i64>().ok(),
-                Json::Bool(b) => Some(*b as i64),
+                Json::String(s) if is_integer_text(s) => s.parse::<i64>().ok(),
                 _ => None,
             }
             .ok_or_else(|| format!("{name} must be an integer."))?;
@@ -226,6 +233,12 @@ pub fn convert(field: &Field, raw: &Json) -> Result<Value, String> {
             }
             if n > max {
                 return Err(format!("{name} must be no greater than {max}."));
+            }
+            if let Choices::Int(values) = field.choices {
+                if !values.contains(&n) {
+                    let list: Vec<String> = values.iter().map(i64::to_string).collect();
+                    return Err(format!("{name} must be one of {}.", list.join(", ")));
+                }
             }
             Ok(Value::Int(n))
         }
@@ -239,7 +252,7 @@ pub fn convert(field: &Field, raw: &Json) -> Result<Value, String> {
             if s.is_empty() || (field.zero_date && s == "0000-00-00") {
                 return Ok(Value::Null);
             }
-            if s.len() != 10 || chrono::NaiveDate::parse_from_str(&s, "%Y-%m-%d").is_err() {
+            if !is_calendar_date(&s) {
                 return Err(format!("The format of {name} is invalid (yyyy-mm-dd)."));
             }
             Ok(Value::Text(s))
@@ -268,6 +281,25 @@ pub fn convert(field: &Field, raw: &Json) -> Result<Value, String> {
             _ => Err(format!("{name} must be a JSON object or array.")),
         },
     }
+}
+
+/// `-?[0-9]+`: the text form of an integer input.
+pub fn is_integer_text(s: &str) -> bool {
+    let digits = s.strip_prefix('-').unwrap_or(s);
+    !digits.is_empty() && digits.bytes().all(|b| b.is_ascii_digit())
+}
+
+/// `yyyy-mm-dd`, four digits of a year from 0001, and a real day of it.
+pub fn is_calendar_date(s: &str) -> bool {
+    let b = s.as_bytes();
+    b.len() == 10
+        && b[4] == b'-'
+        && b[7] == b'-'
+        && b.iter()
+            .enumerate()
+            .all(|(i, c)| i == 4 || i == 7 || c.is_ascii_digit())
+        && !s.starts_with("0000")
+        && chrono::NaiveDate::parse_from_str(s, "%Y-%m-%d").is_ok()
 }
 
 /// 1/0, true/false, "1"/"0", "true"/"false".
@@ -384,6 +416,17 @@ mod tests {
         let i = Field::int("n", 0, 4);
         assert_eq!(convert(&i, &json!("3")).unwrap(), Value::Int(3));
         assert!(convert(&i, &json!(5)).is_err());
+        // Only the grammar the OpenAPI document states: no booleans, no
+        // spaces or plus sign.
+        assert!(convert(&i, &json!(true)).is_err());
+        assert!(convert(&i, &json!(" 3")).is_err());
+        assert!(convert(&i, &json!("+3")).is_err());
+        let choice = Field::int("k", 0, 9).int_one_of(&[1, 3]);
+        assert_eq!(convert(&choice, &json!(3)).unwrap(), Value::Int(3));
+        assert_eq!(convert(&choice, &json!(2)).unwrap_err(), "K must be one of 1, 3.");
+        let text = Field::text("m", 1, 3).one_of(&["cc", "ach"]);
+        assert!(convert(&text, &json!("ach")).is_ok());
+        assert!(convert(&text, &json!("CC")).is_err());
         assert!(convert(&i, &json!(1.5)).is_err());
         assert!(convert(&i, &json!(1e300)).is_err());
     }
@@ -393,6 +436,8 @@ mod tests {
         let d = Field::date("d");
         assert!(convert(&d, &json!("2024-02-29")).is_ok());
         assert!(convert(&d, &json!("2023-02-29")).is_err());
+        assert!(convert(&d, &json!("+202-02-02")).is_err());
+        assert!(convert(&d, &json!("0000-01-01")).is_err());
         let z = Field::text("zip", 4, 12).pattern(Pattern::Zip);
         assert!(convert(&z, &json!("12345-6789")).is_ok());
         assert!(convert(&z, &json!("1234'; --")).is_err());

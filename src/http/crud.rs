@@ -102,9 +102,19 @@ enum Address {
 }
 
 fn address(res: &Resource, id: String, pairs: &[(String, String)], caller: &Caller) -> ApiResult<Address> {
-    let by_api_id = pairs
-        .iter()
-        .any(|(k, v)| k == "api_id" && (v == "1" || v == "true"));
+    let mut by_api_id = false;
+    for (k, v) in pairs.iter().filter(|(k, _)| k == "api_id") {
+        match v.as_str() {
+            "1" => by_api_id = true,
+            "0" => {}
+            _ => {
+                return Err(ApiError::field(
+                    validate::echo_name(k),
+                    "Api Id must be 1 (the path holds the api id) or 0.",
+                ))
+            }
+        }
+    }
     if !by_api_id {
         return Ok(Address::Id(id));
     }

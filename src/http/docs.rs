@@ -3,7 +3,8 @@
 
 use super::{AppState, MOUNTED};
 use crate::engine::query::MAX_PAGE_SIZE;
-use crate::engine::resource::{Field, Kind, Resource};
+use crate::engine::resource::{Choices, Field, Kind, Pattern, Resource};
+use crate::payments::actions::{Action, POST_ACTIONS, PUT_ACTIONS};
 use axum::extract::State;
 use axum::response::{Html, IntoResponse, Response};
 use axum::routing::get;
@@ -20,27 +21,182 @@ async fn openapi_json(State(app): State<AppState>) -> Response {
     axum::Json(openapi(&app.public_url)).into_response()
 }
 
-fn field_schema(f: &Field) -> Json {
+/// The regular expression a pattern's check agrees with (the check in
+/// `engine::validate` is the authority; these say the same in the
+/// document's terms).
+fn pattern_regex(p: Pattern) -> Option<&'static str> {
+    Some(match p {
+        Pattern::None | Pattern::TimeZone => return None,
+        Pattern::Zip => "^[A-Za-z0-9 -]*$",
+        Pattern::Digits => "^[0-9]*$",
+        Pattern::State => "^[A-Za-z]{2}$",
+        Pattern::Alnum => "^[A-Za-z0-9]*$",
+        Pattern::Token => "^[A-Za-z0-9_-]*$",
+        Pattern::Email => "^[^@\\s]+@[^@\\s.][^@\\s]*\\.[^@\\s]*[^@\\s.]$",
+        Pattern::Domain => "^(https?://)?[A-Za-z0-9.:-]+(/[\\s\\S]*)?$",
+    })
+}
+
+/// What a field accepts on input, stated exactly as
+/// `engine::validate::convert` judges it: each accepted form one branch of
+/// `anyOf` (a schema-driven fuzzer then finds no value the document forbids
+/// that the server takes).
+fn input_schema(f: &Field) -> Json {
+    let blank =
+        |pattern: &str| json!({ "type": "string", "pattern": pattern, "description": "blank: no value" });
+    let mut forms = Vec::new();
+    let mut describe = "";
+    match f.kind {
+        Kind::Id => {
+            forms.push(json!({ "type": "string", "pattern": "^[A-Za-z0-9-]{24,36}$" }));
+            if !f.required {
+                forms.push(blank("^$"));
+            }
+            if f.zero_date {
+                forms.push(json!({ "type": "string", "enum": ["0000-00-00"] }));
+            }
+        }
+        Kind::Text { min, max } => {
+            let mut text = json!({ "type": "string", "minLength": min, "maxLength": max });
+            if let Some(re) = pattern_regex(f.pattern) {
+                text["pattern"] = json!(re);
+            }
+            match f.choices {
+                Choices::Text(values) => text["enum"] = json!(values),
+                _ if f.pattern == Pattern::TimeZone => {
+                    text = json!({ "$ref": "#/components/schemas/TimeZone" });
+                }
+                _ => {}
+            }
+            forms.push(text);
+            // Numbers are taken as their digits (zip codes and phone
+            // numbers often arrive so), then checked like the text.
+            if f.choices == Choices::Any && f.pattern != Pattern::TimeZone {
+                forms.push(json!({ "type": "integer", "description": "taken as its digits" }));
+            }
+            if !f.required {
+                forms.push(blank("^\\s*$"));
+            }
+        }
+        Kind::Int { min, max } => {
+            let mut int = json!({ "type": "integer", "minimum": min, "maximum": max });
+            if let Choices::Int(values) = f.choices {
+                int["enum"] = json!(values);
+            }
+            forms.push(int);
+            forms.push(
+                json!({ "type": "string", "pattern": "^-?[0-9]+$", "description": "an integer as text" }),
+            );
+            if !f.required {
+                forms.push(blank("^$"));
+            }
+        }
+        Kind::Flag => {
+            forms.push(json!({ "type": "boolean" }));
+            forms.push(json!({ "type": "integer", "enum": [0, 1] }));
+            forms.push(json!({ "type": "string", "enum": ["0", "1", "true", "false"] }));
+            describe = "1/0, true/false";
+        }
+        Kind::Date => {
+            forms.push(
+                json!({ "type": "string", "format": "date", "pattern": "^[0-9]{4}-[0-9]{2}-[0-9]{2}$" }),
+            );
+            if !f.required {
+                forms.push(blank("^$"));
+            }
+            if f.zero_date {
+                forms.push(json!({ "type": "string", "enum": ["0000-00-00"], "description": "unset" }));
+            }
+        }
+        Kind::Ts => forms.push(json!({ "type": "integer", "description": "epoch seconds" })),
+        Kind::Money { max } => {
+            forms.push(json!({ "type": "string", "pattern": "^[0-9]+(\\.[0-9]{1,2})?$" }));
+            forms.push(
+                json!({ "type": "number", "minimum": 0, "maximum": max as f64 / 100.0,
+                "description": "in plain decimal form, at most two decimals (no exponent)" }),
+            );
+            if !f.required {
+                forms.push(blank("^\\s*$"));
+            }
+            describe = "amount: digits, optionally a point and one or two decimals";
+        }
+        Kind::Json { max } => {
+            forms.push(json!({ "type": "object" }));
+            forms.push(json!({ "type": "array" }));
+            forms.push(
+                json!({ "type": "string", "description": "JSON text of an object or array, or blank" }),
+            );
+            let _ = max;
+        }
+    }
+    let mut s = if forms.len() == 1 {
+        forms.remove(0)
+    } else {
+        json!({ "anyOf": forms })
+    };
+    let notes = field_notes(f, describe);
+    if let Json::Object(m) = &mut s {
+        if !notes.is_empty() {
+            m.insert("description".into(), json!(notes));
+        }
+        m.insert("nullable".into(), json!(!f.required));
+    }
+    s
+}
+
+/// How a field reads in a record.
+fn output_schema(f: &Field) -> Json {
     let mut s = match f.kind {
         Kind::Id => json!({ "type": "string", "minLength": 24, "maxLength": 36 }),
-        Kind::Text { min, max } => json!({ "type": "string", "minLength": min, "maxLength": max }),
-        Kind::Int { min, max } => json!({ "type": "integer", "minimum": min, "maximum": max }),
-        Kind::Flag => json!({ "type": "boolean", "description": "accepts 1/0, true/false" }),
+        Kind::Text { min, max } => {
+            let mut s = json!({ "type": "string", "minLength": min, "maxLength": max });
+            if let Choices::Text(values) = f.choices {
+                s["enum"] = json!(values);
+            }
+            s
+        }
+        Kind::Int { min, max } => {
+            let mut s = json!({ "type": "integer", "minimum": min, "maximum": max });
+            if let Choices::Int(values) = f.choices {
+                s["enum"] = json!(values);
+            }
+            s
+        }
+        Kind::Flag => json!({ "type": "boolean" }),
         Kind::Date if f.zero_date => {
-            json!({ "type": "string", "pattern": "^[0-9]{4}-[0-9]{2}-[0-9]{2}$", "description": "yyyy-mm-dd; 0000-00-00 when unset (also accepted as unset)" })
+            json!({ "type": "string", "pattern": "^[0-9]{4}-[0-9]{2}-[0-9]{2}$", "description": "yyyy-mm-dd; 0000-00-00 when unset" })
         }
         Kind::Date => json!({ "type": "string", "format": "date" }),
         Kind::Ts => json!({ "type": "integer", "description": "epoch seconds" }),
         Kind::Money { .. } => {
-            json!({ "type": "string", "pattern": "^[0-9]+\\.[0-9]{2}$", "description": "amount with 2 decimals; a number or decimal string is accepted on input" })
+            json!({ "type": "string", "pattern": "^[0-9]+\\.[0-9]{2}$", "description": "amount with 2 decimals" })
         }
         Kind::Json { max } => {
             json!({ "description": format!("JSON object or array, at most {max} characters") })
         }
     };
+    let notes = field_notes(f, "");
+    if let Json::Object(m) = &mut s {
+        let own = m.get("description").and_then(Json::as_str).map(str::to_string);
+        let all = [own.unwrap_or_default(), notes]
+            .iter()
+            .filter(|n| !n.is_empty())
+            .cloned()
+            .collect::<Vec<_>>();
+        m.insert("description".into(), json!(all.join("; ")));
+        m.insert("nullable".into(), json!(!f.required));
+        if f.is_system() {
+            m.insert("readOnly".into(), json!(true));
+        }
+    }
+    s
+}
+
+/// The field's documentation and flags, in words.
+fn field_notes(f: &Field, describe: &str) -> String {
     let mut notes = Vec::new();
-    if let Some(d) = s.get("description").and_then(Json::as_str) {
-        notes.push(d.to_string());
+    if !describe.is_empty() {
+        notes.push(describe.to_string());
     }
     if !f.doc.is_empty() {
         notes.push(f.doc.to_string());
@@ -79,14 +235,7 @@ fn field_schema(f: &Field) -> Json {
     if f.sort {
         notes.push("sortable".into());
     }
-    if let Json::Object(m) = &mut s {
-        m.insert("description".into(), json!(notes.join("; ")));
-        m.insert("nullable".into(), json!(!f.required));
-        if f.is_system() {
-            m.insert("readOnly".into(), json!(true));
-        }
-    }
-    s
+    notes.join("; ")
 }
 
 fn schemas(res: &Resource) -> (Json, Json, Json) {
@@ -96,10 +245,10 @@ fn schemas(res: &Resource) -> (Json, Json, Json) {
     let mut required = Vec::new();
     let mut update_required = Vec::new();
     for f in res.fields {
-        let schema = field_schema(f);
         if !f.hidden && f.stored {
-            record.insert(f.name.into(), schema.clone());
+            record.insert(f.name.into(), output_schema(f));
         }
+        let schema = input_schema(f);
         if f.post {
             create.insert(f.name.into(), schema.clone());
             if f.required {
@@ -242,11 +391,25 @@ pub fn openapi(public_url: &str) -> Json {
         let mut collection = Map::new();
         collection.insert(
             "get".into(),
-            json!({ "summary": format!("List {}", res.plural), "tags": [res.plural], "parameters": filters,
+            json!({ "summary": format!("List {}", res.plural), "operationId": format!("{}.list", res.plural),
+                "tags": [res.plural], "parameters": filters,
                 "responses": merge(json!({ "200": reply("a page", list) }), &read_errors) }),
         );
         if verbs.create {
+            // The new record's id leads to the operations on it (the
+            // fuzzer follows these links to real records).
+            let mut links = Map::new();
+            for (verb, on) in [("read", true), ("update", verbs.update), ("delete", verbs.delete)] {
+                if on {
+                    links.insert(
+                        verb.into(),
+                        json!({ "operationId": format!("{}.{verb}", res.plural),
+                        "parameters": { "id": format!("$response.body#/{name}/id") } }),
+                    );
+                }
+            }
             let mut created = json!({ "201": reply("created", one.clone()) });
+            created["201"]["links"] = Json::Object(links);
             if res.api.create_may_update {
                 created["200"] = reply(
                     "updated instead (update_if_exists=1 and the contact_api_id exists)",
@@ -255,7 +418,8 @@ pub fn openapi(public_url: &str) -> Json {
             }
             collection.insert(
                 "post".into(),
-                json!({ "summary": format!("Create {}", article(name)), "tags": [res.plural], "description": res.doc,
+                json!({ "summary": format!("Create {}", article(name)), "operationId": format!("{}.create", res.plural),
+                    "tags": [res.plural], "description": res.doc,
                     "requestBody": body(envelope(name, create)),
                     "responses": merge(created, &write_errors) }),
             );
@@ -269,8 +433,8 @@ pub fn openapi(public_url: &str) -> Json {
         ];
         if let Some(col) = res.api_id {
             id_params.push(
-                json!({ "name": "api_id", "in": "query", "schema": { "type": "integer", "enum": [1] },
-                "description": format!("1: the path holds the {col}") }),
+                json!({ "name": "api_id", "in": "query", "schema": { "type": "integer", "enum": [0, 1] },
+                "description": format!("1: the path holds the {col}; 0 (or absent): the record id") }),
             );
             id_params.push(
                 json!({ "name": "location_id", "in": "query", "schema": { "type": "string" },
@@ -281,14 +445,16 @@ pub fn openapi(public_url: &str) -> Json {
         item.insert("parameters".into(), Json::Array(id_params));
         item.insert(
             "get".into(),
-            json!({ "summary": format!("Read {}", article(name)), "tags": [res.plural],
+            json!({ "summary": format!("Read {}", article(name)), "operationId": format!("{}.read", res.plural),
+                "tags": [res.plural],
                 "parameters": [{ "name": "expand", "in": "query", "schema": { "type": "string" }, "description": expand_list(res) }],
                 "responses": merge(json!({ "200": reply("the record", one.clone()) }), &read_errors) }),
         );
         if verbs.update {
             item.insert(
                 "put".into(),
-                json!({ "summary": format!("Update {}", article(name)), "tags": [res.plural],
+                json!({ "summary": format!("Update {}", article(name)), "operationId": format!("{}.update", res.plural),
+                    "tags": [res.plural],
                     "requestBody": body(envelope(name, update)),
                     "responses": merge(json!({ "200": reply("updated", one.clone()) }), &write_errors) }),
             );
@@ -303,7 +469,8 @@ pub fn openapi(public_url: &str) -> Json {
             }
             item.insert(
                 "delete".into(),
-                json!({ "summary": format!("Delete {}", article(name)), "tags": [res.plural],
+                json!({ "summary": format!("Delete {}", article(name)), "operationId": format!("{}.delete", res.plural),
+                    "tags": [res.plural],
                     "responses": merge(deleted, &read_errors) }),
             );
         }
@@ -378,11 +545,15 @@ pub fn openapi(public_url: &str) -> Json {
                 "product_transaction_id": { "type": "array", "items": { "type": "string" } } } }))),
             "responses": merge(json!({ "201": reply("what changed", json!({ "type": "object" })) }), &write_errors) } }),
     );
-    let idem = json!({ "name": "Idempotency-Key", "in": "header", "schema": { "type": "string", "maxLength": 255 },
-        "description": "replays the first answer for 24 hours (header idempotent-replayed: true); 409 while the \
+    let idem = json!({ "name": "Idempotency-Key", "in": "header", "schema": { "type": "string", "minLength": 1, "maxLength": 255, "pattern": "^[!-~]+$" },
+        "description": "1 to 255 visible ASCII characters; replays the first answer for 24 hours (header idempotent-replayed: true); 409 while the \
             first runs; 422 when reused with another body" });
+    // One action field, two verbs: each lists the actions it runs.
+    let action_names = |list: &[Action]| list.iter().map(|a| a.name()).collect::<Vec<_>>();
     if let Some(Json::Object(p)) = paths.get_mut("/v2/transactions") {
         if let Some(op) = p.get_mut("post") {
+            op["requestBody"]["content"]["application/json"]["schema"]["properties"]["transaction"]
+                ["properties"]["action"] = json!({ "type": "string", "enum": action_names(POST_ACTIONS) });
             op["parameters"] = json!([idem.clone()]);
             op["responses"]["409"] = reply(
                 "the same Idempotency-Key is still being processed",
@@ -392,6 +563,8 @@ pub fn openapi(public_url: &str) -> Json {
     }
     if let Some(Json::Object(p)) = paths.get_mut("/v2/transactions/{id}") {
         if let Some(op) = p.get_mut("put") {
+            op["requestBody"]["content"]["application/json"]["schema"]["properties"]["transaction"]
+                ["properties"]["action"] = json!({ "type": "string", "enum": action_names(PUT_ACTIONS) });
             op["parameters"] = json!([idem]);
             op["responses"]["409"] = reply(
                 "the same Idempotency-Key is still being processed",
@@ -449,7 +622,7 @@ pub fn openapi(public_url: &str) -> Json {
                 come due as if the time had passed; all of it is done before the answer.",
             "requestBody": body(envelope("testclock", json!({ "type": "object", "required": ["seconds"], "properties": {
                 "seconds": { "type": "integer", "minimum": 0, "maximum": 316_224_000_i64 },
-                "location_id": { "type": "string" } } }))),
+                "location_id": { "type": "string", "nullable": true, "description": "default: the caller's location" } } }))),
             "responses": merge(json!({ "200": reply("the clock after the move", clock_ref) }), &write_errors) } }),
     );
     let recurring_ref = envelope("recurring", json!({ "$ref": "#/components/schemas/recurring" }));
@@ -552,12 +725,35 @@ pub fn openapi(public_url: &str) -> Json {
     components.insert("ValidationErrors".into(), json!({ "type": "object", "properties": {
         "errors": { "type": "object", "additionalProperties": { "type": "array", "items": { "type": "string" } } },
         "request_id": { "type": "string" } } }));
+    let zones: Vec<&str> = chrono_tz::TZ_VARIANTS.iter().map(|tz| tz.name()).collect();
+    components.insert(
+        "TimeZone".into(),
+        json!({ "type": "string", "enum": zones, "description": "an IANA time zone name" }),
+    );
     components.insert("Meta".into(), json!({ "type": "object", "properties": {
         "pagination": { "type": "object", "properties": {
             "links": { "type": "object", "description": "self; next and last when there are more pages" },
             "totalCount": { "type": "integer" }, "pageCount": { "type": "integer" },
             "currentPage": { "type": "integer", "description": "zero-based" }, "perPage": { "type": "integer" } } },
         "sort": { "type": "object" } } }));
+    // Operations without a name of their own are named by verb and path
+    // (`post.recurrings.id.skipPayment`).
+    for (path, item) in paths.iter_mut() {
+        let Json::Object(item) = item else { continue };
+        for (verb, op) in item.iter_mut().filter(|(v, _)| *v != "parameters") {
+            if op.get("operationId").is_none() {
+                let segments = path
+                    .trim_start_matches("/v2/")
+                    .split('/')
+                    .map(|s| s.trim_matches(|c| c == '{' || c == '}'));
+                let name = std::iter::once(verb.as_str())
+                    .chain(segments)
+                    .collect::<Vec<_>>()
+                    .join(".");
+                op["operationId"] = json!(name);
+            }
+        }
+    }
     let mut security_schemes = Map::new();
     for h in ["developer-id", "user-id", "user-api-key"] {
         security_schemes.insert(h.into(), json!({ "type": "apiKey", "in": "header", "name": h }));

@@ -69,7 +69,7 @@ impl Action {
             .iter()
             .chain(PUT_ACTIONS)
             .copied()
-            .find(|a| a.name() == s.trim().to_ascii_lowercase())
+            .find(|a| a.name() == s)
     }
 
     /// Fields the action accepts besides `action` itself.

@@ -28,7 +28,7 @@ pub static ACCOUNT_VAULT: Resource = Resource {
             .post()
             .required()
             .exact()
-            .doc("cc or ach"),
+            .one_of(super::PAYMENT_METHODS),
         Field::text("account_holder_name", 1, 32)
             .pu()
             .filter()
@@ -62,6 +62,7 @@ pub static ACCOUNT_VAULT: Resource = Resource {
         Field::text("ach_sec_code", 0, 3)
             .pu()
             .exact()
+            .one_of(crate::cards::ACH_SEC_CODES)
             .doc("ach; WEB when not given"),
         Field::text("billing_address", 1, 32).pu().filter(),
         Field::text("billing_city", 1, 36).pu().filter(),

@@ -30,6 +30,9 @@ pub use users::USER;
 
 use crate::engine::resource::Resource;
 
+/// The payment methods: cards and ACH bank accounts.
+pub const PAYMENT_METHODS: &[&str] = &["cc", "ach"];
+
 /// Every declared resource, for routing, OpenAPI and the tests.
 pub static ALL: &[&Resource] = &[
     &CONTACT,

@@ -30,7 +30,7 @@ pub static POSTBACK_CONFIG: Resource = Resource {
             .pu()
             .required()
             .exact()
-            .doc("contact, transaction, transactionbatch or accountvault"),
+            .one_of(SUBSCRIBABLE),
         Field::id("product_transaction_id")
             .pu()
             .exact()
@@ -43,7 +43,7 @@ pub static POSTBACK_CONFIG: Resource = Resource {
         Field::flag("on_update").pu().filter(),
         Field::flag("on_delete").pu().filter(),
         Field::flag("is_active").pu().filter().doc("1 when not sent"),
-        Field::text("format", 1, 32).pu().exact().doc("api-default"),
+        Field::text("format", 1, 32).pu().exact().one_of(&["api-default"]),
         Field::int("number_of_attempts", 1, MAX_ATTEMPTS)
             .pu()
             .filter()
@@ -116,6 +116,10 @@ pub static POSTBACK_CONFIG: Resource = Resource {
 };
 
 pub const MAX_ATTEMPTS: i64 = 10;
+
+/// The names of the resources that declare a `postback` (a unit test
+/// holds the two lists together).
+const SUBSCRIBABLE: &[&str] = &["contact", "transaction", "transactionbatch", "accountvault"];
 
 /// The resource a config can subscribe to by this name: one that declares
 /// a `postback`.
@@ -389,5 +393,23 @@ impl Rules for DeliveryRules {
             ("data", Some(text)) => serde_json::from_str(text).unwrap_or(Json::Null),
             _ => Json::Null,
         })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_declared_choices_are_the_resources_with_postbacks() {
+        let mut with_postbacks: Vec<&str> = ALL
+            .iter()
+            .filter(|r| r.postback.is_some())
+            .map(|r| r.name)
+            .collect();
+        let mut declared = SUBSCRIBABLE.to_vec();
+        with_postbacks.sort_unstable();
+        declared.sort_unstable();
+        assert_eq!(with_postbacks, declared);
     }
 }

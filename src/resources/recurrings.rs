@@ -48,7 +48,8 @@ pub static RECURRING: Resource = Resource {
         Field::text("payment_method", 2, 3)
             .post()
             .exact()
-            .doc("cc or ach; the vault's"),
+            .one_of(super::PAYMENT_METHODS)
+            .doc("the vault's"),
         Field::money("transaction_amount", MAX_AMOUNT)
             .pu()
             .required()
@@ -64,6 +65,7 @@ pub static RECURRING: Resource = Resource {
             .post()
             .required()
             .exact()
+            .one_of(&["d", "w", "m"])
             .doc("d (days), w (weeks) or m (months)"),
         Field::date("start_date")
             .post()
@@ -99,6 +101,7 @@ pub static RECURRING: Resource = Resource {
         Field::text("recurring_type_id", 1, 1)
             .pu()
             .exact()
+            .one_of(&["o", "i"])
             .doc("o (ongoing) or i (installment), derived from installment_total_count"),
         Field::text("recurring_c1", 0, 128).pu().filter(),
         Field::text("recurring_c2", 0, 128).pu().filter(),

@@ -3,6 +3,7 @@
 //! idempotency); this declaration drives reads, filters, rendering and
 //! the OpenAPI document.
 
+use super::PAYMENT_METHODS;
 use crate::db::{Conn, Sql};
 use crate::engine::record::Record;
 use crate::engine::resource::{Api, Expand, Field, Pattern, Postback, Resource, Scope};
@@ -30,7 +31,11 @@ pub static TRANSACTION: Resource = Resource {
             .required()
             .transient()
             .doc("sale, authonly, avsonly, force, refund, debit, credit (POST); authcomplete, authincrement, void, partialreversal, tipadjust, edit (PUT)"),
-        Field::text("payment_method", 2, 3).post().exact().sort().doc("cc or ach"),
+        Field::text("payment_method", 2, 3)
+            .post()
+            .exact()
+            .sort()
+            .one_of(PAYMENT_METHODS),
         Field::id("account_vault_id").post().exact(),
         Field::text("account_vault_api_id", 1, 36).post().transient(),
         Field::id("recurring_id").exact(),
@@ -124,7 +129,7 @@ pub static TRANSACTION: Resource = Resource {
         Field::text("ach_sec_code", 3, 3)
             .post()
             .exact()
-            .doc("PPD, CCD, WEB, TEL, POP, C21"),
+            .one_of(crate::cards::ACH_SEC_CODES),
         Field::json("custom_data", 512).post(),
         Field::id("hosted_payment_page_id").exact(),
         Field::int("trx_source_id", 1, 15).filter(),

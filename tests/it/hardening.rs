@@ -13,6 +13,7 @@ engine_tests!(
     slow_and_crowding_clients_are_cut_off,
     rate_limits_answer_429,
     errors_before_the_application_are_json,
+    the_document_states_what_the_server_checks,
 );
 
 fn total(t: &crate::support::Tenant, list: &str) -> i64 {
@@ -337,4 +338,154 @@ fn errors_before_the_application_are_json(app: &TestApp) {
     }
     // The server is none the worse.
     assert_eq!(app.client().send("GET", "/healthz", &[], None).status, 200);
+}
+
+/// The OpenAPI document and the server judge inputs alike: what the
+/// document forbids (a value outside an enumeration, a boolean or `+3`
+/// for an integer, an `api_id` other than 0 or 1, a date not in
+/// yyyy-mm-dd) the server refuses, and the document lists the
+/// enumerations, patterns and formats the server checks.
+fn the_document_states_what_the_server_checks(app: &TestApp) {
+    let t = app.bootstrap();
+    let doc = t.get("/v2/openapi.json").expect(200).body;
+    let schemas = &doc["components"]["schemas"];
+    let create = |path: &str, key: &str| {
+        doc["paths"][path]["post"]["requestBody"]["content"]["application/json"]["schema"]["properties"][key]
+            ["properties"]
+            .clone()
+    };
+    let enum_of = |schema: &serde_json::Value| -> Vec<String> {
+        let one = |s: &serde_json::Value| s["enum"].as_array().cloned().unwrap_or_default();
+        let mut values = one(schema);
+        for form in schema["anyOf"].as_array().into_iter().flatten() {
+            values.extend(one(form));
+        }
+        values
+            .iter()
+            .map(|v| v.as_str().map(str::to_string).unwrap_or(v.to_string()))
+            .collect()
+    };
+    let tx = create("/v2/transactions", "transaction");
+    assert_eq!(
+        enum_of(&tx["action"]),
+        ["sale", "authonly", "avsonly", "force", "refund", "debit", "credit"]
+    );
+    let put_action = &doc["paths"]["/v2/transactions/{id}"]["put"]["requestBody"]["content"]
+        ["application/json"]["schema"]["properties"]["transaction"]["properties"]["action"];
+    assert_eq!(
+        enum_of(put_action),
+        [
+            "authcomplete",
+            "authincrement",
+            "void",
+            "partialreversal",
+            "tipadjust",
+            "edit"
+        ]
+    );
+    assert_eq!(enum_of(&tx["payment_method"]), ["cc", "ach"]);
+    assert!(enum_of(&tx["ach_sec_code"]).contains(&"WEB".to_string()));
+    let pb = create("/v2/postbackconfigs", "postbackconfig");
+    assert_eq!(enum_of(&pb["format"]), ["api-default"]);
+    assert!(enum_of(&pb["resource"]).contains(&"transaction".to_string()));
+    let contact = create("/v2/contacts", "contact");
+    let patterns: Vec<&str> = contact["email"]["anyOf"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter_map(|f| f["pattern"].as_str())
+        .collect();
+    assert!(patterns.iter().any(|p| p.contains('@')), "{patterns:?}");
+    assert!(contact["date_of_birth"]
+        .to_string()
+        .contains("\"format\":\"date\""));
+    assert!(schemas["TimeZone"]["enum"]
+        .as_array()
+        .unwrap()
+        .contains(&serde_json::json!("America/New_York")));
+    let idem = &doc["paths"]["/v2/transactions"]["post"]["parameters"][0]["schema"];
+    assert_eq!(idem["maxLength"], 255);
+    assert!(idem["pattern"].is_string());
+    // Every operation has its own name, and a create links to its record.
+    let mut names = std::collections::HashSet::new();
+    for (path, item) in doc["paths"].as_object().unwrap() {
+        for (verb, op) in item
+            .as_object()
+            .unwrap()
+            .iter()
+            .filter(|(v, _)| *v != "parameters")
+        {
+            let name = op["operationId"]
+                .as_str()
+                .unwrap_or_else(|| panic!("{verb} {path} has no operationId"));
+            assert!(names.insert(name.to_string()), "{name} twice");
+        }
+    }
+    assert_eq!(
+        doc["paths"]["/v2/contacts"]["post"]["responses"]["201"]["links"]["read"]["operationId"],
+        "contacts.read"
+    );
+
+    // What the document forbids, the server refuses.
+    let contact = t.contact(serde_json::json!({ "contact_api_id": "crm-7" }));
+    let id = contact["id"].as_str().unwrap();
+    let r = t.get("/v2/contacts/crm-7?api_id=-108162825");
+    assert_eq!(r.status, 422, "{}", r.text);
+    assert!(r.body["errors"]["api_id"].is_array(), "{}", r.text);
+    t.get("/v2/contacts/crm-7?api_id=1").expect(200);
+    t.get(&format!("/v2/contacts/{id}?api_id=0")).expect(200);
+    let loc = t.location_id();
+    for (body, field) in [
+        (
+            serde_json::json!({ "location_id": loc, "last_name": "X", "date_of_birth": "+202-02-02" }),
+            "date_of_birth",
+        ),
+        (
+            serde_json::json!({ "location_id": loc, "last_name": "X", "date_of_birth": "0000-01-01" }),
+            "date_of_birth",
+        ),
+    ] {
+        let r = t.post("/v2/contacts", serde_json::json!({ "contact": body }));
+        assert_eq!(r.status, 422, "{}", r.text);
+        assert!(r.body["errors"][field].is_array(), "{}", r.text);
+    }
+    let sale = |extra: serde_json::Value| {
+        let mut tx = serde_json::json!({ "action": "sale", "payment_method": "cc",
+            "account_number": "4111111111111111", "exp_date": "1239", "transaction_amount": "1.00" });
+        for (k, v) in extra.as_object().unwrap() {
+            tx[k] = v.clone();
+        }
+        t.post("/v2/transactions", serde_json::json!({ "transaction": tx }))
+    };
+    for (extra, field) in [
+        (serde_json::json!({ "action": "SALE" }), "action"),
+        (serde_json::json!({ "action": " sale" }), "action"),
+        (serde_json::json!({ "payment_method": "CC" }), "payment_method"),
+    ] {
+        let r = sale(extra.clone());
+        assert_eq!(r.status, 422, "{extra}: {}", r.text);
+        assert!(r.body["errors"][field].is_array(), "{extra}: {}", r.text);
+    }
+    for bad in [
+        serde_json::json!(true),
+        serde_json::json!("+3"),
+        serde_json::json!(" 3"),
+    ] {
+        let r = t.post(
+            "/v2/postbackconfigs",
+            serde_json::json!({ "postbackconfig": { "location_id": loc, "resource": "contact",
+                "url": "https://example.com/hook", "number_of_attempts": bad } }),
+        );
+        assert_eq!(r.status, 422, "{bad}: {}", r.text);
+        assert!(
+            r.body["errors"]["number_of_attempts"].is_array(),
+            "{bad}: {}",
+            r.text
+        );
+    }
+    assert_eq!(total(&t, "/v2/transactions"), 0, "nothing refused was charged");
+    assert_eq!(total(&t, "/v2/postbackconfigs"), 0);
+    // The sale the document describes goes through.
+    let r = sale(serde_json::json!({}));
+    assert_eq!(r.status, 201, "{}", r.text);
 }
