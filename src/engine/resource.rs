@@ -40,6 +40,9 @@ pub enum Pattern {
     Email,
     /// Letters and digits only.
     Alnum,
+    /// An order or reference number: letters, digits, spaces and `-_./#`
+    /// (the reference's samples send `SDKTest 123`).
+    Reference,
     /// Letters, digits, '-' and '_' (keys and tokens).
     Token,
     /// An IANA time zone name.

@@ -341,6 +341,9 @@ fn check_pattern(field: &Field, s: &str) -> Result<(), String> {
         Pattern::Digits => s.chars().all(|c| c.is_ascii_digit()),
         Pattern::State => s.len() == 2 && s.chars().all(|c| c.is_ascii_alphabetic()),
         Pattern::Alnum => s.chars().all(|c| c.is_ascii_alphanumeric()),
+        Pattern::Reference => s
+            .chars()
+            .all(|c| c.is_ascii_alphanumeric() || " -_./#".contains(c)),
         Pattern::Token => s
             .chars()
             .all(|c| c.is_ascii_alphanumeric() || c == '-' || c == '_'),
@@ -354,6 +357,9 @@ fn check_pattern(field: &Field, s: &str) -> Result<(), String> {
         Err(match field.pattern {
             Pattern::Digits => format!("{name} must contain digits only."),
             Pattern::Alnum => format!("{name} may contain only letters and digits."),
+            Pattern::Reference => {
+                format!("{name} may contain only letters, digits, spaces and - _ . / #.")
+            }
             Pattern::Token => format!("{name} may contain only letters, digits, '-' and '_'."),
             Pattern::Email => format!("{name} is not a valid email address."),
             Pattern::TimeZone => format!("{name} must be a time zone name such as America/New_York."),

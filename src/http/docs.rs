@@ -31,6 +31,7 @@ fn pattern_regex(p: Pattern) -> Option<&'static str> {
         Pattern::Digits => "^[0-9]*$",
         Pattern::State => "^[A-Za-z]{2}$",
         Pattern::Alnum => "^[A-Za-z0-9]*$",
+        Pattern::Reference => "^[A-Za-z0-9 ._/#-]*$",
         Pattern::Token => "^[A-Za-z0-9_-]*$",
         Pattern::Email => "^[^@\\s]+@[^@\\s.][^@\\s]*\\.[^@\\s]*[^@\\s.]$",
         Pattern::Domain => "^(https?://)?[A-Za-z0-9.:-]+(/[\\s\\S]*)?$",
@@ -570,6 +571,12 @@ pub fn openapi(public_url: &str) -> Json {
                 "the same Idempotency-Key is still being processed",
                 errors.clone(),
             );
+        }
+        if let Some(put) = p.get("put").cloned() {
+            let mut post = put;
+            post["summary"] = json!("Run a follow-up action (the same as PUT)");
+            post["operationId"] = json!("transactions.update.post");
+            p.insert("post".into(), post);
         }
     }
     let id_param = json!([{ "name": "id", "in": "path", "required": true, "schema": { "type": "string" } }]);

@@ -29,7 +29,10 @@ pub fn routes() -> Router<AppState> {
         .route(
             "/v2/transactions/{id}",
             get(move |s: State<AppState>, c: Caller, p: IdPath, q: RawQuery| crud::read(tx, s, c, p, q))
-                .put(update),
+                .put(update)
+                // The reference's walkthrough and published clients POST
+                // follow-up actions: the same operation as PUT.
+                .post(update),
         )
         .route("/v2/transactions/{id}/bininfo", get(bininfo))
         .merge(crud::routes(batch, crud::READ_ONLY))

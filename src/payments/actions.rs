@@ -72,6 +72,14 @@ impl Action {
             .find(|a| a.name() == s)
     }
 
+    /// Whether the action charges or checks a card only.
+    fn takes_a_card(self) -> bool {
+        matches!(
+            self,
+            Action::Sale | Action::AuthOnly | Action::AvsOnly | Action::Force
+        )
+    }
+
     /// Fields the action accepts besides `action` itself.
     fn accepts(self) -> &'static [&'static [&'static str]] {
         match self {
@@ -266,7 +274,7 @@ impl Parsed {
 /// action, and the fields that action accepts.
 pub fn parse(body: &Map<String, Json>, put: bool) -> ApiResult<Parsed> {
     let action_raw = body.get("action");
-    let input = for_create(&TRANSACTION, body).map_err(ApiError::Validation)?;
+    let mut input = for_create(&TRANSACTION, body).map_err(ApiError::Validation)?;
     let name = match action_raw {
         Some(Json::String(s)) => s.clone(),
         _ => String::new(),
@@ -295,6 +303,13 @@ pub fn parse(body: &Map<String, Json>, put: bool) -> ApiResult<Parsed> {
     };
     let mut errors = FieldErrors::new();
     let accepts = action.accepts();
+    // A card's account type comes from its number; clients that send one
+    // anyway (the reference's collection sends "mc") are not refused, and
+    // what they sent is not kept.
+    if action.takes_a_card() && input.present.contains(&"account_type") {
+        input.present.retain(|name| *name != "account_type");
+        input.record.set("account_type", crate::db::Value::Null);
+    }
     for name in &input.present {
         if *name != "action"
             && (!accepts.iter().any(|list| list.contains(name)) || action.refuses().contains(name))

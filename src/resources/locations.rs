@@ -23,16 +23,11 @@ pub static LOCATION: Resource = Resource {
         Field::id("parent_id")
             .post()
             .required()
-            .put_required()
+            .put()
             .filter()
             .refers(&LOCATION)
-            .doc("required on create and update"),
-        Field::text("name", 1, 64)
-            .post()
-            .required()
-            .put_required()
-            .filter()
-            .sort(),
+            .doc("required on create; an update may leave it out, not blank it"),
+        Field::text("name", 1, 64).post().required().put().filter().sort(),
         Field::text("branding_domain_url", 1, 255)
             .post()
             .required()

@@ -53,7 +53,7 @@ pub static TRANSACTION: Resource = Resource {
         Field::text("avs_enhanced", 0, 1).exact(),
         Field::text("batch", 0, 16).exact(),
         Field::text("item", 0, 32),
-        Field::text("order_num", 1, 32).post().filter().pattern(Pattern::Alnum),
+        Field::text("order_num", 1, 32).post().filter().pattern(Pattern::Reference),
         Field::text("timestamp", 0, 19).doc("creation time, yyyy-mm-dd hh:mm:ss UTC"),
         Field::text("verbiage", 0, 64).filter(),
         Field::text("transaction_settlement_status", 0, 32).doc("deprecated; null"),

@@ -24,6 +24,7 @@ mod payment_safety;
 mod pg_tls;
 mod postbacks;
 mod recurrings;
+mod reference_samples;
 mod testclock;
 mod transactions;
 mod users;

@@ -1,0 +1,183 @@
+//! What real clients of this API send (the reference's samples, its
+//! Postman collection, published client libraries), and partial updates
+//! of every updatable resource.
+
+use crate::engine_tests;
+use crate::support::{Tenant, TestApp};
+use serde_json::{json, Value};
+
+engine_tests!(what_published_clients_send, a_put_carries_only_what_it_changes,);
+
+fn sale(t: &Tenant, extra: Value) -> crate::support::Resp {
+    let mut tx = json!({ "action": "sale", "payment_method": "cc",
+        "account_number": "4111111111111111", "exp_date": "1239", "transaction_amount": "12.00" });
+    for (k, v) in extra.as_object().unwrap() {
+        tx[k] = v.clone();
+    }
+    t.post("/v2/transactions", json!({ "transaction": tx }))
+}
+
+fn what_published_clients_send(app: &TestApp) {
+    let t = app.bootstrap();
+    // Every reference sample sends an order number with a space.
+    let r = sale(&t, json!({ "order_num": "SDKTest 123" }));
+    assert_eq!(r.status, 201, "{}", r.text);
+    assert_eq!(r.body["transaction"]["order_num"], "SDKTest 123");
+    for bad in ["order<script>", "a\tb", "x;DROP"] {
+        let r = sale(&t, json!({ "order_num": bad }));
+        assert_eq!(r.status, 422, "{bad}: {}", r.text);
+        assert!(r.body["errors"]["order_num"].is_array(), "{}", r.text);
+    }
+    // The collection sends account_type on card requests: a card's type
+    // comes from its number, so the value sent is ignored.
+    for action in ["sale", "authonly"] {
+        let r = sale(&t, json!({ "action": action, "account_type": "mc" }));
+        assert_eq!(r.status, 201, "{action}: {}", r.text);
+        assert_eq!(
+            r.body["transaction"]["account_type"], "visa",
+            "{action}: derived, not sent"
+        );
+    }
+    // POST to a transaction runs an update action, as PUT does.
+    let auth = sale(&t, json!({ "action": "authonly" })).expect(201).body["transaction"].clone();
+    let id = auth["id"].as_str().unwrap();
+    let r = t.post(
+        &format!("/v2/transactions/{id}"),
+        json!({ "transaction": { "action": "authcomplete", "transaction_amount": "12.00" } }),
+    );
+    assert_eq!(r.status, 200, "{}", r.text);
+    assert_eq!(r.body["transaction"]["status_id"], 101, "{}", r.text);
+    let r = t.post(
+        &format!("/v2/transactions/{id}"),
+        json!({ "transaction": { "action": "void" } }),
+    );
+    assert_eq!(r.status, 200, "{}", r.text);
+    assert_eq!(r.body["transaction"]["status_id"], 201, "{}", r.text);
+    // A create action there is still refused, as on PUT.
+    let r = t.post(
+        &format!("/v2/transactions/{id}"),
+        json!({ "transaction": { "action": "sale" } }),
+    );
+    assert_eq!(r.status, 422, "{}", r.text);
+}
+
+/// Creates a record and returns its id.
+fn made(t: &Tenant, path: &str, key: &str, body: Value) -> String {
+    let r = t.post(path, json!({ key: body }));
+    assert_eq!(r.status, 201, "{path}: {}", r.text);
+    r.body[key]["id"].as_str().unwrap().to_string()
+}
+
+/// A PUT with one field changes that field and nothing else, for every
+/// resource that takes updates.
+fn a_put_carries_only_what_it_changes(app: &TestApp) {
+    let t = app.bootstrap();
+    let loc = t.location_id();
+    let contact = t.contact(json!({ "first_name": "Jo", "email": "jo@example.com" }))["id"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    let card = made(
+        &t,
+        "/v2/accountvaults",
+        "accountvault",
+        json!({ "location_id": loc, "payment_method": "cc", "contact_id": contact,
+            "account_number": "4111111111111111", "exp_date": "1239", "title": "Card" }),
+    );
+    let bank = made(
+        &t,
+        "/v2/accountvaults",
+        "accountvault",
+        json!({ "location_id": loc, "payment_method": "ach", "contact_id": contact,
+            "account_number": "123456789", "routing": "021000021", "account_type": "checking",
+            "account_holder_name": "Jo Doe", "is_company": 0, "title": "Bank" }),
+    );
+    let child = t.location(&loc, "Branch");
+    let note = made(
+        &t,
+        "/v2/notes",
+        "note",
+        json!({ "resource": "Contact", "resource_id": contact, "note": "first" }),
+    );
+    let (user, _) = t.user(&loc, Some("2"));
+    let hook = made(
+        &t,
+        "/v2/postbackconfigs",
+        "postbackconfig",
+        json!({ "location_id": loc, "resource": "contact", "url": "https://example.com/hook" }),
+    );
+    let tomorrow = (chrono::Utc::now() + chrono::Duration::days(2))
+        .format("%Y-%m-%d")
+        .to_string();
+    let plan = made(
+        &t,
+        "/v2/recurrings",
+        "recurring",
+        json!({ "location_id": loc, "account_vault_id": card, "transaction_amount": "9.00",
+            "interval": 1, "interval_type": "m", "start_date": tomorrow, "description": "Gym" }),
+    );
+    let cases: Vec<(String, &str, Value, &str)> = vec![
+        (
+            format!("/v2/contacts/{contact}"),
+            "contact",
+            json!({ "city": "Austin" }),
+            "first_name",
+        ),
+        (
+            format!("/v2/locations/{child}"),
+            "location",
+            json!({ "office_phone": "5125550100" }),
+            "name",
+        ),
+        (
+            format!("/v2/accountvaults/{card}"),
+            "accountvault",
+            json!({ "title": "Visa" }),
+            "exp_date",
+        ),
+        (
+            format!("/v2/accountvaults/{bank}"),
+            "accountvault",
+            json!({ "title": "Checking" }),
+            "account_holder_name",
+        ),
+        (
+            format!("/v2/notes/{note}"),
+            "note",
+            json!({ "note": "second" }),
+            "resource_id",
+        ),
+        (
+            format!("/v2/users/{user}"),
+            "user",
+            json!({ "last_name": "Smith" }),
+            "username",
+        ),
+        (
+            format!("/v2/postbackconfigs/{hook}"),
+            "postbackconfig",
+            json!({ "on_update": true }),
+            "url",
+        ),
+        (
+            format!("/v2/recurrings/{plan}"),
+            "recurring",
+            json!({ "description": "Pool" }),
+            "transaction_amount",
+        ),
+    ];
+    for (path, key, change, kept) in cases {
+        let before = t.get(&path).expect(200).body[key].clone();
+        let r = t.put(&path, json!({ key: change.clone() }));
+        assert_eq!(r.status, 200, "PUT {path} {change}: {}", r.text);
+        let after = t.get(&path).expect(200).body[key].clone();
+        for (field, value) in change.as_object().unwrap() {
+            let shown = &after[field];
+            assert!(
+                shown == value || shown.to_string().trim_matches('"') == value.to_string().trim_matches('"'),
+                "{path}: {field} is {shown}, sent {value}"
+            );
+        }
+        assert_eq!(after[kept], before[kept], "{path}: {kept} unchanged");
+    }
+}
