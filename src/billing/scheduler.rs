@@ -33,7 +33,7 @@ use crate::money::Money;
 use crate::payments::{NewPayment, Origin, Payments, RecurringId, TrxSource};
 use crate::processor::StatusId;
 use crate::resources::RECURRING;
-use serde_json::{json, Map};
+use serde_json::{json, Map, Value as Json};
 use std::sync::Arc;
 use std::time::Duration;
 use tokio::sync::Notify;
@@ -312,6 +312,10 @@ impl Schedules {
         }
         if let Some(description) = r.text("description").filter(|d| !d.is_empty()) {
             body.insert("description".into(), json!(description));
+        }
+        // The schedule's tags (a JSON array of titles) go on each run.
+        if let Some(tags) = r.text("tags").and_then(|t| serde_json::from_str::<Json>(t).ok()) {
+            body.insert("tags".into(), tags);
         }
         let input = match crate::payments::actions::parse(&body, false) {
             Ok(input) => input,

@@ -63,6 +63,7 @@ pub const MIGRATIONS: &[Migration] = &[
         include_str!("../../migrations/0010_recurrings_and_mail.sql"),
         "",
     ),
+    (12, "tags", include_str!("../../migrations/0012_tags.sql"), ""),
 ];
 
 /// Applies every migration not yet recorded. Returns how many ran.

@@ -368,6 +368,16 @@ fn mask_json(cx: &Cx, field: &Field, value: &Value) -> Json {
 pub fn to_json(field: &Field, value: &Value) -> Json {
     match (field.kind, value) {
         (Kind::Date, Value::Null) if field.zero_date => Json::String("0000-00-00".into()),
+        (Kind::Tags, Value::Null) => json!([]),
+        (Kind::Tags, Value::Text(s)) => {
+            let titles: Vec<String> = serde_json::from_str(s).unwrap_or_default();
+            Json::Array(
+                titles
+                    .into_iter()
+                    .map(|t| json!({ "id": t, "title": t }))
+                    .collect(),
+            )
+        }
         (_, Value::Null) => Json::Null,
         (Kind::Flag, Value::Int(i)) => Json::Bool(*i != 0),
         (Kind::Money { .. }, Value::Int(i)) => Json::String(crate::money::format(*i)),

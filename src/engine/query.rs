@@ -498,6 +498,16 @@ fn condition(
         }
         Kind::Int { .. } | Kind::Flag | Kind::Money { .. } => int_condition(f, value).map(Some),
         Kind::Json { .. } => Err("This field cannot be filtered.".to_string()),
+        // A title matches whole (its quotes in the stored array), in any case.
+        Kind::Tags => {
+            let needles: Vec<String> = value
+                .split(',')
+                .map(|v| v.trim())
+                .filter(|v| !v.is_empty())
+                .map(|v| serde_json::Value::from(v).to_string())
+                .collect();
+            Ok((!needles.is_empty()).then_some(Condition::Like(col, needles)))
+        }
     }
 }
 

@@ -26,6 +26,10 @@ pub enum Kind {
     /// A JSON object or array of at most `max` characters of text, stored
     /// as text and returned parsed.
     Json { max: u32 },
+    /// Tag titles: a JSON array of strings (or one comma-separated string)
+    /// in, stored as a JSON array of titles, answered as `[{id, title}]`
+    /// with the title as the id (as the reference's samples show).
+    Tags,
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -136,6 +140,9 @@ impl Field {
     }
     pub const fn json(name: &'static str, max: u32) -> Field {
         Field::base(name, Kind::Json { max })
+    }
+    pub const fn tags(name: &'static str) -> Field {
+        Field::base(name, Kind::Tags)
     }
     pub const fn ts(name: &'static str) -> Field {
         Field::base(name, Kind::Ts).filter().sort()

@@ -264,6 +264,15 @@ pub fn convert(field: &Field, raw: &Json) -> Result<Value, String> {
                 .map(Value::Int)
                 .map_err(|why| format!("{name} {why}.")),
         },
+        Kind::Tags => parse_tags(raw)
+            .map(|titles| {
+                if titles.is_empty() {
+                    Value::Null
+                } else {
+                    Value::Text(Json::from(titles).to_string())
+                }
+            })
+            .map_err(|why| format!("{name} {why}.")),
         Kind::Json { max } => match raw {
             Json::Object(_) | Json::Array(_) => {
                 let text = raw.to_string();
@@ -281,6 +290,38 @@ pub fn convert(field: &Field, raw: &Json) -> Result<Value, String> {
             _ => Err(format!("{name} must be a JSON object or array.")),
         },
     }
+}
+
+/// Most tags one record carries, and the longest title.
+pub const MAX_TAGS: usize = 20;
+pub const MAX_TAG_TITLE: usize = 64;
+
+/// Tag titles from an array of strings or one comma-separated string:
+/// trimmed, blanks dropped, duplicates (ignoring case) kept once.
+fn parse_tags(raw: &Json) -> Result<Vec<String>, String> {
+    let items: Vec<&str> = match raw {
+        Json::String(s) => s.split(',').collect(),
+        Json::Array(a) => a
+            .iter()
+            .map(|v| v.as_str().ok_or("must be an array of tag titles (strings)"))
+            .collect::<Result<_, _>>()?,
+        _ => return Err("must be an array of tag titles".into()),
+    };
+    let mut titles: Vec<String> = Vec::new();
+    for item in items.iter().map(|s| s.trim()).filter(|s| !s.is_empty()) {
+        if item.chars().count() > MAX_TAG_TITLE || item.chars().any(char::is_control) {
+            return Err(format!(
+                "titles have 1 to {MAX_TAG_TITLE} characters, without control characters"
+            ));
+        }
+        if !titles.iter().any(|t| t.eq_ignore_ascii_case(item)) {
+            titles.push(item.to_string());
+        }
+    }
+    if titles.len() > MAX_TAGS {
+        return Err(format!("may hold at most {MAX_TAGS} tags"));
+    }
+    Ok(titles)
 }
 
 /// `-?[0-9]+`: the text form of an integer input.
@@ -453,5 +494,19 @@ mod tests {
         let tz = Field::text("tz", 0, 24).pattern(Pattern::TimeZone);
         assert!(convert(&tz, &json!("America/Chicago")).is_ok());
         assert!(convert(&tz, &json!("Mars/Olympus")).is_err());
+        let tags = Field::tags("tags");
+        assert_eq!(
+            convert(&tags, &json!(["Gala", " gala ", "Raffle", ""])).unwrap(),
+            Value::Text(r#"["Gala","Raffle"]"#.into())
+        );
+        assert_eq!(
+            convert(&tags, &json!("Gala, Raffle")).unwrap(),
+            Value::Text(r#"["Gala","Raffle"]"#.into())
+        );
+        assert_eq!(convert(&tags, &json!([])).unwrap(), Value::Null);
+        assert!(convert(&tags, &json!([1])).is_err());
+        assert!(convert(&tags, &json!(["x".repeat(65)])).is_err());
+        let many: Vec<String> = (0..21).map(|i| format!("t{i}")).collect();
+        assert!(convert(&tags, &json!(many)).is_err());
     }
 }

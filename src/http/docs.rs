@@ -121,6 +121,14 @@ fn input_schema(f: &Field) -> Json {
             }
             describe = "amount: digits, optionally a point and one or two decimals";
         }
+        Kind::Tags => {
+            forms.push(
+                json!({ "type": "array", "maxItems": crate::engine::validate::MAX_TAGS,
+                "items": { "type": "string", "maxLength": crate::engine::validate::MAX_TAG_TITLE } }),
+            );
+            forms.push(json!({ "type": "string", "description": "comma-separated titles" }));
+            describe = "tag titles";
+        }
         Kind::Json { max } => {
             forms.push(json!({ "type": "object" }));
             forms.push(json!({ "type": "array" }));
@@ -175,6 +183,8 @@ fn output_schema(f: &Field) -> Json {
         Kind::Json { max } => {
             json!({ "description": format!("JSON object or array, at most {max} characters") })
         }
+        Kind::Tags => json!({ "type": "array", "items": { "type": "object", "properties": {
+            "id": { "type": "string", "description": "the title" }, "title": { "type": "string" } } } }),
     };
     let notes = field_notes(f, "");
     if let Json::Object(m) = &mut s {
@@ -318,6 +328,7 @@ fn filter_doc(f: &Field) -> &'static str {
             "exact; a|b inclusive range; a comma list matches any"
         }
         Kind::Json { .. } => "not filterable",
+        Kind::Tags => "a tag title, matched whole in any case; a comma list matches any",
         Kind::Id => "exact; a comma list matches any",
     }
 }

@@ -66,6 +66,7 @@ pub static MOUNTED: &[(&Resource, crud::Verbs)] = &[
     (&resources::NOTE, crud::ALL),
     (&resources::ACCOUNT_VAULT, crud::ALL),
     (&resources::RECURRING, crud::ALL),
+    (&resources::TAG, crud::ALL),
     (&resources::USER, crud::ALL.own_routes()),
     (
         &resources::AUTH_ROLE_USER,

@@ -152,6 +152,7 @@ const COMMON_CREATE: &[&str] = &[
     "transaction_c1",
     "transaction_c2",
     "transaction_c3",
+    "tags",
     "custom_data",
     "save_account",
     "save_account_title",
@@ -235,6 +236,7 @@ const VOID: &[&str] = &[
     "room_num",
 ];
 const EDIT: &[&str] = &[
+    "tags",
     "contact_id",
     "contact_api_id",
     "move_account_vault",

@@ -277,6 +277,11 @@ fn edit_links(
     if let Some(c) = contact {
         prepared.extra.push(("contact_id", c));
     }
+    if parsed.present("tags") {
+        prepared
+            .extra
+            .push(("tags", parsed.input.record.get("tags").clone()));
+    }
     let move_vault = parsed.flag("move_account_vault") == Some(true);
     let move_txs = parsed.flag("move_account_vault_transactions") == Some(true);
     if (move_vault || move_txs) && tx.get("account_vault_id").is_null() {

@@ -11,6 +11,7 @@ pub mod notes;
 pub mod postbackconfigs;
 pub mod product_transactions;
 pub mod recurrings;
+pub mod tags;
 pub mod transactionbatches;
 pub mod transactions;
 pub mod users;
@@ -24,6 +25,7 @@ pub use notes::NOTE;
 pub use postbackconfigs::{POSTBACK_CONFIG, POSTBACK_DELIVERY};
 pub use product_transactions::PRODUCT_TRANSACTION;
 pub use recurrings::RECURRING;
+pub use tags::TAG;
 pub use transactionbatches::TRANSACTION_BATCH;
 pub use transactions::TRANSACTION;
 pub use users::USER;
@@ -48,6 +50,7 @@ pub static ALL: &[&Resource] = &[
     &RECURRING,
     &POSTBACK_CONFIG,
     &POSTBACK_DELIVERY,
+    &TAG,
 ];
 
 #[cfg(test)]

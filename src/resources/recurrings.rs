@@ -106,6 +106,10 @@ pub static RECURRING: Resource = Resource {
         Field::text("recurring_c1", 0, 128).pu().filter(),
         Field::text("recurring_c2", 0, 128).pu().filter(),
         Field::text("recurring_c3", 0, 128).pu().filter(),
+        Field::tags("tags")
+            .pu()
+            .filter()
+            .doc("tag titles; its runs carry them"),
         Field::text("status", 1, 16)
             .exact()
             .sort()

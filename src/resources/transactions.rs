@@ -119,6 +119,10 @@ pub static TRANSACTION: Resource = Resource {
         Field::text("transaction_c1", 1, 128).post().filter(),
         Field::text("transaction_c2", 1, 128).post().filter(),
         Field::text("transaction_c3", 1, 128).post().filter(),
+        Field::tags("tags")
+            .post()
+            .filter()
+            .doc("tag titles; the edit action replaces them"),
         Field::json("additional_amounts", 512)
             .post()
             .doc("[{type, amount}]: 4S healthcare, 4U prescription, 4V vision, 4W clinic, 4X dental"),

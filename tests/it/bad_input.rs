@@ -827,7 +827,11 @@ fn put_locations_rejects_bad_bodies(app: &TestApp) {
         "ticket_hash_key",
         "path",
     ]));
-    cases.extend(e.required(&["parent_id", "name"]));
+    // An update may leave parent_id and name out (partial PUT), never
+    // blank them.
+    for f in ["parent_id", "name"] {
+        cases.extend([e.set(f, json!("")), e.set(f, Value::Null)]);
+    }
     cases.extend(e.sets(
         "parent_id",
         &[

@@ -27,6 +27,7 @@ struct World {
     contact: String,
     contact_api_id: String,
     note: String,
+    tag: String,
     admin: String,
     extra_user: String,
     extra_key: String,
@@ -145,6 +146,14 @@ fn world(app: &TestApp, tag: &str) -> World {
         .expect(201),
         "note",
     );
+    let tag_id = id_of(
+        &t.post(
+            "/v2/tags",
+            json!({ "tag": { "location_id": loc, "title": format!("{tag} tag") } }),
+        )
+        .expect(201),
+        "tag",
+    );
     let (extra_user, extra_key) = t.user(&loc, None);
     let aru = id_of(
         &t.post(
@@ -239,6 +248,7 @@ fn world(app: &TestApp, tag: &str) -> World {
         contact,
         contact_api_id,
         note,
+        tag: tag_id,
         admin,
         extra_user,
         extra_key,
@@ -257,6 +267,7 @@ impl World {
             self.contact.clone(),
             self.contact_api_id.clone(),
             self.note.clone(),
+            self.tag.clone(),
             self.admin.clone(),
             self.extra_user.clone(),
             self.extra_key.clone(),
@@ -295,6 +306,7 @@ impl World {
             ("/v2/producttransactions/{id}", self.cc.clone()),
             ("/v2/producttransactions/{id}", self.ach.clone()),
             ("/v2/notes/{id}", self.note.clone()),
+            ("/v2/tags/{id}", self.tag.clone()),
             ("/v2/users/{id}", self.admin.clone()),
             ("/v2/users/{id}", self.extra_user.clone()),
             ("/v2/authroleusers/{id}", self.aru.clone()),
@@ -320,6 +332,7 @@ impl World {
                 "/v2/contacts/",
                 "/v2/locations/",
                 "/v2/notes/",
+                "/v2/tags/",
                 "/v2/users/",
                 "/v2/accountvaults/",
                 "/v2/transactions/",
@@ -351,6 +364,7 @@ impl World {
                 "/v2/locationinfos?relationship=all",
                 "/v2/producttransactions",
                 "/v2/notes",
+                "/v2/tags",
                 "/v2/users",
                 "/v2/authroleusers",
                 "/v2/accountvaults",
@@ -449,6 +463,7 @@ fn matrix(a: &World, b: &World) -> Vec<Case> {
             "/v2/contacts/{id}" => json!({ "contact": { "first_name": "Mallory" } }),
             "/v2/locations/{id}" => json!({ "location": { "name": "Mallory", "parent_id": b.loc } }),
             "/v2/notes/{id}" => json!({ "note": { "note": "Mallory was here" } }),
+            "/v2/tags/{id}" => json!({ "tag": { "title": "Mallory" } }),
             "/v2/users/{id}" => json!({ "user": { "first_name": "Mallory", "status": 0 } }),
             "/v2/locationinfos/{id}" => json!({ "locationinfo": { "name": "Mallory" } }),
             "/v2/producttransactions/{id}" => json!({ "producttransaction": { "title": "Mallory" } }),
@@ -470,6 +485,7 @@ fn matrix(a: &World, b: &World) -> Vec<Case> {
         "/v2/contacts/{id}",
         "/v2/locations/{id}",
         "/v2/notes/{id}",
+        "/v2/tags/{id}",
         "/v2/users/{id}",
         "/v2/transactions/{id}",
         "/v2/postbackconfigs/{id}",
@@ -480,6 +496,7 @@ fn matrix(a: &World, b: &World) -> Vec<Case> {
         "/v2/contacts/{id}",
         "/v2/locations/{id}",
         "/v2/notes/{id}",
+        "/v2/tags/{id}",
         "/v2/users/{id}",
         "/v2/authroleusers/{id}",
         "/v2/transactionlevel3s/{id}",
@@ -519,8 +536,23 @@ fn matrix(a: &World, b: &World) -> Vec<Case> {
         );
         c.ghost_path = ghost_path.clone();
         cases.push(c);
-        let mut c = case("POST", template, path, not_served.clone());
-        c.body = Some(json!({}));
+        // POST to a transaction runs a follow-up action, as PUT does.
+        let posts_update = template == "/v2/transactions/{id}";
+        let mut c = case(
+            "POST",
+            template,
+            path,
+            if posts_update {
+                not_found.clone()
+            } else {
+                not_served.clone()
+            },
+        );
+        c.body = Some(if posts_update {
+            put_body(template)
+        } else {
+            json!({})
+        });
         c.ghost_path = ghost_path;
         cases.push(c);
     }
@@ -824,6 +856,10 @@ fn matrix(a: &World, b: &World) -> Vec<Case> {
             &[("id", &a.note), ("resource_id", &a.contact), ("note", "A note")],
         ),
         (
+            "/v2/tags",
+            &[("id", &a.tag), ("location_id", &a.loc), ("title", "A tag")],
+        ),
+        (
             "/v2/users",
             &[
                 ("id", &a.admin),
@@ -915,6 +951,7 @@ fn matrix(a: &World, b: &World) -> Vec<Case> {
         ("/v2/locationinfos", "?relationship=child&page_size=100"),
         ("/v2/producttransactions", "?expand=location&page_size=100"),
         ("/v2/notes", "?expand=created_user&page_size=100"),
+        ("/v2/tags", "?expand=created_user,changelogs&page_size=100"),
         ("/v2/users", "?expand=primary_location&page_size=100"),
         ("/v2/authroleusers", "?expand=user,created_user&page_size=100"),
         (
@@ -1007,6 +1044,12 @@ fn matrix(a: &World, b: &World) -> Vec<Case> {
             "/v2/contacts",
             json!({ "contact": { "location_id": target, "last_name": "Mallory" } }),
             json!({ "contact": { "location_id": g, "last_name": "Mallory" } }),
+            Expect::Invalid("location_id"),
+        ));
+        cases.push(create(
+            "/v2/tags",
+            json!({ "tag": { "location_id": target, "title": "Mallory" } }),
+            json!({ "tag": { "location_id": g, "title": "Mallory" } }),
             Expect::Invalid("location_id"),
         ));
         cases.push(create(
@@ -1429,8 +1472,8 @@ fn cross_tenant_matrix(app: &TestApp) {
     );
     assert_eq!(
         expected.len(),
-        (14 * 2 + 16) * 4,
-        "14 resources (collection and item) plus users/me, generateuserapikey, bins, \
+        (15 * 2 + 16) * 4,
+        "15 resources (collection and item) plus users/me, generateuserapikey, bins, \
          accountvaultupdates, a vault's bininfo, a transaction's bininfo, the ACH status \
          simulator, settle, the test clock and its advance, a postback config's deliveries and redeliver, \
          the four recurring actions, 4 verbs each"

@@ -6,7 +6,11 @@ use crate::engine_tests;
 use crate::support::{Tenant, TestApp};
 use serde_json::{json, Value};
 
-engine_tests!(what_published_clients_send, a_put_carries_only_what_it_changes,);
+engine_tests!(
+    what_published_clients_send,
+    a_put_carries_only_what_it_changes,
+    tags_classify_transactions_and_recurrings,
+);
 
 fn sale(t: &Tenant, extra: Value) -> crate::support::Resp {
     let mut tx = json!({ "action": "sale", "payment_method": "cc",
@@ -180,4 +184,148 @@ fn a_put_carries_only_what_it_changes(app: &TestApp) {
         }
         assert_eq!(after[kept], before[kept], "{path}: {kept} unchanged");
     }
+}
+
+/// Tags: the location's catalogue (CRUD), and tag titles on transactions
+/// and recurrings, answered as `[{id, title}]`, filterable by whole title,
+/// replaced by the edit action and carried by a recurring's runs.
+fn tags_classify_transactions_and_recurrings(app: &TestApp) {
+    let t = app.bootstrap();
+    let loc = t.location_id();
+    let r = t.post(
+        "/v2/tags",
+        json!({ "tag": { "location_id": loc, "title": "Test Tag" } }),
+    );
+    assert_eq!(r.status, 201, "{}", r.text);
+    let tag = r.body["tag"].clone();
+    assert_eq!(tag["title"], "Test Tag");
+    assert_eq!(tag["location_id"], loc.as_str());
+    assert!(tag["created_ts"].is_i64() && tag["modified_ts"].is_i64());
+    let id = tag["id"].as_str().unwrap();
+    for (body, field) in [
+        (json!({ "location_id": loc }), "title"),
+        (json!({ "location_id": loc, "title": "  " }), "title"),
+        (json!({ "location_id": loc, "title": "x".repeat(65) }), "title"),
+        (json!({ "title": "No place" }), "location_id"),
+    ] {
+        let r = t.post("/v2/tags", json!({ "tag": body }));
+        assert_eq!(r.status, 422, "{}", r.text);
+        assert!(r.body["errors"][field].is_array(), "{}", r.text);
+    }
+    let r = t.put(
+        &format!("/v2/tags/{id}"),
+        json!({ "tag": { "title": "Test Tag Alt" } }),
+    );
+    assert_eq!(r.status, 200, "{}", r.text);
+    assert_eq!(r.body["tag"]["title"], "Test Tag Alt");
+    let r = t.put(
+        &format!("/v2/tags/{id}"),
+        json!({ "tag": { "location_id": loc } }),
+    );
+    assert_eq!(r.status, 422, "location_id is not updatable: {}", r.text);
+    let list = t.get("/v2/tags?title=alt").expect(200).body;
+    assert_eq!(list["meta"]["pagination"]["totalCount"], 1);
+    assert_eq!(list["tags"][0]["id"], id);
+    // A read-only user reads tags but cannot make them.
+    let (reader, key) = t.user(&loc, Some("2"));
+    let ro = t.as_user(&reader, &key);
+    ro.get(&format!("/v2/tags/{id}")).expect(200);
+    let r = ro.post(
+        "/v2/tags",
+        json!({ "tag": { "location_id": loc, "title": "Nope" } }),
+    );
+    assert_eq!(r.status, 403, "{}", r.text);
+    // Another tenant does not see it.
+    let other = app.bootstrap();
+    other.get(&format!("/v2/tags/{id}")).expect(404);
+    t.delete(&format!("/v2/tags/{id}")).expect(204);
+    t.get(&format!("/v2/tags/{id}")).expect(404);
+
+    // Titles on a sale, answered as the reference's samples show them.
+    let tagged = sale(&t, json!({ "tags": ["Gala", "Raffle", "gala"] }))
+        .expect(201)
+        .body["transaction"]
+        .clone();
+    assert_eq!(
+        tagged["tags"],
+        json!([{ "id": "Gala", "title": "Gala" }, { "id": "Raffle", "title": "Raffle" }])
+    );
+    let plain = sale(&t, json!({})).expect(201).body["transaction"].clone();
+    assert_eq!(plain["tags"], json!([]), "the key is always there");
+    let r = sale(&t, json!({ "tags": [1, 2] }));
+    assert_eq!(r.status, 422, "{}", r.text);
+    assert!(r.body["errors"]["tags"].is_array(), "{}", r.text);
+    let found = |q: &str| -> Vec<String> {
+        t.get(&format!("/v2/transactions?tags={q}")).expect(200).body["transactions"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|x| x["id"].as_str().unwrap().to_string())
+            .collect()
+    };
+    let tagged_id = tagged["id"].as_str().unwrap().to_string();
+    assert_eq!(found("raffle"), vec![tagged_id.clone()]);
+    assert!(found("Raff").is_empty(), "a title matches whole");
+    // The edit action replaces them.
+    let r = t.put(
+        &format!("/v2/transactions/{tagged_id}"),
+        json!({ "transaction": { "action": "edit", "tags": "Auction" } }),
+    );
+    assert_eq!(r.status, 200, "{}", r.text);
+    assert_eq!(
+        r.body["transaction"]["tags"],
+        json!([{ "id": "Auction", "title": "Auction" }])
+    );
+    assert!(found("raffle").is_empty());
+
+    // A recurring's tags go on each of its runs.
+    let contact = t.contact(json!({}))["id"].as_str().unwrap().to_string();
+    let card = made(
+        &t,
+        "/v2/accountvaults",
+        "accountvault",
+        json!({ "location_id": loc, "payment_method": "cc", "contact_id": contact,
+            "account_number": "4111111111111111", "exp_date": "1239" }),
+    );
+    let clock = t.get("/v2/developer/testclock").expect(200).body["testclock"]["now"]
+        .as_i64()
+        .unwrap();
+    let tomorrow = chrono::DateTime::from_timestamp(clock + 86_400, 0)
+        .unwrap()
+        .format("%Y-%m-%d")
+        .to_string();
+    let plan = t
+        .post(
+            "/v2/recurrings",
+            json!({ "recurring": { "location_id": loc, "account_vault_id": card, "transaction_amount": "3.00",
+                "interval": 1, "interval_type": "m", "start_date": tomorrow, "tags": ["Membership"] } }),
+        )
+        .expect(201)
+        .body["recurring"]
+        .clone();
+    assert_eq!(
+        plan["tags"],
+        json!([{ "id": "Membership", "title": "Membership" }])
+    );
+    let plan_id = plan["id"].as_str().unwrap();
+    t.post(
+        "/v2/developer/testclock/advance",
+        json!({ "testclock": { "seconds": 2 * 86_400 } }),
+    )
+    .expect(200);
+    let runs = t
+        .get(&format!("/v2/transactions?recurring_id={plan_id}"))
+        .expect(200)
+        .body;
+    assert_eq!(runs["meta"]["pagination"]["totalCount"], 1, "{runs}");
+    assert_eq!(
+        runs["transactions"][0]["tags"],
+        json!([{ "id": "Membership", "title": "Membership" }])
+    );
+    let r = t.put(
+        &format!("/v2/recurrings/{plan_id}"),
+        json!({ "recurring": { "tags": [] } }),
+    );
+    assert_eq!(r.status, 200, "{}", r.text);
+    assert_eq!(r.body["recurring"]["tags"], json!([]));
 }

@@ -1,0 +1,53 @@
+//! Tags: a location's catalogue of labels for classifying transactions
+//! and recurrings (which carry tag titles in their own `tags` field).
+
+use crate::engine::resource::{Api, Expand, Field, Resource, Scope};
+use crate::engine::rules::NoRules;
+use crate::engine::validate::MAX_TAG_TITLE;
+
+use super::{LOCATION, USER};
+
+pub static TAG: Resource = Resource {
+    name: "tag",
+    plural: "tags",
+    table: "tags",
+    model: "Tag",
+    fields: &[
+        Field::id("id").filter().sort(),
+        Field::id("location_id")
+            .post()
+            .required()
+            .filter()
+            .refers(&LOCATION)
+            .doc("not updatable"),
+        Field::text("title", 1, MAX_TAG_TITLE as u32)
+            .pu()
+            .required()
+            .filter()
+            .sort(),
+        Field::id("created_user_id").hidden(),
+        Field::id("modified_user_id").hidden(),
+        Field::ts("created_ts"),
+        Field::ts("modified_ts"),
+    ],
+    default_sort: ("id", true),
+    page_size: 20,
+    scope: Scope::Column("location_id"),
+    api_id: None,
+    unique: None,
+    expands: &[
+        Expand::BelongsTo {
+            name: "created_user",
+            target: &USER,
+            column: "created_user_id",
+        },
+        Expand::Changelogs { users: &USER },
+    ],
+    list_params: &[],
+    computed: &[],
+    rules: &NoRules,
+    cascades: &[],
+    postback: None,
+    api: Api::PLAIN,
+    doc: "A tag title a location classifies transactions and recurrings with.",
+};
