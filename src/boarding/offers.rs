@@ -471,3 +471,27 @@ pub fn list(conn: &mut dyn Conn) -> ApiResult<Vec<Offer>> {
     .map(|r| Offer::from_row(r))
     .collect()
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_default_keys_are_valid_and_every_group_is_presented() {
+        let offer = blank(1_764_000_000);
+        let mut errors = FieldErrors::new();
+        check_rules(&offer, super::super::today(offer.created_ts), &mut errors);
+        assert!(errors.is_empty(), "{errors:?}");
+        let presented = offer.presentational_state.to_string();
+        for g in answers::GROUPS {
+            assert!(
+                presented.contains(&format!("\"key\":\"{}\"", g.name)),
+                "{}",
+                g.name
+            );
+        }
+        assert!(vanity_ok("acme-hardware_2.0"));
+        assert!(!vanity_ok("has space"));
+        assert!(!vanity_ok(""));
+    }
+}

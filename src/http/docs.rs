@@ -558,10 +558,15 @@ pub fn openapi(public_url: &str) -> Json {
             "totalCount": { "type": "integer" }, "pageCount": { "type": "integer" },
             "currentPage": { "type": "integer", "description": "zero-based" }, "perPage": { "type": "integer" } } },
         "sort": { "type": "object" } } }));
+    paths.extend(super::boarding::openapi_paths(&error, &errors));
     let mut security_schemes = Map::new();
     for h in ["developer-id", "user-id", "user-api-key"] {
         security_schemes.insert(h.into(), json!({ "type": "apiKey", "in": "header", "name": h }));
     }
+    security_schemes.insert(
+        "operator-token".into(),
+        json!({ "type": "http", "scheme": "bearer", "description": "boarding operator token (ferrogate boarding token create)" }),
+    );
     json!({
         "openapi": "3.0.3",
         "info": { "title": "Ferrogate API", "version": env!("CARGO_PKG_VERSION"),
