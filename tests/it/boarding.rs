@@ -16,6 +16,7 @@ engine_tests!(
     offers_rule_their_applications,
     offer_administration_needs_an_operator_token,
     refusals_are_clear_and_change_nothing,
+    signing_and_boarding_happen_once_under_concurrency,
 );
 
 const SSN: &str = "219097531";
@@ -852,4 +853,69 @@ fn refusals_are_clear_and_change_nothing(app: &TestApp) {
     let out = cli(app, &["offer", "create", "--vanity-url", "has space", "--json"]);
     assert!(!out.status.success());
     assert!(!app.log().contains("panicked"));
+}
+
+fn signing_and_boarding_happen_once_under_concurrency(app: &TestApp) {
+    let offer_id = str_of(&offer(app, "race")["offerId"]);
+    let id = str_of(&new_application(app, &offer_id, complete())["applicationId"]);
+    // Signatures racing with resubmissions: one signature wins, and the
+    // answers it published are whole.
+    let statuses: Vec<(bool, u16)> = std::thread::scope(|s| {
+        let handles: Vec<_> = (0..8)
+            .map(|i| {
+                let id = &id;
+                s.spawn(move || {
+                    if i % 2 == 0 {
+                        let r = send(
+                            app,
+                            "POST",
+                            &format!("/v1/application/{id}/signature"),
+                            Some(signature()),
+                        );
+                        (true, r.status)
+                    } else {
+                        let r = send(app, "PUT", &format!("/v1/application/{id}"), Some(complete()));
+                        (false, r.status)
+                    }
+                })
+            })
+            .collect();
+        handles.into_iter().map(|h| h.join().unwrap()).collect()
+    });
+    let signed = statuses.iter().filter(|(sign, st)| *sign && *st == 200).count();
+    assert_eq!(signed, 1, "{statuses:?}");
+    assert!(
+        statuses.iter().all(|(_, st)| *st == 200 || *st == 409),
+        "{statuses:?}"
+    );
+    let a = send(app, "GET", &format!("/v1/application/{id}"), None).expect(200);
+    assert_eq!(a.body["status"], "published");
+    assert_eq!(
+        a.body["answers"]["bankInformation"]["accountNumber"],
+        "XXXXXXX3541"
+    );
+    assert_eq!(
+        db(app).count(
+            "SELECT COUNT(*) FROM boarding_secrets WHERE application_id = ?",
+            &[&id]
+        ),
+        4
+    );
+    // Merchant commands racing: one merchant.
+    let before = db(app).count("SELECT COUNT(*) FROM locations WHERE parent_id IS NOT NULL", &[]);
+    let outcomes: Vec<bool> = std::thread::scope(|s| {
+        let handles: Vec<_> = (0..3)
+            .map(|_| {
+                s.spawn(|| {
+                    cli(app, &["application", "merchant", &id, "--json"])
+                        .status
+                        .success()
+                })
+            })
+            .collect();
+        handles.into_iter().map(|h| h.join().unwrap()).collect()
+    });
+    assert_eq!(outcomes.iter().filter(|ok| **ok).count(), 1, "{outcomes:?}");
+    let after = db(app).count("SELECT COUNT(*) FROM locations WHERE parent_id IS NOT NULL", &[]);
+    assert_eq!(after - before, 1, "exactly one merchant location");
 }
