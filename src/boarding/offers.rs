@@ -222,40 +222,39 @@ pub fn default_presentational_state() -> Json {
 }
 
 /// Checks an offer's key rules: every key names a group or field, and
-/// every fixed or default value is a valid answer.
-fn check_rules(offer: &Offer, today: chrono::NaiveDate, errors: &mut FieldErrors) {
+/// every fixed or default value is a valid answer (kept normalised, as
+/// applications will hold it).
+fn check_rules(offer: &mut Offer, today: chrono::NaiveDate, errors: &mut FieldErrors) {
+    let echo = crate::engine::validate::echo_name;
     let known = |k: &str| answers::group(k).is_some() || answers::field(k).is_some();
     for (name, keys) in [
         ("keysAllowable", &offer.keys_allowable),
         ("keysRequiredValue", &offer.keys_required_value),
     ] {
-        for k in keys {
-            if !known(k) {
-                errors.add(
-                    name,
-                    format!("{k} is not an answer group or a dotted answer path."),
-                );
-            }
+        for k in keys.iter().filter(|k| !known(k)) {
+            errors.add(
+                name,
+                format!("{} is not an answer group or a dotted answer path.", echo(k)),
+            );
         }
     }
     for (name, values) in [
-        ("keysDefaultValue", &offer.keys_default_value),
-        ("keysFixedValue", &offer.keys_fixed_value),
+        ("keysDefaultValue", &mut offer.keys_default_value),
+        ("keysFixedValue", &mut offer.keys_fixed_value),
     ] {
-        for (k, v) in values {
+        for (k, v) in values.iter_mut() {
             match answers::field(k) {
-                None => errors.add(name, format!("{k} is not a dotted answer path.")),
+                None => errors.add(name, format!("{} is not a dotted answer path.", echo(k))),
                 Some((_, spec)) if spec.sensitive => {
                     errors.add(name, format!("{k} is sensitive and cannot be preset."))
                 }
-                Some((_, spec)) => {
-                    if let Err(e) = answers::check(spec.kind, v, today) {
-                        errors.add(
-                            format!("{name}.{k}"),
-                            format!("{} {e}", answers::label(spec.name)),
-                        );
-                    }
-                }
+                Some((_, spec)) => match answers::check(spec.kind, v, today) {
+                    Ok(normal) => *v = normal,
+                    Err(e) => errors.add(
+                        format!("{name}.{k}"),
+                        format!("{} {e}", answers::label(spec.name)),
+                    ),
+                },
             }
         }
     }
@@ -478,9 +477,10 @@ mod tests {
 
     #[test]
     fn the_default_keys_are_valid_and_every_group_is_presented() {
-        let offer = blank(1_764_000_000);
+        let mut offer = blank(1_764_000_000);
         let mut errors = FieldErrors::new();
-        check_rules(&offer, super::super::today(offer.created_ts), &mut errors);
+        let today = super::super::today(offer.created_ts);
+        check_rules(&mut offer, today, &mut errors);
         assert!(errors.is_empty(), "{errors:?}");
         let presented = offer.presentational_state.to_string();
         for g in answers::GROUPS {

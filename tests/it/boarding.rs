@@ -608,6 +608,11 @@ fn offers_rule_their_applications(app: &TestApp) {
         .body;
     let offer_id = str_of(&o["offerId"]);
     assert_eq!(o["publishedAt"], Value::Null);
+    // Preset values are kept as applications will hold them.
+    assert_eq!(
+        o["keysDefaultValue"]["businessOwnership.ownershipType"],
+        "Sole Proprietor"
+    );
     assert_eq!(o["verticalPresetId"], "vp-9");
     // Unpublished: not reachable, not open for applications.
     send(app, "GET", "/v1/offer/vanityurl/eat", None).expect(404);
