@@ -319,9 +319,10 @@ pub fn parse(input: &Map<String, Json>, rules: &Rules, today: NaiveDate) -> Resu
     let mut answers = Answers::new();
     for (gname, gvalue) in input {
         let Some(g) = group(gname) else {
-            errors.add(
+            unknown(
+                &mut errors,
                 crate::engine::validate::echo_name(gname),
-                "Unknown answer group.".to_string(),
+                "Unknown answer group.",
             );
             continue;
         };
@@ -342,10 +343,8 @@ pub fn parse(input: &Map<String, Json>, rules: &Rules, today: NaiveDate) -> Resu
                 .unwrap_or(fname.as_str());
             let path = format!("{gname}.{canonical}");
             let Some(spec) = g.fields.iter().find(|f| f.name == canonical) else {
-                errors.add(
-                    format!("{gname}.{}", crate::engine::validate::echo_name(fname)),
-                    "Unknown answer.".to_string(),
-                );
+                let path = format!("{gname}.{}", crate::engine::validate::echo_name(fname));
+                unknown(&mut errors, path, "Unknown answer.");
                 continue;
             };
             if is_blank(raw) {
@@ -401,6 +400,26 @@ pub fn parse(input: &Map<String, Json>, rules: &Rules, today: NaiveDate) -> Resu
         Ok(answers)
     } else {
         Err(errors)
+    }
+}
+
+/// Names an unknown group or answer; past the first 20, one line says
+/// there were more (a body of thousands of made-up keys gets a short answer).
+fn unknown(errors: &mut FieldErrors, path: String, message: &str) {
+    const LISTED: usize = 20;
+    let listed = errors
+        .0
+        .values()
+        .flatten()
+        .filter(|m| m.starts_with("Unknown answer"))
+        .count();
+    if listed < LISTED {
+        errors.add(path, message);
+    } else {
+        errors.add(
+            "_",
+            "More unknown answers were sent; only the first 20 are listed.",
+        );
     }
 }
 
@@ -822,6 +841,10 @@ mod tests {
             allowable: vec!["bankInformation".into()],
             ..Rules::default()
         };
+        let many: Map<String, Json> = (0..100).map(|i| (format!("g{i}"), json!({}))).collect();
+        let errors = parse(&many, &Rules::default(), today()).unwrap_err();
+        assert_eq!(errors.0.len(), 21);
+        assert!(errors.has("_"));
         let input = json!({ "ownerEquity": { "owner1": 100 } });
         assert!(parse(input.as_object().unwrap(), &only_bank, today())
             .unwrap_err()
