@@ -17,6 +17,7 @@ engine_tests!(
     offer_administration_needs_an_operator_token,
     refusals_are_clear_and_change_nothing,
     signing_and_boarding_happen_once_under_concurrency,
+    sealed_answers_follow_a_key_rotation,
 );
 
 const SSN: &str = "219097531";
@@ -923,4 +924,54 @@ fn signing_and_boarding_happen_once_under_concurrency(app: &TestApp) {
     assert_eq!(outcomes.iter().filter(|ok| **ok).count(), 1, "{outcomes:?}");
     let after = db(app).count("SELECT COUNT(*) FROM locations WHERE parent_id IS NOT NULL", &[]);
     assert_eq!(after - before, 1, "exactly one merchant location");
+}
+
+fn sealed_answers_follow_a_key_rotation(app: &mut TestApp) {
+    let offer_id = str_of(&offer(app, "rotate")["offerId"]);
+    let id = str_of(&new_application(app, &offer_id, complete())["applicationId"]);
+    let before = db(app).text(
+        "SELECT sealed FROM boarding_secrets WHERE application_id = ? AND path = ?",
+        &[&id, "owner1Information.socialSecurityNumber"],
+    );
+    // A new key, the old one as previous; then a rotation.
+    let old_key = app.data_key.clone();
+    let out = Command::new(BIN).args(["keys", "generate"]).output().unwrap();
+    let new_key = String::from_utf8(out.stdout).unwrap().trim().to_string();
+    app.kill();
+    app.data_key = new_key;
+    app.extra_env = vec![("FERROGATE_DATA_KEY_PREVIOUS".into(), old_key)];
+    app.spawn();
+    let rotated = Command::new(BIN)
+        .args(["keys", "rotate"])
+        .env("FERROGATE_DATABASE_URL", &app.database_url)
+        .env("FERROGATE_DATA_KEY", &app.data_key)
+        .env("FERROGATE_DATA_KEY_PREVIOUS", &app.extra_env[0].1)
+        .output()
+        .unwrap();
+    assert!(
+        rotated.status.success(),
+        "{}",
+        String::from_utf8_lossy(&rotated.stderr)
+    );
+    let after = db(app).text(
+        "SELECT sealed FROM boarding_secrets WHERE application_id = ? AND path = ?",
+        &[&id, "owner1Information.socialSecurityNumber"],
+    );
+    assert_ne!(before[..8], after[..8], "re-sealed under the new key");
+    // With the new key alone, the answers still open: validation and the
+    // merchant step read them.
+    app.kill();
+    app.extra_env.clear();
+    app.spawn();
+    let v = send(app, "GET", &format!("/v1/application/{id}/validate"), None).expect(200);
+    assert_eq!(v.body["valid"], true, "{}", v.text);
+    send(
+        app,
+        "POST",
+        &format!("/v1/application/{id}/signature"),
+        Some(signature()),
+    )
+    .expect(200);
+    let boarded = cli_json(app, &["application", "merchant", &id, "--json"]);
+    assert_eq!(boarded["status"], "boarded");
 }
