@@ -614,7 +614,13 @@ pub fn check(kind: Kind, raw: &Json, today: NaiveDate) -> Result<Json, String> {
             s(t)
         }
         Kind::Phone => {
-            let d = digits(raw)?;
+            let t = text(raw)?;
+            // The US country code before the ten digits is dropped.
+            let national = t.trim_start().strip_prefix("+1").unwrap_or(&t);
+            let mut d = digits(&Json::String(national.to_string()))?;
+            if d.len() == 11 && d.starts_with('1') {
+                d.remove(0);
+            }
             if d.len() != 10 {
                 return Err("must be 10 digits.".into());
             }
@@ -763,7 +769,10 @@ mod tests {
         bad(Kind::Ssn, json!("000456789"));
         bad(Kind::Ssn, json!("12345678"));
         assert_eq!(ok(Kind::Phone, json!("(352) 555-0100")), "3525550100");
-        bad(Kind::Phone, json!("13525550100"));
+        assert_eq!(ok(Kind::Phone, json!("13525550100")), "3525550100");
+        assert_eq!(ok(Kind::Phone, json!("+1 352 555 0100")), "3525550100");
+        bad(Kind::Phone, json!("23525550100"));
+        bad(Kind::Phone, json!("+44 20 7946 0000"));
         ok(Kind::BirthDate, json!("1980-02-29"));
         bad(Kind::BirthDate, json!("1981-02-29"));
         bad(Kind::BirthDate, json!("2020-01-01"));

@@ -379,7 +379,7 @@ fn every_group_is_validated_field_by_field(app: &TestApp) {
             "title": "Sir", "firstName": "J", "lastName": "D".repeat(26), "address": "5",
             "unit": "12345678901", "city": "G", "state": "XX", "zipCode": "3260",
             "dateOfBirth": "1981-02-29", "socialSecurityNumber": "12345678",
-            "driversLicenseNumber": "D12", "driversLicenseState": "ZZ", "phoneNumber": "13525550100",
+            "driversLicenseNumber": "D12", "driversLicenseState": "ZZ", "phoneNumber": "23525550100",
             "faxNumber": "35255501", "emailAddress": "jane@"
         },
         "owner2Information": { "dateOfBirth": "2099-01-01" },
