@@ -86,6 +86,7 @@ pub fn sealed_columns() -> Vec<(&'static str, &'static str)> {
             out.insert((res.table, f.column));
         }
     }
+    out.extend(crate::boarding::SEALED_COLUMNS.iter().copied());
     out.into_iter().collect()
 }
 

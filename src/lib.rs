@@ -3,6 +3,7 @@
 pub mod auth;
 pub mod billing;
 pub mod bins;
+pub mod boarding;
 pub mod bootstrap;
 pub mod cards;
 pub mod clock;

@@ -65,6 +65,12 @@ enum Command {
         #[command(subcommand)]
         command: TestclockCommand,
     },
+    /// Boarding (API v1): offers, operator tokens, merchants from signed
+    /// applications (see README, "Boarding API").
+    Boarding {
+        #[command(subcommand)]
+        command: ferrogate::boarding::cli::BoardingCommand,
+    },
     /// Data key management.
     Keys {
         #[command(subcommand)]
@@ -208,6 +214,7 @@ fn run(cli: Cli) -> anyhow::Result<()> {
             out.flush()?;
             Ok(())
         }),
+        Command::Boarding { command } => runtime.block_on(ferrogate::boarding::cli::run(command)),
         Command::Bins {
             command: BinsCommand::Import(args),
         } => runtime.block_on(ferrogate::bins::import::run(args)),

@@ -63,6 +63,12 @@ pub const MIGRATIONS: &[Migration] = &[
         include_str!("../../migrations/0010_recurrings_and_mail.sql"),
         "",
     ),
+    (
+        11,
+        "boarding",
+        include_str!("../../migrations/0011_boarding.sql"),
+        "",
+    ),
     (12, "tags", include_str!("../../migrations/0012_tags.sql"), ""),
 ];
 

@@ -355,14 +355,18 @@ pub fn render(cx: &Cx, record: &Record) -> Map<String, Json> {
 /// give away too much.
 fn mask_json(cx: &Cx, field: &Field, value: &Value) -> Json {
     match clear_value(cx, field, value) {
-        Value::Text(plain) => {
-            let n = plain.chars().count();
-            let keep = if n >= 8 { 4 } else { 0 };
-            let tail: String = plain.chars().skip(n - keep).collect();
-            Json::String("X".repeat(n - keep) + &tail)
-        }
+        Value::Text(plain) => Json::String(mask_text(&plain)),
         _ => Json::Null,
     }
+}
+
+/// All but the last four characters as `X`; values shorter than eight
+/// characters are masked whole.
+pub fn mask_text(plain: &str) -> String {
+    let n = plain.chars().count();
+    let keep = if n >= 8 { 4 } else { 0 };
+    let tail: String = plain.chars().skip(n - keep).collect();
+    "X".repeat(n - keep) + &tail
 }
 
 pub fn to_json(field: &Field, value: &Value) -> Json {

@@ -754,6 +754,7 @@ pub fn openapi(public_url: &str) -> Json {
             "totalCount": { "type": "integer" }, "pageCount": { "type": "integer" },
             "currentPage": { "type": "integer", "description": "zero-based" }, "perPage": { "type": "integer" } } },
         "sort": { "type": "object" } } }));
+    paths.extend(super::boarding::openapi_paths(&error, &errors));
     // Operations without a name of their own are named by verb and path
     // (`post.recurrings.id.skipPayment`).
     for (path, item) in paths.iter_mut() {
@@ -762,6 +763,7 @@ pub fn openapi(public_url: &str) -> Json {
             if op.get("operationId").is_none() {
                 let segments = path
                     .trim_start_matches("/v2/")
+                    .trim_start_matches('/')
                     .split('/')
                     .map(|s| s.trim_matches(|c| c == '{' || c == '}'));
                 let name = std::iter::once(verb.as_str())
@@ -776,6 +778,10 @@ pub fn openapi(public_url: &str) -> Json {
     for h in ["developer-id", "user-id", "user-api-key"] {
         security_schemes.insert(h.into(), json!({ "type": "apiKey", "in": "header", "name": h }));
     }
+    security_schemes.insert(
+        "operator-token".into(),
+        json!({ "type": "http", "scheme": "bearer", "description": "boarding operator token (ferrogate boarding token create)" }),
+    );
     json!({
         "openapi": "3.0.3",
         "info": { "title": "Ferrogate API", "version": env!("CARGO_PKG_VERSION"),

@@ -2,6 +2,7 @@
 //! operational endpoints. Handlers never see SQL.
 
 mod bins;
+mod boarding;
 pub mod crud;
 mod developer;
 mod devmail;
@@ -98,6 +99,7 @@ pub fn app(state: AppState) -> Router {
         .merge(transactions::routes())
         .merge(postbacks::routes())
         .merge(recurrings::routes())
+        .merge(boarding::routes())
         .route(
             "/v2/accountvaultupdates",
             axum::routing::post(account_vault_updates),

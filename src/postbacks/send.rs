@@ -612,7 +612,7 @@ const V6_NOT_PUBLIC: &[(u128, u32)] = &[
 ];
 
 /// Whether a postback may go to `ip` without FERROGATE_POSTBACK_ALLOW_PRIVATE.
-fn is_public(ip: IpAddr) -> bool {
+pub fn is_public(ip: IpAddr) -> bool {
     match ip {
         IpAddr::V4(ip) => is_public_v4(ip),
         IpAddr::V6(ip) => is_public_v6(ip),

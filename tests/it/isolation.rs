@@ -1435,13 +1435,15 @@ fn run_case(b: &World, a_secrets: &[String], c: &Case) {
     }
 }
 
-/// The served (endpoint, verb) cells: every path of the server's OpenAPI
+/// The served (endpoint, verb) cells: every v2 path of the server's OpenAPI
 /// document plus the two user routes it does not describe, each with
 /// every verb.
 fn cells(t: &Tenant) -> BTreeSet<(String, String)> {
     let doc = t.get("/v2/openapi.json").expect(200).body;
     let paths = doc["paths"].as_object().expect("openapi paths");
-    let mut templates: Vec<String> = paths.keys().cloned().collect();
+    // The boarding API (/v1) has no tenants: an application is reached by
+    // its random id, an offer by an operator token (ADR 0010).
+    let mut templates: Vec<String> = paths.keys().filter(|p| p.starts_with("/v2/")).cloned().collect();
     templates.push("/v2/users/me".into());
     templates.push("/v2/users/{id}/generateuserapikey".into());
     let mut out = BTreeSet::new();

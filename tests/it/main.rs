@@ -10,6 +10,7 @@ mod accountvaults;
 mod auth;
 mod bad_input;
 mod bins;
+mod boarding;
 mod browser;
 mod contacts;
 mod conventions;
