@@ -1,6 +1,7 @@
 //! Who is calling: credentials from headers, query parameters or HTTP
 //! Basic; the user's location scope; the permissions of its roles.
 
+use crate::clock::Clock;
 use crate::crypto::verify_api_key;
 use crate::db::{Conn, Sql, Value};
 use crate::engine::query::TenantScope;
@@ -39,6 +40,8 @@ pub struct Credentials {
     pub developer_id: Option<String>,
     pub user_id: Option<String>,
     pub api_key: Option<String>,
+    /// A session token from `POST /v2/token` (`access-token`).
+    pub access_token: Option<String>,
 }
 
 /// An authenticated caller.
@@ -51,6 +54,19 @@ pub struct Caller {
     /// The test clock offset of the caller's location, in seconds (0
     /// unless a sandbox test clock moved it): see `clock`.
     pub clock_offset_s: i64,
+    /// Set when the caller signed in with a session token.
+    pub session: Option<Session>,
+}
+
+/// The session a token-authenticated caller uses.
+#[derive(Clone, Debug)]
+pub struct Session {
+    pub token_hash: String,
+    /// When it expires unless used again (the location's time).
+    pub expires_ts: i64,
+    /// The password was set by someone else: until the user sets their
+    /// own, the session may only do that (and read itself, sign out).
+    pub must_change_password: bool,
 }
 
 /// Reads the permissions of a user's roles.
@@ -103,13 +119,18 @@ fn perms_from_rows(rows: Vec<Vec<Value>>) -> Perms {
 }
 
 /// Checks credentials against the database. Every failure is the same
-/// 401, so a caller cannot learn which part was wrong.
-pub fn authenticate(conn: &mut dyn Conn, creds: Credentials) -> ApiResult<Caller> {
+/// 401, so a caller cannot learn which part was wrong. A user id with an
+/// API key wins over a session token.
+pub fn authenticate(conn: &mut dyn Conn, creds: Credentials, clock: &Clock) -> ApiResult<Caller> {
+    if let (None, Some(token)) = (&creds.api_key, &creds.access_token) {
+        return authenticate_token(conn, token, creds.developer_id.as_deref(), clock);
+    }
     let (Some(developer_id), Some(user_id), Some(api_key)) =
         (creds.developer_id, creds.user_id, creds.api_key)
     else {
         return Err(ApiError::Unauthorized(
-            "Authentication required: send developer-id, user-id and user-api-key.".into(),
+            "Authentication required: send developer-id, user-id and user-api-key (or an access-token)."
+                .into(),
         ));
     };
     let invalid = || ApiError::Unauthorized("Invalid developer-id, user-id or user-api-key.".into());
@@ -159,5 +180,64 @@ pub fn authenticate(conn: &mut dyn Conn, creds: Credentials) -> ApiResult<Caller
         },
         perms,
         clock_offset_s: user[9].as_int().unwrap_or(0),
+        session: None,
+    })
+}
+
+/// A caller by session token: the token's digest names a session that has
+/// not expired (in the user's location time), of an active user. A
+/// developer-id, when sent, must exist too.
+fn authenticate_token(
+    conn: &mut dyn Conn,
+    token: &str,
+    developer_id: Option<&str>,
+    clock: &Clock,
+) -> ApiResult<Caller> {
+    let invalid = || ApiError::Unauthorized("The access token is invalid or has expired.".into());
+    if token.len() > 128 || developer_id.is_some_and(|d| !crate::ids::looks_like_id(d)) {
+        return Err(invalid());
+    }
+    let token_hash = crate::crypto::hash_api_key(token);
+    let rows = conn.query(&Sql::with(
+        "SELECT s.user_id, s.expires_ts, u.status, u.location_id, l.path, l.tz, \
+         EXISTS (SELECT 1 FROM locations c WHERE c.parent_id = u.location_id), \
+         EXISTS (SELECT 1 FROM developers d WHERE d.id = ?), r.is_admin, rp.permission, \
+         l.clock_offset_s, u.requires_new_password \
+         FROM user_sessions s JOIN users u ON u.id = s.user_id JOIN locations l ON l.id = u.location_id \
+         LEFT JOIN auth_role_users a ON a.user_id = u.id \
+         LEFT JOIN roles r ON r.id = a.auth_role_id \
+         LEFT JOIN role_permissions rp ON rp.role_id = r.id \
+         WHERE s.token_hash = ?",
+        vec![developer_id.unwrap_or_default().into(), token_hash.clone().into()],
+    ))?;
+    let row = rows.first().ok_or_else(invalid)?;
+    let offset = row[10].as_int().unwrap_or(0);
+    let expires_ts = row[1].as_int().unwrap_or(0);
+    if expires_ts <= clock.location_now(offset)
+        || row[2].as_int() != Some(1)
+        || (developer_id.is_some() && row[7].as_int() != Some(1))
+    {
+        return Err(invalid());
+    }
+    let perms = perms_from_rows(rows.iter().map(|r| vec![r[8].clone(), r[9].clone()]).collect());
+    Ok(Caller {
+        user_id: row[0].as_str().unwrap_or_default().to_string(),
+        developer_id: developer_id.unwrap_or_default().to_string(),
+        scope: TenantScope {
+            location_id: row[3].as_str().unwrap_or_default().to_string(),
+            path: row[4].as_str().unwrap_or_default().to_string(),
+            tz: row[5]
+                .as_str()
+                .and_then(|t| t.parse().ok())
+                .unwrap_or(chrono_tz::UTC),
+            leaf: row[6].as_int() == Some(0),
+        },
+        perms,
+        clock_offset_s: offset,
+        session: Some(Session {
+            token_hash,
+            expires_ts,
+            must_change_password: row[11].as_int() == Some(1),
+        }),
     })
 }

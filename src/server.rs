@@ -117,6 +117,7 @@ pub async fn serve(args: ServeArgs) -> anyhow::Result<()> {
         sink,
         outbound,
     };
+    let shutdown = shutdown_signal();
     // The contract: the first stdout line names the address.
     {
         let mut out = std::io::stdout().lock();
@@ -130,7 +131,7 @@ pub async fn serve(args: ServeArgs) -> anyhow::Result<()> {
     let service = tower::util::MapRequest::new(app, |request: hyper::Request<hyper::body::Incoming>| {
         request.map(axum::body::Body::new)
     });
-    serve_http(listener, service, args.connection_limits(), shutdown_signal()).await;
+    serve_http(listener, service, args.connection_limits(), shutdown).await;
     // Payments whose clients went away may still wait for the processor.
     let unfinished = payments.drain(std::time::Duration::from_secs(15)).await;
     if unfinished > 0 {
@@ -278,26 +279,38 @@ async fn serve_http<S>(
     graceful.shutdown().await;
 }
 
-async fn shutdown_signal() {
-    let ctrl_c = async {
-        let _ = tokio::signal::ctrl_c().await;
-    };
-    #[cfg(unix)]
-    let term = async {
-        match tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()) {
-            Ok(mut s) => {
-                s.recv().await;
+/// Resolves on SIGINT or SIGTERM. The handlers are installed when this is
+/// called, not when it is first polled: called before the `listening on`
+/// line, a signal sent right after that line stops the server gracefully
+/// instead of killing it.
+#[cfg(unix)]
+fn shutdown_signal() -> impl std::future::Future<Output = ()> {
+    use tokio::signal::unix::{signal, SignalKind};
+    let interrupt = signal(SignalKind::interrupt());
+    let terminate = signal(SignalKind::terminate());
+    async move {
+        let wait = |s: std::io::Result<tokio::signal::unix::Signal>| async move {
+            match s {
+                Ok(mut s) => {
+                    s.recv().await;
+                }
+                Err(_) => std::future::pending::<()>().await,
             }
-            Err(_) => std::future::pending::<()>().await,
+        };
+        tokio::select! {
+            _ = wait(interrupt) => {},
+            _ = wait(terminate) => {},
         }
-    };
-    #[cfg(not(unix))]
-    let term = std::future::pending::<()>();
-    tokio::select! {
-        _ = ctrl_c => {},
-        _ = term => {},
+        tracing::info!("shutdown signal received");
     }
-    tracing::info!("shutdown signal received");
+}
+
+#[cfg(not(unix))]
+fn shutdown_signal() -> impl std::future::Future<Output = ()> {
+    async {
+        let _ = tokio::signal::ctrl_c().await;
+        tracing::info!("shutdown signal received");
+    }
 }
 
 #[cfg(test)]

@@ -70,6 +70,12 @@ pub const MIGRATIONS: &[Migration] = &[
         "",
     ),
     (12, "tags", include_str!("../../migrations/0012_tags.sql"), ""),
+    (
+        13,
+        "passwords_and_sessions",
+        include_str!("../../migrations/0013_passwords_and_sessions.sql"),
+        "",
+    ),
 ];
 
 /// Applies every migration not yet recorded. Returns how many ran.

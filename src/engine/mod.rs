@@ -152,8 +152,8 @@ pub fn create(
             .filter_map(|name| res.field(name))
             .filter(|f| f.put && f.stored)
             .map(|f| (f, input.record.get(f.name).clone()))
-            .collect();
-        let updated = update_record(cx, conn, existing, UpdateInput { changes })?;
+            .collect::<Vec<_>>();
+        let updated = update_record(cx, conn, existing, UpdateInput::from(changes))?;
         return Ok((updated, false));
     }
     let mut record = input.record;
@@ -218,6 +218,10 @@ pub fn update_record(cx: &Cx, conn: &mut dyn Conn, old: Record, input: UpdateInp
             new.set(field.name, sealed_value(cx, field, value.clone()));
         }
     }
+    if !input.transient.is_empty() {
+        res.rules
+            .apply_inputs(cx, conn, &old, &mut new, &input.transient)?;
+    }
     res.rules.before_update(cx, conn, &old, &mut new)?;
     let new = save_record(cx, conn, &old, new)?;
     if new.values != old.values {
@@ -237,12 +241,12 @@ pub fn save_record(cx: &Cx, conn: &mut dyn Conn, old: &Record, mut new: Record) 
         .filter(|(_, (a, b))| a != b)
         .map(|(f, (a, b))| Change {
             field: f.name,
-            old: if f.encrypted {
+            old: if f.encrypted || f.digest {
                 a.to_log_text().map(|_| "********".into())
             } else {
                 a.to_log_text()
             },
-            new: if f.encrypted {
+            new: if f.encrypted || f.digest {
                 b.to_log_text().map(|_| "********".into())
             } else {
                 b.to_log_text()
@@ -516,7 +520,7 @@ pub fn list_meta(cx: &Cx, path: &str, q: &ListQuery, total: u64) -> Json {
     let link = |page: u64| {
         let mut ser = form_urlencoded::Serializer::new(String::new());
         for (k, v) in &q.raw {
-            if k != "page" && !matches!(k.as_str(), "user-api-key" | "user-id" | "developer-id") {
+            if k != "page" && !query::CREDENTIAL_PARAMS.contains(&k.as_str()) {
                 ser.append_pair(k, v);
             }
         }

@@ -162,6 +162,10 @@ pub const MAX_FILTER_VALUES: usize = 200;
 /// Most values one comma-list filter may carry.
 pub const MAX_LIST_VALUES: usize = 100;
 
+/// Credentials that may come as query parameters: never filters, never
+/// repeated in pagination links.
+pub const CREDENTIAL_PARAMS: &[&str] = &["developer-id", "user-id", "user-api-key", "access-token"];
+
 /// Parameters that are never filters.
 pub const RESERVED: &[&str] = &[
     "page",
@@ -172,6 +176,7 @@ pub const RESERVED: &[&str] = &[
     "developer-id",
     "user-id",
     "user-api-key",
+    "access-token",
 ];
 
 impl ListQuery {
@@ -253,7 +258,8 @@ impl ListQuery {
                         }
                     }
                 }
-                "api_id" | "developer-id" | "user-id" | "user-api-key" => {}
+                "api_id" => {}
+                _ if CREDENTIAL_PARAMS.contains(&key) => {}
                 _ if res.list_params.contains(&key) => q.extra.push((key.to_string(), value.clone())),
                 _ => {
                     if let Some(f) = filterable(res, key) {

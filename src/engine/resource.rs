@@ -84,6 +84,9 @@ pub struct Field {
     pub hidden: bool,
     /// Stored sealed with the data key, rendered in clear.
     pub encrypted: bool,
+    /// A digest of a secret (a password hash): never rendered, and shown
+    /// as `********` in change logs.
+    pub digest: bool,
     /// Rendered masked (all but the last four characters as `X`), never in
     /// clear: card and bank numbers, SSN digits, licence numbers.
     pub masked: bool,
@@ -112,6 +115,7 @@ impl Field {
             stored: true,
             hidden: false,
             encrypted: false,
+            digest: false,
             masked: false,
             pattern: Pattern::None,
             choices: Choices::Any,
@@ -192,6 +196,12 @@ impl Field {
     }
     pub const fn encrypted(mut self) -> Field {
         self.encrypted = true;
+        self
+    }
+    /// A secret's digest: hidden, and masked in change logs.
+    pub const fn digest(mut self) -> Field {
+        self.hidden = true;
+        self.digest = true;
         self
     }
     /// Sealed at rest and masked in every response.
@@ -307,6 +317,9 @@ pub struct Api {
     /// An update takes the create body (an action and the fields it
     /// accepts) instead of the updatable fields.
     pub update_takes_create_body: bool,
+    /// Fields a caller may update on their own record (a user's password)
+    /// without the permission to update the resource.
+    pub own_record_fields: &'static [&'static str],
 }
 
 impl Api {
@@ -316,6 +329,7 @@ impl Api {
         create_may_update: false,
         delete_may_conflict: false,
         update_takes_create_body: false,
+        own_record_fields: &[],
     };
 }
 

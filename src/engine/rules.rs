@@ -24,6 +24,19 @@ pub trait Rules: Sync {
         Ok(())
     }
 
+    /// Applies the input-only fields of an update (a new password): only
+    /// resources that declare such fields as updatable receive any.
+    fn apply_inputs(
+        &self,
+        _cx: &Cx,
+        _conn: &mut dyn Conn,
+        _old: &Record,
+        _new: &mut Record,
+        _inputs: &Map<String, Json>,
+    ) -> ApiResult<()> {
+        Ok(())
+    }
+
     /// Checks an update; `new` holds the old record with the changes applied.
     fn before_update(
         &self,

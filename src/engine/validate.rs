@@ -38,6 +38,18 @@ pub struct CreateInput {
 /// The validated input of an update: only what the body carried.
 pub struct UpdateInput {
     pub changes: Vec<(&'static Field, Value)>,
+    /// Input-only fields the body carried (a new password), for the
+    /// resource's rules: they have no column of their own.
+    pub transient: Map<String, Json>,
+}
+
+impl From<Vec<(&'static Field, Value)>> for UpdateInput {
+    fn from(changes: Vec<(&'static Field, Value)>) -> UpdateInput {
+        UpdateInput {
+            changes,
+            transient: Map::new(),
+        }
+    }
 }
 
 impl UpdateInput {
@@ -57,8 +69,8 @@ impl UpdateInput {
                     res.name
                 ))),
             })
-            .collect::<Result<_, _>>()?;
-        Ok(UpdateInput { changes })
+            .collect::<Result<Vec<_>, _>>()?;
+        Ok(UpdateInput::from(changes))
     }
 }
 
@@ -115,6 +127,7 @@ pub fn for_update(res: &'static Resource, body: &Map<String, Json>) -> Result<Up
     let mut errors = FieldErrors::new();
     check_unknown(res, body, Mode::Update, &mut errors);
     let mut changes = Vec::new();
+    let mut transient = Map::new();
     for field in res.fields.iter().filter(|f| f.put) {
         let Some(raw) = body.get(field.name) else {
             if field.put_required {
@@ -124,6 +137,9 @@ pub fn for_update(res: &'static Resource, body: &Map<String, Json>) -> Result<Up
         };
         match convert(field, raw) {
             Ok(v) if v.is_null() && field.required => errors.add(field.name, blank(field.name)),
+            Ok(_) if !field.stored => {
+                transient.insert(field.name.to_string(), raw.clone());
+            }
             Ok(v) => changes.push((field, v)),
             Err(msg) => errors.add(field.name, msg),
         }
@@ -131,7 +147,7 @@ pub fn for_update(res: &'static Resource, body: &Map<String, Json>) -> Result<Up
     if !errors.is_empty() {
         return Err(errors);
     }
-    Ok(UpdateInput { changes })
+    Ok(UpdateInput { changes, transient })
 }
 
 /// How many unknown fields one error lists, and how much of each name.

@@ -88,7 +88,7 @@ async fn read(
     caller.perms.require(PERMISSION)?;
     let mut errors = FieldErrors::new();
     for (k, _) in query_pairs(q.as_deref()) {
-        if !matches!(k.as_str(), "developer-id" | "user-id" | "user-api-key") {
+        if !crate::engine::query::CREDENTIAL_PARAMS.contains(&k.as_str()) {
             let k = validate::echo_name(&k);
             errors.add(k.clone(), format!("Unknown parameter '{k}'."));
         }

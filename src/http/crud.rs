@@ -156,7 +156,7 @@ fn item_params(
                 }
             }
             "api_id" | "location_id" if res.api_id.is_some() => {}
-            "developer-id" | "user-id" | "user-api-key" => {}
+            k if query::CREDENTIAL_PARAMS.contains(&k) => {}
             _ => {
                 let k = validate::echo_name(k);
                 errors.add(k.clone(), format!("Unknown parameter '{k}'."))
@@ -294,11 +294,20 @@ async fn update(
     RawQuery(q): RawQuery,
     RawBody(body): RawBody,
 ) -> ApiResult<Response> {
-    caller.perms.require(&res.permission("update"))?;
+    let input = envelope(&body, res.name)?;
+    // A user may change what the declaration allows on their own record
+    // (their password) without the permission to update others.
+    let own = id == caller.user_id
+        && !res.api.own_record_fields.is_empty()
+        && input
+            .keys()
+            .all(|k| res.api.own_record_fields.contains(&k.as_str()));
+    if !own {
+        caller.perms.require(&res.permission("update"))?;
+    }
     let pairs = query_pairs(q.as_deref());
     item_params(res, &pairs, false)?;
     let address = address(res, id, &pairs, &caller)?;
-    let input = envelope(&body, res.name)?;
     let input = validate::for_update(res, &input).map_err(ApiError::Validation)?;
     let cx = app.cx(&caller);
     let cx2 = cx.clone();

@@ -774,8 +774,49 @@ pub fn openapi(public_url: &str) -> Json {
             }
         }
     }
+    let sign_in = json!({ "type": "object", "required": ["username", "password", "domain"],
+        "additionalProperties": false, "properties": {
+            "username": { "type": "string", "minLength": 1, "maxLength": 256 },
+            "password": { "type": "string", "minLength": 1, "maxLength": 256, "format": "password" },
+            "domain": { "type": "string", "minLength": 1, "maxLength": 256,
+                "description": "the host the user signs in through (required; not matched)" } } });
+    paths.insert(
+        "/v2/token".into(),
+        json!({ "post": { "summary": "Sign in: a session token for the access-token header or query parameter",
+            "operationId": "token.create", "tags": ["token"], "security": [],
+            "description": "The token expires after 15 idle minutes of the user's location time; each use starts them \
+                again. Five failed sign-ins in a row lock the user for 15 minutes (429 with Retry-After), and an \
+                address that fails 20 times in 15 minutes is held off too. A user whose password another user \
+                set (requires_new_password) may only read itself and set its own password until it does.",
+            "requestBody": body(json!({ "anyOf": [sign_in.clone(), { "type": "object", "required": ["token"],
+                "additionalProperties": false, "properties": { "token": sign_in } }] })),
+            "responses": {
+                "201": reply("the session", json!({ "type": "object", "properties": { "token": { "type": "object",
+                    "properties": { "id": { "type": "string" }, "token": { "type": "string" },
+                        "expire": { "type": "integer", "description": "idle minutes" },
+                        "expires_ts": { "type": "integer" }, "time": { "type": "integer" },
+                        "user_id": { "type": "string" }, "username": { "type": "string" },
+                        "first_name": { "type": "string", "nullable": true },
+                        "last_name": { "type": "string", "nullable": true },
+                        "primary_location_id": { "type": "string" },
+                        "timezone": { "type": "string", "nullable": true },
+                        "user_type_id": { "type": "integer", "nullable": true },
+                        "password_expire_ts": { "type": "integer", "nullable": true },
+                        "requires_new_password": { "type": "boolean" } } } } })),
+                "400": reply("malformed JSON", error.clone()),
+                "401": reply("wrong username or password, or a disabled user", error.clone()),
+                "422": reply("a field missing", errors.clone()),
+                "429": reply("too many failed sign-ins", error.clone()) } } }),
+    );
+    paths.insert(
+        "/v2/token/{token}".into(),
+        json!({ "delete": { "summary": "Sign out: end the session of a token", "operationId": "token.delete",
+            "tags": ["token"], "security": [],
+            "parameters": [{ "name": "token", "in": "path", "required": true, "schema": { "type": "string" } }],
+            "responses": { "204": { "description": "ended" }, "404": reply("no such session", error.clone()) } } }),
+    );
     let mut security_schemes = Map::new();
-    for h in ["developer-id", "user-id", "user-api-key"] {
+    for h in ["developer-id", "user-id", "user-api-key", "access-token"] {
         security_schemes.insert(h.into(), json!({ "type": "apiKey", "in": "header", "name": h }));
     }
     security_schemes.insert(
@@ -789,7 +830,7 @@ pub fn openapi(public_url: &str) -> Json {
                 headers (or query parameters, or HTTP Basic with user id and api key). Bodies are JSON wrapped in \
                 the singular resource name; lists answer the plural name plus meta." },
         "servers": [{ "url": public_url }],
-        "security": [{ "developer-id": [], "user-id": [], "user-api-key": [] }],
+        "security": [{ "developer-id": [], "user-id": [], "user-api-key": [] }, { "access-token": [] }],
         "paths": paths,
         "components": { "schemas": components, "securitySchemes": security_schemes },
     })

@@ -41,6 +41,7 @@ pub fn credentials(parts: &Parts) -> Credentials {
         developer_id: header(&parts.headers, "developer-id").or_else(|| from_query("developer-id")),
         user_id: header(&parts.headers, "user-id").or_else(|| from_query("user-id")),
         api_key: header(&parts.headers, "user-api-key").or_else(|| from_query("user-api-key")),
+        access_token: header(&parts.headers, "access-token").or_else(|| from_query("access-token")),
     };
     if creds.user_id.is_none() || creds.api_key.is_none() {
         if let Some((user, key)) = basic(&parts.headers) {
@@ -69,7 +70,20 @@ impl FromRequestParts<AppState> for Caller {
 
     async fn from_request_parts(parts: &mut Parts, state: &AppState) -> Result<Self, Self::Rejection> {
         let creds = credentials(parts);
-        let caller = state.store.read(move |conn| authenticate(conn, creds)).await?;
+        let clock = state.clock.clone();
+        let caller = state
+            .store
+            .read(move |conn| authenticate(conn, creds, &clock))
+            .await?;
+        if let Some(session) = &caller.session {
+            if session.must_change_password && !super::tokens::allowed_before_new_password(parts, &caller) {
+                return Err(ApiError::Forbidden(
+                    "A new password is required: set your own with PUT /v2/users/{id} (password and old_password)."
+                        .into(),
+                ));
+            }
+            super::tokens::keep_alive(state, &caller, session).await?;
+        }
         tracing::Span::current().record("user_id", caller.user_id.as_str());
         state
             .rate_limits

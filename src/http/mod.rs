@@ -13,6 +13,7 @@ pub mod metrics;
 mod postbacks;
 pub mod ratelimit;
 mod recurrings;
+mod tokens;
 mod transactions;
 mod users;
 
@@ -95,6 +96,7 @@ pub static MOUNTED: &[(&Resource, crud::Verbs)] = &[
 pub fn app(state: AppState) -> Router {
     let mut api = Router::new()
         .merge(users::routes())
+        .merge(tokens::routes())
         .merge(bins::routes())
         .merge(transactions::routes())
         .merge(postbacks::routes())

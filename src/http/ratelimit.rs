@@ -78,10 +78,17 @@ impl<K: Hash + Eq + Clone> Buckets<K> {
     }
 }
 
+/// Failed sign-ins one address may make in [`SIGN_IN_WINDOW`] before
+/// its sign-ins are refused until the window ends.
+pub const MAX_FAILED_SIGN_INS_PER_ADDRESS: u32 = 20;
+pub const SIGN_IN_WINDOW: Duration = Duration::from_secs(15 * 60);
+
 /// The limits of this process.
 pub struct RateLimits {
     users: Buckets<String>,
     addresses: Buckets<IpAddr>,
+    /// Failed sign-ins per address: (count, start of the window).
+    failed_sign_ins: Mutex<HashMap<IpAddr, (u32, Instant)>>,
 }
 
 impl RateLimits {
@@ -89,7 +96,45 @@ impl RateLimits {
         RateLimits {
             users: Buckets::new(per_user),
             addresses: Buckets::new(per_address),
+            failed_sign_ins: Mutex::new(HashMap::new()),
         }
+    }
+
+    /// Whether `ip` may try to sign in: `Err(seconds to wait)` once it
+    /// failed too often in the current window.
+    pub fn sign_in_allowed(&self, ip: IpAddr) -> Result<(), u64> {
+        let now = Instant::now();
+        let failed = self
+            .failed_sign_ins
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        match failed.get(&ip) {
+            Some((count, start)) if now.duration_since(*start) < SIGN_IN_WINDOW => {
+                if *count >= MAX_FAILED_SIGN_INS_PER_ADDRESS {
+                    Err(retry_after(SIGN_IN_WINDOW - now.duration_since(*start)))
+                } else {
+                    Ok(())
+                }
+            }
+            _ => Ok(()),
+        }
+    }
+
+    /// Counts a failed sign-in from `ip`.
+    pub fn sign_in_failed(&self, ip: IpAddr) {
+        let now = Instant::now();
+        let mut failed = self
+            .failed_sign_ins
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        if failed.len() >= MAX_KEYS {
+            failed.retain(|_, (_, start)| now.duration_since(*start) < SIGN_IN_WINDOW);
+        }
+        let entry = failed.entry(ip).or_insert((0, now));
+        if now.duration_since(entry.1) >= SIGN_IN_WINDOW {
+            *entry = (0, now);
+        }
+        entry.0 += 1;
     }
 
     /// No limits (tools and tests that build an app state themselves).

@@ -59,7 +59,7 @@ fn count_of(act: Act, pairs: &[(String, String)], body: &[u8]) -> ApiResult<Opti
     let mut errors = FieldErrors::new();
     for (k, _) in pairs {
         let known = Some(k.as_str()) == act.count_param()
-            || matches!(k.as_str(), "developer-id" | "user-id" | "user-api-key");
+            || crate::engine::query::CREDENTIAL_PARAMS.contains(&k.as_str());
         if !known {
             let k = validate::echo_name(k);
             errors.add(k.clone(), format!("Unknown parameter '{k}'."));

@@ -5,7 +5,6 @@
 use super::{ACCOUNT_VAULT, PRODUCT_TRANSACTION};
 use crate::db::{Conn, Value};
 use crate::engine::record::Record;
-use crate::engine::validate::UpdateInput;
 use crate::engine::{query, update_record, Cx};
 use crate::error::{ApiError, ApiResult, FieldErrors};
 use serde_json::{json, Map, Value as Json};
@@ -183,7 +182,7 @@ pub fn apply(cx: &Cx, conn: &mut dyn Conn, req: &Request) -> ApiResult<Json> {
                 },
             ),
         ];
-        update_record(cx, conn, vault, UpdateInput { changes })?;
+        update_record(cx, conn, vault, changes.into())?;
         changed.push(id);
     }
     Ok(json!({

@@ -61,6 +61,23 @@ pub static USER: Resource = Resource {
             .transient()
             .pattern(Pattern::Token)
             .doc("write-only; reads back null"),
+        Field::text("password", 1, crate::passwords::MAX_LENGTH as u32)
+            .pu()
+            .transient()
+            .doc(
+                "write-only: 8 to 128 characters with a letter and a digit; set by another user it is \
+                  one-time (requires_new_password); changing your own needs old_password",
+            ),
+        Field::text("old_password", 1, crate::passwords::MAX_LENGTH as u32)
+            .put()
+            .transient()
+            .doc("your current password, to change your own"),
+        Field::flag("requires_new_password")
+            .doc("the password was set by another user: sign in, then set your own"),
+        Field::int("login_attempts", 0, i64::MAX).doc("failed sign-ins in a row"),
+        Field::ts("last_login_ts"),
+        Field::int("login_locked_until", 0, i64::MAX).hidden(),
+        Field::text("password_hash", 0, 256).digest(),
         Field::text("api_key_hash", 0, 64).hidden(),
         Field::text("hash_key_enc", 0, 512)
             .column("hash_key_enc")
@@ -105,12 +122,17 @@ pub static USER: Resource = Resource {
     postback: None,
     api: Api {
         delete_may_conflict: true,
+        own_record_fields: &["password", "old_password"],
         ..Api::PLAIN
     },
     doc: "A user of the API. Has no permission until a role is attached through authroleusers.",
 };
 
 struct UserRules;
+
+fn hash_password(password: &str) -> ApiResult<String> {
+    crate::passwords::hash(password).map_err(ApiError::internal)
+}
 
 pub fn username_taken(conn: &mut dyn Conn, username: &str) -> ApiResult<bool> {
     Ok(conn
@@ -134,9 +156,27 @@ impl Rules for UserRules {
                 errors.add("username", "Username has already been taken.");
             }
         }
+        let password = match input.transient.get("password") {
+            Some(Json::String(p)) => Some(p.clone()),
+            _ => None,
+        };
+        if let Some(p) = &password {
+            if let Err(msg) = crate::passwords::check(p, input.record.text("username")) {
+                errors.add("password", msg);
+            }
+        }
         errors.into_result()?;
         if input.record.get("status").is_null() {
             input.record.set("status", 1);
+        }
+        // A password someone else chose is one-time: the user sets their
+        // own after signing in with it.
+        input
+            .record
+            .set("requires_new_password", i64::from(password.is_some()));
+        input.record.set("login_attempts", 0);
+        if let Some(p) = password {
+            input.record.set("password_hash", hash_password(&p)?);
         }
         if let Some(Json::String(key)) = input.transient.get("user_api_key") {
             input.record.set("api_key_hash", hash_api_key(key));
@@ -147,7 +187,49 @@ impl Rules for UserRules {
         Ok(None)
     }
 
+    /// A new password: your own needs the current one (unless you had
+    /// none); someone else's is one-time. Every session of the user ends.
+    fn apply_inputs(
+        &self,
+        cx: &Cx,
+        conn: &mut dyn Conn,
+        old: &Record,
+        new: &mut Record,
+        inputs: &Map<String, Json>,
+    ) -> ApiResult<()> {
+        let text = |name: &str| match inputs.get(name) {
+            Some(Json::String(s)) => Some(s.as_str()),
+            _ => None,
+        };
+        let Some(password) = text("password") else {
+            return Err(ApiError::field(
+                "password",
+                "Password cannot be blank when old_password is sent.",
+            ));
+        };
+        crate::passwords::check(password, new.text("username"))
+            .map_err(|m| ApiError::field("password", m))?;
+        let own = old.id() == cx.user_id;
+        if own {
+            if let Some(current) = old.text("password_hash") {
+                let matches =
+                    text("old_password").is_some_and(|given| crate::passwords::verify(given, current));
+                if !matches {
+                    return Err(ApiError::field("old_password", "Old Password is incorrect."));
+                }
+            }
+        } else {
+            require_covers_user(conn, &cx.perms, old.id())?;
+        }
+        new.set("password_hash", hash_password(password)?);
+        new.set("requires_new_password", i64::from(!own));
+        crate::sessions::close_all(conn, old.id())
+    }
+
     fn before_update(&self, cx: &Cx, conn: &mut dyn Conn, old: &Record, new: &mut Record) -> ApiResult<()> {
+        if new.int("status") == Some(0) && old.int("status") != Some(0) {
+            crate::sessions::close_all(conn, old.id())?;
+        }
         if new.get("username") != old.get("username") {
             if let Some(name) = new.text("username") {
                 if username_taken(conn, name)? {

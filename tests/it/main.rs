@@ -26,6 +26,7 @@ mod pg_tls;
 mod postbacks;
 mod recurrings;
 mod reference_samples;
+mod sign_in;
 mod testclock;
 mod transactions;
 mod users;

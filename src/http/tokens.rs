@@ -1,0 +1,148 @@
+//! The token method of authentication: `POST /v2/token` signs a user in
+//! with username and password, `DELETE /v2/token/{token}` signs out; the
+//! token then authenticates as the `access-token` header or query
+//! parameter (see `sessions`).
+
+use super::extract::RawBody;
+use super::ratelimit::ClientAddr;
+use super::AppState;
+use crate::auth::{Caller, Session};
+use crate::error::{ApiError, ApiResult, FieldErrors};
+use crate::sessions::{self, IDLE_SECONDS};
+use axum::extract::{Path, State};
+use axum::http::request::Parts;
+use axum::http::{Method, StatusCode};
+use axum::response::{IntoResponse, Response};
+use axum::routing::{delete, post};
+use axum::{Extension, Router};
+use serde_json::Value as Json;
+
+pub fn routes() -> Router<AppState> {
+    Router::new()
+        .route("/v2/token", post(sign_in))
+        .route("/v2/token/{token}", delete(sign_out))
+}
+
+/// The sign-in body: `{username, password, domain}`, bare as the reference
+/// sends it or wrapped in `{"token": {...}}`.
+fn sign_in_body(raw: &[u8]) -> ApiResult<(String, String)> {
+    let Json::Object(body) = super::json_body::parse(raw)? else {
+        return Err(ApiError::BadRequest(
+            "The request body must be a JSON object.".into(),
+        ));
+    };
+    let body = match body.get("token") {
+        Some(Json::Object(inner)) if body.len() == 1 => inner.clone(),
+        _ => body,
+    };
+    let mut errors = FieldErrors::new();
+    let mut text = |name: &str| match body.get(name) {
+        Some(Json::String(s)) if !s.trim().is_empty() && s.len() <= 256 => Some(s.clone()),
+        _ => {
+            errors.add(
+                name,
+                format!("{} cannot be blank.", crate::engine::validate::label(name)),
+            );
+            None
+        }
+    };
+    let username = text("username");
+    let password = text("password");
+    // The branded host the user signs in through; every host serves every
+    // user here, so it is required (as in the reference) but not matched.
+    let _domain = text("domain");
+    for key in body.keys() {
+        if !["username", "password", "domain"].contains(&key.as_str()) {
+            let key = crate::engine::validate::echo_name(key);
+            errors.add(key.clone(), format!("Unknown field {key} for token."));
+        }
+    }
+    errors.into_result()?;
+    Ok((username.unwrap_or_default(), password.unwrap_or_default()))
+}
+
+async fn sign_in(
+    State(app): State<AppState>,
+    address: Option<Extension<ClientAddr>>,
+    RawBody(raw): RawBody,
+) -> ApiResult<Response> {
+    let ip = address.map(|Extension(ClientAddr(ip))| ip);
+    if let Some(ip) = ip {
+        app.rate_limits
+            .sign_in_allowed(ip)
+            .map_err(ApiError::TooManyRequests)?;
+    }
+    let (username, password) = sign_in_body(&raw)?;
+    let clock = app.clock.clone();
+    let account = app
+        .store
+        .read(move |conn| sessions::account(conn, &clock, &username))
+        .await?;
+    if let Some(wait) = account.as_ref().and_then(|a| a.locked_for()) {
+        return Err(ApiError::TooManyRequests(wait.max(1) as u64));
+    }
+    // The hash is checked off the async workers (argon2 takes tens of
+    // milliseconds by design); an unknown user is checked against a decoy
+    // so both take as long.
+    let stored = account
+        .as_ref()
+        .and_then(|a| a.password_hash.clone())
+        .unwrap_or_else(|| crate::passwords::decoy().to_string());
+    let matches = tokio::task::spawn_blocking(move || crate::passwords::verify(&password, &stored))
+        .await
+        .map_err(ApiError::internal)?;
+    let account = match account {
+        Some(a) if matches && a.active && a.password_hash.is_some() => a,
+        other => {
+            if let Some(a) = other {
+                app.store
+                    .write(move |conn| sessions::record_failure(conn, &a))
+                    .await?;
+            }
+            if let Some(ip) = ip {
+                app.rate_limits.sign_in_failed(ip);
+            }
+            return Err(ApiError::Unauthorized("Invalid username or password.".into()));
+        }
+    };
+    let answer = app
+        .store
+        .write(move |conn| sessions::open(conn, &account))
+        .await?;
+    Ok((StatusCode::CREATED, axum::Json(answer)).into_response())
+}
+
+/// Ends a session by its token (the token is the proof): 204, or 404 when
+/// there is no such session.
+async fn sign_out(State(app): State<AppState>, Path(token): Path<String>) -> ApiResult<Response> {
+    if token.len() > 128 {
+        return Err(ApiError::not_found("token"));
+    }
+    if app.store.write(move |conn| sessions::close(conn, &token)).await? {
+        Ok(StatusCode::NO_CONTENT.into_response())
+    } else {
+        Err(ApiError::not_found("token"))
+    }
+}
+
+/// What a session with a one-time password may do: read its own user and
+/// set its own password.
+pub fn allowed_before_new_password(parts: &Parts, caller: &Caller) -> bool {
+    let path = parts.uri.path().trim_end_matches('/');
+    let own = format!("/v2/users/{}", caller.user_id);
+    (parts.method == Method::GET && (path == "/v2/users/me" || path == own))
+        || (parts.method == Method::PUT && path == own)
+}
+
+/// Starts the session's idle time again; written at most every 30
+/// seconds of use.
+pub async fn keep_alive(app: &AppState, caller: &Caller, session: &Session) -> ApiResult<()> {
+    let expires = app.clock.location_now(caller.clock_offset_s) + IDLE_SECONDS;
+    if expires - session.expires_ts < 30 {
+        return Ok(());
+    }
+    let hash = session.token_hash.clone();
+    app.store
+        .write(move |conn| sessions::touch(conn, &hash, expires))
+        .await
+}
