@@ -22,6 +22,8 @@ engine_tests!(
     a_year_of_monthly_billing,
     declines_are_retried_then_given_up,
     zones_and_restarts_of_the_clock,
+    held_periods_are_not_charged,
+    a_leap_day_anchor,
     restart_during_a_run,
     mail_by_smtp,
     mail_over_starttls,
@@ -628,6 +630,28 @@ fn lists_filter_sort_and_expand(app: &TestApp) {
         .expect(200)
         .body;
     assert_eq!(by_contact["meta"]["pagination"]["totalCount"], json!(3));
+    let by_vault = t
+        .get(&format!(
+            "/v2/recurrings?account_vault_id={vault}&transaction_amount=9.00"
+        ))
+        .expect(200)
+        .body;
+    assert_eq!(by_vault["meta"]["pagination"]["totalCount"], json!(3));
+    let other_vault = uuid::Uuid::new_v4().to_string();
+    let none = t
+        .get(&format!("/v2/recurrings?account_vault_id={other_vault}"))
+        .expect(200)
+        .body;
+    assert_eq!(none["meta"]["pagination"]["totalCount"], json!(0));
+    let on_date = t
+        .get(&format!(
+            "/v2/recurrings?next_run_date={}",
+            text(plus_days(base, 10))
+        ))
+        .expect(200)
+        .body;
+    assert_eq!(on_date["recurrings"].as_array().unwrap().len(), 1);
+    assert_eq!(on_date["recurrings"][0]["id"], middle["id"]);
     let sid = sooner["id"].as_str().unwrap();
     t.post(&format!("/v2/recurrings/{sid}/placeOnHold"), json!({}))
         .expect(200);
@@ -653,6 +677,8 @@ fn lists_filter_sort_and_expand(app: &TestApp) {
     );
     assert_eq!(expanded["transactions"], json!([]));
     assert_eq!(expanded["tags"], json!([]));
+    assert_eq!(expanded["created_user"]["id"], json!(t.cred("user_id")));
+    assert!(expanded["signature"].is_null(), "{expanded}");
     assert!(!dump(&expanded).contains("4111111111111111"));
     let r = t.get("/v2/recurrings?expand=nosuch").expect(422);
     assert!(error_fields(&r).contains("expand"));
@@ -889,6 +915,138 @@ fn zones_and_restarts_of_the_clock(app: &TestApp) {
     assert_eq!(ended["status"], json!("ended"));
     assert_eq!(ended["ended_reason"], json!("end_date_passed"));
     assert!(!has_recurring(&t, &vault));
+}
+
+/// The activate rule (ADR 0009): periods that fall while a schedule is on
+/// hold are not charged; activating resumes at the first period on or
+/// after the location's today, and an installment plan's end moves later
+/// by the missed periods so it still collects its count. Then the ways
+/// into `ended`: installments collected, and a PUT end_date before the
+/// next run.
+fn held_periods_are_not_charged(app: &TestApp) {
+    let t = app.bootstrap();
+    let (_, vault) = customer(&t, false);
+    let start = plus_days(today(&t), 1);
+    let month = |n: u32| start.checked_add_months(Months::new(n)).unwrap();
+    let o = create(&t, &vault, json!({ "start_date": text(start) }));
+    let i = create(
+        &t,
+        &vault,
+        json!({ "start_date": text(start), "installment_total_count": 3, "transaction_amount": "20.00" }),
+    );
+    let (oid, iid) = (o["id"].as_str().unwrap(), i["id"].as_str().unwrap());
+    assert_eq!(i["end_date"], json!(text(month(3).pred_opt().unwrap())));
+    let act = |id: &str, path: &str| t.post(&format!("/v2/recurrings/{id}/{path}"), json!({}));
+    act(oid, "placeOnHold").expect(200);
+    act(iid, "placeOnHold").expect(200);
+    assert!(!has_recurring(&t, &vault), "only held plans: the vault is free");
+    // Held: no deferral, no skip (activate first).
+    for path in ["deferPayment?defer_count=1", "skipPayment?skip_count=1"] {
+        let r = act(iid, path).expect(422);
+        assert!(r.errors("status")[0].contains("on hold"), "{path}: {:?}", r.body);
+    }
+
+    // Three periods (start, +1 and +2 months) fall while held.
+    let clock = advance_to(&t, plus_days(month(2), 5), 12);
+    assert_eq!(clock["ran"]["recurring_runs"], json!(0), "{clock}");
+    assert!(runs(&t, oid).is_empty() && runs(&t, iid).is_empty());
+    assert_eq!(get(&t, oid)["next_run_date"], json!("0000-00-00"));
+
+    // Activate: the first period on or after today, nothing charged at once.
+    let back = act(oid, "activate").expect(200).body["recurring"].clone();
+    assert_eq!(back["status"], json!("active"));
+    assert_eq!(back["next_run_date"], json!(text(month(3))));
+    let iback = act(iid, "activate").expect(200).body["recurring"].clone();
+    assert_eq!(iback["next_run_date"], json!(text(month(3))));
+    assert_eq!(
+        iback["end_date"],
+        json!(text(month(6).pred_opt().unwrap())),
+        "the end moves three periods later: the count is still collected"
+    );
+    assert_eq!(iback["installment_amount_total"], json!("60.00"));
+    assert!(has_recurring(&t, &vault));
+    assert!(runs(&t, oid).is_empty() && runs(&t, iid).is_empty());
+
+    // Three runs each; the installment plan then ends, collected.
+    advance_to(&t, plus_days(month(5), 1), 12);
+    let dates = |id: &str| runs(&t, id).iter().map(date_of).collect::<Vec<_>>();
+    let expected: Vec<String> = (3..6).map(|n| text(month(n))).collect();
+    assert_eq!(dates(oid), expected);
+    assert_eq!(dates(iid), expected);
+    let done = get(&t, iid);
+    assert_eq!(done["status"], json!("ended"));
+    assert_eq!(done["ended_reason"], json!("installments_collected"));
+    assert_eq!(done["payment_count"], json!(3));
+    assert_eq!(done["next_run_date"], json!("0000-00-00"));
+    assert_eq!(done["active"], json!(0));
+    assert!(has_recurring(&t, &vault), "the ongoing plan still charges it");
+
+    // PUT end_date before the next run: the ongoing plan ends now.
+    let ongoing = get(&t, oid);
+    assert_eq!(ongoing["next_run_date"], json!(text(month(6))));
+    let ended = t
+        .put(
+            &format!("/v2/recurrings/{oid}"),
+            json!({ "recurring": { "end_date": text(plus_days(month(5), 10)) } }),
+        )
+        .expect(200)
+        .body["recurring"]
+        .clone();
+    assert_eq!(ended["status"], json!("ended"));
+    assert_eq!(ended["ended_reason"], json!("end_date_passed"));
+    assert_eq!(ended["next_run_date"], json!("0000-00-00"));
+    assert!(!has_recurring(&t, &vault));
+    let clock = advance_to(&t, plus_days(month(7), 1), 12);
+    assert_eq!(clock["ran"]["recurring_runs"], json!(0), "{clock}");
+    assert_eq!(runs(&t, oid).len(), 3, "an ended plan charges no more");
+    // Ended is final for activate and deferPayment too.
+    assert!(act(oid, "activate").expect(422).errors("status")[0].contains("ended"));
+    assert!(act(iid, "deferPayment?defer_count=1")
+        .expect(422)
+        .errors("status")[0]
+        .contains("ended"));
+    // An ended plan's vault can go; the plan keeps its reason.
+    t.delete(&format!("/v2/accountvaults/{vault}")).expect(204);
+    assert_eq!(get(&t, oid)["ended_reason"], json!("end_date_passed"));
+}
+
+/// Yearly (12 months) from February 29: February 28 in common years,
+/// February 29 again in the next leap year.
+fn a_leap_day_anchor(app: &TestApp) {
+    let t = app.bootstrap();
+    let (_, vault) = customer(&t, false);
+    let is_leap = |y: i32| y % 4 == 0 && (y % 100 != 0 || y % 400 == 0);
+    let mut year = today(&t).year();
+    while !(is_leap(year) && NaiveDate::from_ymd_opt(year, 2, 29).unwrap() > today(&t)) {
+        year += 1;
+    }
+    let start = NaiveDate::from_ymd_opt(year, 2, 29).unwrap();
+    let r = create(
+        &t,
+        &vault,
+        json!({ "start_date": text(start), "interval": 12, "interval_type": "m" }),
+    );
+    let id = r["id"].as_str().unwrap();
+    advance_to(&t, NaiveDate::from_ymd_opt(year + 4, 3, 1).unwrap(), 12);
+    let dates: Vec<String> = runs(&t, id).iter().map(date_of).collect();
+    let expected: Vec<String> = [
+        (year, 2, 29),
+        (year + 1, 2, 28),
+        (year + 2, 2, 28),
+        (year + 3, 2, 28),
+        (year + 4, 2, 29),
+    ]
+    .iter()
+    .map(|(y, m, d)| text(NaiveDate::from_ymd_opt(*y, *m, *d).unwrap()))
+    .collect();
+    assert_eq!(
+        dates, expected,
+        "counted from the anchor, never drifting to the 28th"
+    );
+    assert_eq!(
+        get(&t, id)["next_run_date"],
+        json!(text(NaiveDate::from_ymd_opt(year + 5, 2, 28).unwrap()))
+    );
 }
 
 /// SIGKILL while a run is charging hundreds of schedules: after the
