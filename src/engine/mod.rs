@@ -153,7 +153,7 @@ pub fn create(
             .filter(|f| f.put && f.stored)
             .map(|f| (f, input.record.get(f.name).clone()))
             .collect();
-        let updated = update_record(cx, conn, existing, UpdateInput { changes })?;
+        let updated = update_record(cx, conn, existing, UpdateInput::of(changes))?;
         return Ok((updated, false));
     }
     let mut record = input.record;
@@ -217,6 +217,9 @@ pub fn update_record(cx: &Cx, conn: &mut dyn Conn, old: Record, input: UpdateInp
         if clear_value(cx, field, old.get(field.name)) != *value {
             new.set(field.name, sealed_value(cx, field, value.clone()));
         }
+    }
+    if !input.transient.is_empty() {
+        res.rules.update_transient(cx, conn, &old, &mut new, &input)?;
     }
     res.rules.before_update(cx, conn, &old, &mut new)?;
     let new = save_record(cx, conn, &old, new)?;

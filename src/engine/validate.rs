@@ -38,9 +38,20 @@ pub struct CreateInput {
 /// The validated input of an update: only what the body carried.
 pub struct UpdateInput {
     pub changes: Vec<(&'static Field, Value)>,
+    /// Updatable inputs that are not stored (a reference by api id), for
+    /// the resource's rules to resolve.
+    pub transient: Map<String, Json>,
 }
 
 impl UpdateInput {
+    /// An update of stored fields only.
+    pub fn of(changes: Vec<(&'static Field, Value)>) -> UpdateInput {
+        UpdateInput {
+            changes,
+            transient: Map::new(),
+        }
+    }
+
     /// An update the system makes (an outcome, a settlement), by field
     /// name. A name the resource does not declare is our bug: an internal
     /// error, never a panic.
@@ -58,7 +69,7 @@ impl UpdateInput {
                 ))),
             })
             .collect::<Result<_, _>>()?;
-        Ok(UpdateInput { changes })
+        Ok(UpdateInput::of(changes))
     }
 }
 
@@ -115,6 +126,7 @@ pub fn for_update(res: &'static Resource, body: &Map<String, Json>) -> Result<Up
     let mut errors = FieldErrors::new();
     check_unknown(res, body, Mode::Update, &mut errors);
     let mut changes = Vec::new();
+    let mut transient = Map::new();
     for field in res.fields.iter().filter(|f| f.put) {
         let Some(raw) = body.get(field.name) else {
             if field.put_required {
@@ -124,6 +136,11 @@ pub fn for_update(res: &'static Resource, body: &Map<String, Json>) -> Result<Up
         };
         match convert(field, raw) {
             Ok(v) if v.is_null() && field.required => errors.add(field.name, blank(field.name)),
+            Ok(v) if !field.stored => {
+                if !v.is_null() {
+                    transient.insert(field.name.to_string(), raw.clone());
+                }
+            }
             Ok(v) => changes.push((field, v)),
             Err(msg) => errors.add(field.name, msg),
         }
@@ -131,7 +148,7 @@ pub fn for_update(res: &'static Resource, body: &Map<String, Json>) -> Result<Up
     if !errors.is_empty() {
         return Err(errors);
     }
-    Ok(UpdateInput { changes })
+    Ok(UpdateInput { changes, transient })
 }
 
 /// How many unknown fields one error lists, and how much of each name.

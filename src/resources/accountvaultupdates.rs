@@ -183,7 +183,7 @@ pub fn apply(cx: &Cx, conn: &mut dyn Conn, req: &Request) -> ApiResult<Json> {
                 },
             ),
         ];
-        update_record(cx, conn, vault, UpdateInput { changes })?;
+        update_record(cx, conn, vault, UpdateInput::of(changes))?;
         changed.push(id);
     }
     Ok(json!({

@@ -504,6 +504,36 @@ fn put_rules(app: &TestApp) {
     assert_eq!(resumed["status"], json!("active"));
     assert_eq!(resumed["next_run_date"], json!(text(moved_to)));
 
+    // Another vault of the contact, named by its api id; the flags follow.
+    let contact = get(&t, id)["contact_id"].clone();
+    let vault2 = t
+        .post(
+            "/v2/accountvaults",
+            json!({ "accountvault": { "location_id": t.location_id(), "payment_method": "cc",
+                "contact_id": contact, "account_number": "5454545454545454", "exp_date": "1239",
+                "account_vault_api_id": "patcard2" } }),
+        )
+        .expect(201)
+        .body["accountvault"]["id"]
+        .clone();
+    let vault2 = vault2.as_str().unwrap();
+    let switched = put(json!({ "account_vault_api_id": "patcard2" }))
+        .expect(200)
+        .body["recurring"]
+        .clone();
+    assert_eq!(switched["account_vault_id"], json!(vault2));
+    assert!(switched.get("account_vault_api_id").is_none(), "{switched}");
+    assert!(has_recurring(&t, vault2) && !has_recurring(&t, &vault));
+    let r = put(json!({ "account_vault_api_id": "nosuch" })).expect(422);
+    assert!(error_fields(&r).contains("account_vault_api_id"), "{:?}", r.body);
+    // account_vault_id wins when both are sent, as on create.
+    let back = put(json!({ "account_vault_id": vault, "account_vault_api_id": "patcard2" }))
+        .expect(200)
+        .body["recurring"]
+        .clone();
+    assert_eq!(back["account_vault_id"], json!(vault));
+    assert!(has_recurring(&t, &vault) && !has_recurring(&t, vault2));
+
     // Installments: active is ignored, end_date follows the installments.
     let i = create(&t, &vault, json!({ "installment_total_count": 3 }));
     let iid = i["id"].as_str().unwrap();
