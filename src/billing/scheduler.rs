@@ -343,8 +343,9 @@ impl Schedules {
                     tx["reason_code_id"].as_i64(),
                 ))
             }
-            // Refused before the processor (a card that expired, a vault
-            // gone): a declined run, with the reason in the log.
+            // Refused before the processor (an inactive product
+            // transaction, a vault gone): a declined run, with the reason
+            // in the log.
             Err(e) if e.status().is_client_error() && !matches!(e, ApiError::Conflict(_)) => {
                 tracing::info!(recurring = r.id(), error = %e, "scheduler: the payment was refused");
                 Some(RunOutcome::Declined { transaction_id: None })

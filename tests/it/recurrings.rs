@@ -21,6 +21,7 @@ engine_tests!(
     lists_filter_sort_and_expand,
     a_year_of_monthly_billing,
     declines_are_retried_then_given_up,
+    a_run_refused_before_the_processor,
     zones_and_restarts_of_the_clock,
     held_periods_are_not_charged,
     a_leap_day_anchor,
@@ -899,6 +900,55 @@ fn declines_are_retried_then_given_up(app: &TestApp) {
         1,
         "no retry fits in a daily period"
     );
+}
+
+/// A payment the payments core refuses before the processor (here: the
+/// product transaction was deactivated) is a declined run without a
+/// transaction, retried like a decline; a retry that gets through is an
+/// approved run of the same period.
+fn a_run_refused_before_the_processor(app: &TestApp) {
+    let t = app.bootstrap();
+    let (_, vault) = customer(&t, false);
+    let start = plus_days(today(&t), 1);
+    let r = create(&t, &vault, json!({ "start_date": text(start) }));
+    let id = r["id"].as_str().unwrap();
+    let pt = t.cred("cc_product_transaction_id");
+    let mut sql = db(app);
+    let set_active = |sql: &mut crate::support::db::Db, on: bool| {
+        let statement = format!(
+            "UPDATE product_transactions SET active = {} WHERE id = ?",
+            u8::from(on)
+        );
+        assert_eq!(sql.exec(&statement, &[&pt]), 1);
+    };
+    set_active(&mut sql, false);
+    advance_to(&t, start, 6);
+    let once = get(&t, id);
+    assert_eq!(once["last_run_status"], json!("declined_retrying"), "{once}");
+    assert_eq!(once["retry_count"], json!(1));
+    assert!(once["last_transaction_id"].is_null(), "{once}");
+    assert_eq!(once["last_run_date"], json!(text(start)));
+    assert_eq!(once["next_run_date"], json!(text(plus_days(start, 1))));
+    advance_to(&t, plus_days(start, 1), 6);
+    let twice = get(&t, id);
+    assert_eq!(twice["retry_count"], json!(2));
+    assert_eq!(twice["next_run_date"], json!(text(plus_days(start, 3))));
+    assert!(runs(&t, id).is_empty(), "nothing reached the processor");
+    // The second retry gets through: the period is paid.
+    set_active(&mut sql, true);
+    advance_to(&t, plus_days(start, 3), 6);
+    let paid = get(&t, id);
+    assert_eq!(paid["last_run_status"], json!("approved"));
+    assert_eq!(paid["retry_count"], json!(0));
+    assert_eq!(paid["payment_count"], json!(1));
+    assert_eq!(
+        paid["next_run_date"],
+        json!(text(start.checked_add_months(Months::new(1)).unwrap()))
+    );
+    let txs = runs(&t, id);
+    assert_eq!(txs.len(), 1);
+    assert_eq!(date_of(&txs[0]), text(plus_days(start, 3)));
+    assert_eq!(paid["last_transaction_id"], txs[0]["id"]);
 }
 
 /// Runs fall due at the local midnight of their date, in the location's
