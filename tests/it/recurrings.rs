@@ -287,9 +287,18 @@ fn field_rules_refuse_clearly(app: &TestApp) {
         (json!({ "description": "x".repeat(37) }), "description"),
         (json!({ "notification_days": 100 }), "notification_days"),
         (json!({ "notification_days": -1 }), "notification_days"),
-        (json!({ "installment_total_count": 100 }), "installment_total_count"),
-        (json!({ "installment_total_count": "x" }), "installment_total_count"),
-        (json!({ "transaction_amount": "10000000.00" }), "transaction_amount"),
+        (
+            json!({ "installment_total_count": 100 }),
+            "installment_total_count",
+        ),
+        (
+            json!({ "installment_total_count": "x" }),
+            "installment_total_count",
+        ),
+        (
+            json!({ "transaction_amount": "10000000.00" }),
+            "transaction_amount",
+        ),
         (json!({ "recurring_c1": "x".repeat(129) }), "recurring_c1"),
         (json!({ "active": 2 }), "active"),
         (json!({ "recurring_type_id": "x" }), "recurring_type_id"),
@@ -297,7 +306,10 @@ fn field_rules_refuse_clearly(app: &TestApp) {
         (json!({ "interval": null }), "interval"),
         (json!({ "interval_type": null }), "interval_type"),
         (json!({ "transaction_amount": null }), "transaction_amount"),
-        (json!({ "installment_amount_total": "5.00" }), "installment_amount_total"),
+        (
+            json!({ "installment_amount_total": "5.00" }),
+            "installment_amount_total",
+        ),
         (json!({ "skip_count": 1 }), "skip_count"),
         (json!({ "status": "ended" }), "status"),
         (json!({ "next_run_date": "2031-01-01" }), "next_run_date"),
