@@ -524,7 +524,8 @@ impl Schedules {
                 for claimed in load_claimed(conn, &ids)? {
                     let r = &claimed.record;
                     let next = r.text("next_run_date").unwrap_or_default().to_string();
-                    if crate::mail::notices::recurring_notice(conn, now_ms, r)? {
+                    let location_ms = now_ms.saturating_add(claimed.offset_s.saturating_mul(1000));
+                    if crate::mail::notices::recurring_notice(conn, location_ms, r)? {
                         sent += 1;
                     }
                     conn.execute(&Sql::with(

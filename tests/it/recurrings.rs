@@ -1376,6 +1376,28 @@ fn mail_by_smtp(app: &mut TestApp) {
     assert_eq!(notice.to, ["pat@example.com"]);
     assert!(notice.header("Subject").unwrap().contains(&text(start)));
     assert!(notice.decoded().contains("7.77"));
+
+    // The clock now stands days ahead of real time: receipts still go out
+    // at once, a sale's and the run's (to the contact).
+    let before = sink.mails().len();
+    t.post(
+        "/v2/transactions",
+        json!({ "transaction": { "action": "sale", "payment_method": "cc", "transaction_amount": "8.88",
+            "account_number": "4111111111111111", "exp_date": "1239",
+            "notification_email_address": "ahead@example.com" } }),
+    )
+    .expect(201);
+    let mails = sink.wait_for(before + 1, Duration::from_secs(20));
+    assert!(mails.iter().any(|m| m.to == ["ahead@example.com"]));
+    let before = mails.len();
+    advance_to(&t, start, 6);
+    let mails = sink.wait_for(before + 1, Duration::from_secs(20));
+    let receipt = mails
+        .iter()
+        .find(|m| m.header("Subject").unwrap().contains("receipt for 7.77"))
+        .unwrap_or_else(|| panic!("the run's receipt: {mails:?}"));
+    assert_eq!(receipt.to, ["pat@example.com"]);
+    assert!(receipt.decoded().contains("Visa ending in 1111"));
 }
 
 /// STARTTLS with credentials, the server's certificate checked against
