@@ -1508,6 +1508,28 @@ fn two_nodes_charge_each_schedule_once() {
         let tb = b.tenant(&t);
         let today = text(today(&t));
         const N: usize = 1_000;
+        // Which nodes hold leases while the schedules are charged: both
+        // must take part, or exactly once would prove nothing.
+        let stop = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
+        let sampler = {
+            let (mut sql, stop) = (db(app), stop.clone());
+            std::thread::spawn(move || {
+                let mut owners = std::collections::BTreeSet::new();
+                while !stop.load(std::sync::atomic::Ordering::SeqCst) {
+                    for q in ["MIN", "MAX"] {
+                        let owner = sql.text(
+                            &format!("SELECT COALESCE({q}(lease_owner), '') FROM recurrings"),
+                            &[],
+                        );
+                        if !owner.is_empty() {
+                            owners.insert(owner);
+                        }
+                    }
+                    std::thread::sleep(Duration::from_millis(5));
+                }
+                owners
+            })
+        };
         let mut makers = Vec::new();
         for part in 0..4 {
             let (t, tb, vault, today) = (t.clone(), tb.clone(), vault.clone(), today.clone());
@@ -1534,6 +1556,9 @@ fn two_nodes_charge_each_schedule_once() {
             (sql.count("SELECT COUNT(*) FROM recurrings WHERE payment_count >= 1", &[]) == N as i64)
                 .then_some(())
         });
+        stop.store(true, std::sync::atomic::Ordering::SeqCst);
+        let owners = sampler.join().unwrap();
+        assert_eq!(owners.len(), 2, "both nodes claimed schedules: {owners:?}");
         // No node is in the middle of a run (a run holds its lease until
         // recorded): anything charged twice would show now.
         wait_until("every lease released", Duration::from_secs(60), || {
