@@ -594,6 +594,29 @@ fn put_rules(app: &TestApp) {
         .body["recurring"]
         .clone();
     assert_eq!(more["installment_amount_total"], json!("30.00"));
+    // Moving an installment plan's next run keeps its three payments: the
+    // end moves with it.
+    let moved_to = plus_days(today(&t), 10);
+    let moved = t
+        .put(
+            &format!("/v2/recurrings/{iid}"),
+            json!({ "recurring": { "next_run_date": text(moved_to) } }),
+        )
+        .expect(200)
+        .body["recurring"]
+        .clone();
+    assert_eq!(moved["next_run_date"], json!(text(moved_to)));
+    assert_eq!(
+        moved["end_date"],
+        json!(text(
+            moved_to
+                .checked_add_months(Months::new(3))
+                .unwrap()
+                .pred_opt()
+                .unwrap()
+        ))
+    );
+    assert_eq!(moved["installment_amount_total"], json!("30.00"));
     // Changes are logged.
     let logs = t
         .get(&format!("/v2/recurrings/{id}?expand=changelogs"))
