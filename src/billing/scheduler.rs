@@ -34,7 +34,8 @@ use crate::payments::{NewPayment, Origin, Payments, RecurringId, TrxSource};
 use crate::processor::StatusId;
 use crate::resources::RECURRING;
 use serde_json::{json, Map, Value as Json};
-use std::sync::Arc;
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex};
 use std::time::Duration;
 use tokio::sync::Notify;
 
@@ -82,6 +83,64 @@ pub struct Schedules {
     public_url: Arc<str>,
     node_id: Arc<str>,
     wake: Arc<Notify>,
+    /// Schedules of this process claimed and not yet recorded, by
+    /// location: [`Schedules::run_once`] waits for them (the background
+    /// loop may claim rows of a location whose test clock is moving).
+    in_flight: Arc<Mutex<HashMap<String, usize>>>,
+}
+
+/// Counts a round's claimed schedules in [`Schedules::in_flight`] until
+/// dropped (their outcomes recorded, or the round failed).
+struct InFlight {
+    map: Arc<Mutex<HashMap<String, usize>>>,
+    counts: HashMap<String, usize>,
+}
+
+/// The key [`InFlight`] counts a claim under while its rows (and so their
+/// locations) are not known yet; no location id is empty.
+const CLAIMING: &str = "";
+
+impl InFlight {
+    /// A claim under way (its rows are not known yet).
+    fn claiming(map: &Arc<Mutex<HashMap<String, usize>>>) -> InFlight {
+        InFlight::counting(map, HashMap::from([(CLAIMING.to_string(), 1)]))
+    }
+
+    /// The schedules a round claimed.
+    fn new(map: &Arc<Mutex<HashMap<String, usize>>>, claimed: &[Claimed]) -> InFlight {
+        let mut counts = HashMap::new();
+        for c in claimed {
+            *counts
+                .entry(c.record.text("location_id").unwrap_or_default().to_string())
+                .or_insert(0) += 1;
+        }
+        InFlight::counting(map, counts)
+    }
+
+    fn counting(map: &Arc<Mutex<HashMap<String, usize>>>, counts: HashMap<String, usize>) -> InFlight {
+        let mut held = map.lock().unwrap_or_else(|e| e.into_inner());
+        for (location, n) in &counts {
+            *held.entry(location.clone()).or_insert(0) += n;
+        }
+        InFlight {
+            map: map.clone(),
+            counts,
+        }
+    }
+}
+
+impl Drop for InFlight {
+    fn drop(&mut self) {
+        let mut held = self.map.lock().unwrap_or_else(|e| e.into_inner());
+        for (location, n) in &self.counts {
+            if let Some(count) = held.get_mut(location) {
+                *count = count.saturating_sub(*n);
+                if *count == 0 {
+                    held.remove(location);
+                }
+            }
+        }
+    }
 }
 
 /// A leased schedule and what its charge needs.
@@ -113,6 +172,7 @@ impl Schedules {
             public_url,
             node_id,
             wake: Arc::new(Notify::new()),
+            in_flight: Arc::default(),
         }
     }
 
@@ -148,7 +208,9 @@ impl Schedules {
 
     /// Runs everything due now at `location_id` (every location when
     /// `None`), round after round until nothing is due, and waits for runs
-    /// another node holds (up to [`RUN_ONCE_WAIT`]).
+    /// this process's background loop or another node holds (up to
+    /// [`RUN_ONCE_WAIT`]): when it returns, every run due now is recorded
+    /// and the next due times are known (the test clock steps by them).
     pub async fn run_once(&self, location_id: Option<&str>) -> ApiResult<Report> {
         let mut total = Report::default();
         let give_up = tokio::time::Instant::now() + RUN_ONCE_WAIT;
@@ -158,10 +220,21 @@ impl Schedules {
             if claimed > 0 || report.notices > 0 {
                 continue;
             }
-            if !self.held_elsewhere(location_id).await? || tokio::time::Instant::now() >= give_up {
+            let busy = self.in_flight_at(location_id) || self.held_elsewhere(location_id).await?;
+            if !busy || tokio::time::Instant::now() >= give_up {
                 return Ok(total);
             }
             tokio::time::sleep(Duration::from_millis(20)).await;
+        }
+    }
+
+    /// Whether this process has claimed schedules of `location_id` (of
+    /// any location when `None`) whose runs are not recorded yet.
+    fn in_flight_at(&self, location_id: Option<&str>) -> bool {
+        let held = self.in_flight.lock().unwrap_or_else(|e| e.into_inner());
+        match location_id {
+            Some(location) => held.contains_key(location) || held.contains_key(CLAIMING),
+            None => !held.is_empty(),
         }
     }
 
@@ -187,7 +260,10 @@ impl Schedules {
     /// together. Returns what was done and how many schedules were claimed.
     async fn round(&self, location_id: Option<&str>) -> ApiResult<(Report, usize)> {
         let notices = self.send_notices(location_id).await?;
+        let claiming = InFlight::claiming(&self.in_flight);
         let claimed = self.claim(location_id).await?;
+        let _in_flight = InFlight::new(&self.in_flight, &claimed);
+        drop(claiming);
         let count = claimed.len();
         let mut tasks = tokio::task::JoinSet::new();
         for job in claimed {
@@ -343,8 +419,9 @@ impl Schedules {
                     tx["reason_code_id"].as_i64(),
                 ))
             }
-            // Refused before the processor (a card that expired, a vault
-            // gone): a declined run, with the reason in the log.
+            // Refused before the processor (an inactive product
+            // transaction, a vault gone): a declined run, with the reason
+            // in the log.
             Err(e) if e.status().is_client_error() && !matches!(e, ApiError::Conflict(_)) => {
                 tracing::info!(recurring = r.id(), error = %e, "scheduler: the payment was refused");
                 Some(RunOutcome::Declined { transaction_id: None })
@@ -447,7 +524,8 @@ impl Schedules {
                 for claimed in load_claimed(conn, &ids)? {
                     let r = &claimed.record;
                     let next = r.text("next_run_date").unwrap_or_default().to_string();
-                    if crate::mail::notices::recurring_notice(conn, now_ms, r)? {
+                    let location_ms = now_ms.saturating_add(claimed.offset_s.saturating_mul(1000));
+                    if crate::mail::notices::recurring_notice(conn, location_ms, r)? {
                         sent += 1;
                     }
                     conn.execute(&Sql::with(

@@ -312,8 +312,9 @@ pub enum RunOutcome {
     Approved {
         transaction_id: String,
     },
-    /// Declined by the processor, or refused before it (an expired card):
-    /// `transaction_id` when a transaction was recorded.
+    /// Declined by the processor, or refused before it (an inactive
+    /// product transaction or vault): `transaction_id` when a transaction
+    /// was recorded.
     Declined {
         transaction_id: Option<String>,
     },

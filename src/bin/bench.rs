@@ -1777,6 +1777,9 @@ mod scheduler {
             .context("01:00")?
             .and_utc()
             .timestamp();
+        // A fresh connection: the server has closed the one left idle
+        // while the schedules were created (its keep-alive time limit).
+        conn = None;
         let started = Instant::now();
         let (status, answer) = call(
             api,

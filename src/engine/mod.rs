@@ -152,8 +152,8 @@ pub fn create(
             .filter_map(|name| res.field(name))
             .filter(|f| f.put && f.stored)
             .map(|f| (f, input.record.get(f.name).clone()))
-            .collect::<Vec<_>>();
-        let updated = update_record(cx, conn, existing, UpdateInput::from(changes))?;
+            .collect();
+        let updated = update_record(cx, conn, existing, UpdateInput::of(changes))?;
         return Ok((updated, false));
     }
     let mut record = input.record;
@@ -219,8 +219,7 @@ pub fn update_record(cx: &Cx, conn: &mut dyn Conn, old: Record, input: UpdateInp
         }
     }
     if !input.transient.is_empty() {
-        res.rules
-            .apply_inputs(cx, conn, &old, &mut new, &input.transient)?;
+        res.rules.update_transient(cx, conn, &old, &mut new, &input)?;
     }
     res.rules.before_update(cx, conn, &old, &mut new)?;
     let new = save_record(cx, conn, &old, new)?;

@@ -2,7 +2,7 @@
 //! generic engine. Every hook has a do-nothing default.
 
 use super::record::Record;
-use super::validate::CreateInput;
+use super::validate::{CreateInput, UpdateInput};
 use super::Cx;
 use crate::db::{Conn, Sql};
 use crate::error::ApiResult;
@@ -24,19 +24,6 @@ pub trait Rules: Sync {
         Ok(())
     }
 
-    /// Applies the input-only fields of an update (a new password): only
-    /// resources that declare such fields as updatable receive any.
-    fn apply_inputs(
-        &self,
-        _cx: &Cx,
-        _conn: &mut dyn Conn,
-        _old: &Record,
-        _new: &mut Record,
-        _inputs: &Map<String, Json>,
-    ) -> ApiResult<()> {
-        Ok(())
-    }
-
     /// Checks an update; `new` holds the old record with the changes applied.
     fn before_update(
         &self,
@@ -46,6 +33,28 @@ pub trait Rules: Sync {
         _new: &mut Record,
     ) -> ApiResult<()> {
         Ok(())
+    }
+
+    /// Applies the transient inputs of an update (`input.transient`, never
+    /// empty here) to `new`, before [`Rules::before_update`] checks it.
+    /// The default refuses them: a resource that declares an updatable
+    /// transient field resolves it.
+    fn update_transient(
+        &self,
+        _cx: &Cx,
+        _conn: &mut dyn Conn,
+        _old: &Record,
+        _new: &mut Record,
+        input: &UpdateInput,
+    ) -> ApiResult<()> {
+        let mut errors = crate::error::FieldErrors::new();
+        for name in input.transient.keys() {
+            errors.add(
+                name.clone(),
+                format!("{} cannot be changed.", super::validate::label(name)),
+            );
+        }
+        errors.into_result()
     }
 
     fn after_update(&self, _cx: &Cx, _conn: &mut dyn Conn, _old: &Record, _new: &Record) -> ApiResult<()> {

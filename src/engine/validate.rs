@@ -38,21 +38,20 @@ pub struct CreateInput {
 /// The validated input of an update: only what the body carried.
 pub struct UpdateInput {
     pub changes: Vec<(&'static Field, Value)>,
-    /// Input-only fields the body carried (a new password), for the
-    /// resource's rules: they have no column of their own.
+    /// Updatable inputs that are not stored (a reference by api id), for
+    /// the resource's rules to resolve.
     pub transient: Map<String, Json>,
 }
 
-impl From<Vec<(&'static Field, Value)>> for UpdateInput {
-    fn from(changes: Vec<(&'static Field, Value)>) -> UpdateInput {
+impl UpdateInput {
+    /// An update of stored fields only.
+    pub fn of(changes: Vec<(&'static Field, Value)>) -> UpdateInput {
         UpdateInput {
             changes,
             transient: Map::new(),
         }
     }
-}
 
-impl UpdateInput {
     /// An update the system makes (an outcome, a settlement), by field
     /// name. A name the resource does not declare is our bug: an internal
     /// error, never a panic.
@@ -69,8 +68,8 @@ impl UpdateInput {
                     res.name
                 ))),
             })
-            .collect::<Result<Vec<_>, _>>()?;
-        Ok(UpdateInput::from(changes))
+            .collect::<Result<_, _>>()?;
+        Ok(UpdateInput::of(changes))
     }
 }
 
@@ -137,8 +136,10 @@ pub fn for_update(res: &'static Resource, body: &Map<String, Json>) -> Result<Up
         };
         match convert(field, raw) {
             Ok(v) if v.is_null() && field.required => errors.add(field.name, blank(field.name)),
-            Ok(_) if !field.stored => {
-                transient.insert(field.name.to_string(), raw.clone());
+            Ok(v) if !field.stored => {
+                if !v.is_null() {
+                    transient.insert(field.name.to_string(), raw.clone());
+                }
             }
             Ok(v) => changes.push((field, v)),
             Err(msg) => errors.add(field.name, msg),

@@ -36,7 +36,13 @@ pub struct Message {
 }
 
 /// Writes `message` to the outbox (inside the caller's transaction).
+/// `now_ms` is the location's time (its test clock included), which the
+/// message shows as its `created_ts`; it is due at once in real time
+/// (`due_ms` is wall time: the mailer compares it with the wall clock, and
+/// moving a test clock moves the location's pending `due_ms` back).
 pub fn enqueue(conn: &mut dyn Conn, now_ms: i64, message: &Message) -> ApiResult<String> {
+    let (_, offset_s) = crate::billing::location_zone(conn, &message.location_id)?;
+    let due_ms = now_ms.saturating_sub(offset_s.saturating_mul(1000));
     let id = new_id();
     conn.execute(&Sql::with(
         "INSERT INTO mail_outbox (id, location_id, kind, recipient, reply_to, from_name, subject, text_body, \
@@ -54,7 +60,7 @@ pub fn enqueue(conn: &mut dyn Conn, now_ms: i64, message: &Message) -> ApiResult
             message.html.clone().into(),
             message.resource.into(),
             message.resource_id.clone().into(),
-            now_ms.into(),
+            due_ms.into(),
             now_ms.div_euclid(1000).into(),
         ],
     ))?;

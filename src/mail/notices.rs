@@ -42,6 +42,7 @@ impl std::ops::Deref for NoticeHtml<'_> {
 
 /// Writes the notice of `recurring`'s next run to its contact. Returns
 /// false when the contact has no usable address (nothing to send).
+/// `now_ms`: the location's time.
 pub fn recurring_notice(conn: &mut dyn Conn, now_ms: i64, recurring: &Record) -> ApiResult<bool> {
     let contact = match recurring.text("contact_id") {
         Some(id) => conn.query_one(&Sql::with(

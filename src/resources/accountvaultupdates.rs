@@ -182,7 +182,7 @@ pub fn apply(cx: &Cx, conn: &mut dyn Conn, req: &Request) -> ApiResult<Json> {
                 },
             ),
         ];
-        update_record(cx, conn, vault, changes.into())?;
+        update_record(cx, conn, vault, crate::engine::validate::UpdateInput::of(changes))?;
         changed.push(id);
     }
     Ok(json!({

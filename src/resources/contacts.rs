@@ -175,7 +175,7 @@ impl Rules for ContactRules {
         for row in conn.query(&sql)? {
             let vault = Record::from_row(&ACCOUNT_VAULT, row);
             let changes = vec![(contact_id, crate::db::Value::Null)];
-            crate::engine::update_record(cx, conn, vault, changes.into())?;
+            crate::engine::update_record(cx, conn, vault, crate::engine::validate::UpdateInput::of(changes))?;
         }
         Ok(())
     }

@@ -9,7 +9,7 @@ use crate::db::{Conn, Value};
 use crate::engine::record::Record;
 use crate::engine::resource::{Api, Expand, Field, Resource, Scope};
 use crate::engine::rules::Rules;
-use crate::engine::validate::{blank, CreateInput};
+use crate::engine::validate::{blank, CreateInput, UpdateInput};
 use crate::engine::{query, render, Cx};
 use crate::error::{ApiError, ApiResult, FieldErrors};
 use serde_json::{json, Value as Json};
@@ -30,10 +30,9 @@ pub static RECURRING: Resource = Resource {
             .exact()
             .refers(&ACCOUNT_VAULT)
             .doc("required unless account_vault_api_id is sent; the vault must belong to a contact"),
-        Field::text("account_vault_api_id", 1, 64)
-            .post()
-            .transient()
-            .doc("the vault by its api id, at the recurring's location"),
+        Field::text("account_vault_api_id", 1, 64).pu().transient().doc(
+            "the vault by its api id, at the recurring's location (account_vault_id wins when both are sent)",
+        ),
         Field::id("location_id")
             .post()
             .required()
@@ -369,6 +368,26 @@ impl Rules for RecurringRules {
 
     fn after_create(&self, _cx: &Cx, conn: &mut dyn Conn, record: &Record) -> ApiResult<()> {
         billing::after_change(conn, record, None)
+    }
+
+    /// PUT `account_vault_api_id`: the vault by its api id, unless
+    /// `account_vault_id` is sent too (it wins, as on create).
+    fn update_transient(
+        &self,
+        cx: &Cx,
+        conn: &mut dyn Conn,
+        old: &Record,
+        new: &mut Record,
+        input: &UpdateInput,
+    ) -> ApiResult<()> {
+        let by_id = input.changes.iter().any(|(f, _)| f.name == "account_vault_id");
+        let api_id = input.transient.get("account_vault_api_id").and_then(Json::as_str);
+        if let (false, Some(api_id)) = (by_id, api_id) {
+            let location_id = old.text("location_id").unwrap_or_default();
+            let v = vault(cx, conn, location_id, None, Some(api_id))?;
+            new.set("account_vault_id", v.id().to_string());
+        }
+        Ok(())
     }
 
     fn before_update(&self, cx: &Cx, conn: &mut dyn Conn, old: &Record, new: &mut Record) -> ApiResult<()> {

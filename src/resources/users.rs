@@ -7,7 +7,7 @@ use crate::db::{Conn, Sql};
 use crate::engine::record::Record;
 use crate::engine::resource::{Api, Cascade, Expand, Field, Pattern, Resource, Scope};
 use crate::engine::rules::Rules;
-use crate::engine::validate::CreateInput;
+use crate::engine::validate::{CreateInput, UpdateInput};
 use crate::engine::Cx;
 use crate::error::{ApiError, ApiResult, FieldErrors};
 use serde_json::{Map, Value as Json};
@@ -189,15 +189,15 @@ impl Rules for UserRules {
 
     /// A new password: your own needs the current one (unless you had
     /// none); someone else's is one-time. Every session of the user ends.
-    fn apply_inputs(
+    fn update_transient(
         &self,
         cx: &Cx,
         conn: &mut dyn Conn,
         old: &Record,
         new: &mut Record,
-        inputs: &Map<String, Json>,
+        input: &UpdateInput,
     ) -> ApiResult<()> {
-        let text = |name: &str| match inputs.get(name) {
+        let text = |name: &str| match input.transient.get(name) {
             Some(Json::String(s)) => Some(s.as_str()),
             _ => None,
         };

@@ -21,7 +21,10 @@ engine_tests!(
     lists_filter_sort_and_expand,
     a_year_of_monthly_billing,
     declines_are_retried_then_given_up,
+    a_run_refused_before_the_processor,
     zones_and_restarts_of_the_clock,
+    held_periods_are_not_charged,
+    a_leap_day_anchor,
     restart_during_a_run,
     mail_by_smtp,
     mail_over_starttls,
@@ -283,6 +286,31 @@ fn field_rules_refuse_clearly(app: &TestApp) {
         (json!({ "end_date": "2020-01-01" }), "end_date"),
         (json!({ "description": "x".repeat(37) }), "description"),
         (json!({ "notification_days": 100 }), "notification_days"),
+        (json!({ "notification_days": -1 }), "notification_days"),
+        (
+            json!({ "installment_total_count": 100 }),
+            "installment_total_count",
+        ),
+        (
+            json!({ "installment_total_count": "x" }),
+            "installment_total_count",
+        ),
+        (
+            json!({ "transaction_amount": "10000000.00" }),
+            "transaction_amount",
+        ),
+        (json!({ "recurring_c1": "x".repeat(129) }), "recurring_c1"),
+        (json!({ "active": 2 }), "active"),
+        (json!({ "recurring_type_id": "x" }), "recurring_type_id"),
+        (json!({ "location_id": null }), "location_id"),
+        (json!({ "interval": null }), "interval"),
+        (json!({ "interval_type": null }), "interval_type"),
+        (json!({ "transaction_amount": null }), "transaction_amount"),
+        (
+            json!({ "installment_amount_total": "5.00" }),
+            "installment_amount_total",
+        ),
+        (json!({ "skip_count": 1 }), "skip_count"),
         (json!({ "status": "ended" }), "status"),
         (json!({ "next_run_date": "2031-01-01" }), "next_run_date"),
     ];
@@ -502,6 +530,36 @@ fn put_rules(app: &TestApp) {
     assert_eq!(resumed["status"], json!("active"));
     assert_eq!(resumed["next_run_date"], json!(text(moved_to)));
 
+    // Another vault of the contact, named by its api id; the flags follow.
+    let contact = get(&t, id)["contact_id"].clone();
+    let vault2 = t
+        .post(
+            "/v2/accountvaults",
+            json!({ "accountvault": { "location_id": t.location_id(), "payment_method": "cc",
+                "contact_id": contact, "account_number": "5454545454545454", "exp_date": "1239",
+                "account_vault_api_id": "patcard2" } }),
+        )
+        .expect(201)
+        .body["accountvault"]["id"]
+        .clone();
+    let vault2 = vault2.as_str().unwrap();
+    let switched = put(json!({ "account_vault_api_id": "patcard2" }))
+        .expect(200)
+        .body["recurring"]
+        .clone();
+    assert_eq!(switched["account_vault_id"], json!(vault2));
+    assert!(switched.get("account_vault_api_id").is_none(), "{switched}");
+    assert!(has_recurring(&t, vault2) && !has_recurring(&t, &vault));
+    let r = put(json!({ "account_vault_api_id": "nosuch" })).expect(422);
+    assert!(error_fields(&r).contains("account_vault_api_id"), "{:?}", r.body);
+    // account_vault_id wins when both are sent, as on create.
+    let back = put(json!({ "account_vault_id": vault, "account_vault_api_id": "patcard2" }))
+        .expect(200)
+        .body["recurring"]
+        .clone();
+    assert_eq!(back["account_vault_id"], json!(vault));
+    assert!(has_recurring(&t, &vault) && !has_recurring(&t, vault2));
+
     // Installments: active is ignored, end_date follows the installments.
     let i = create(&t, &vault, json!({ "installment_total_count": 3 }));
     let iid = i["id"].as_str().unwrap();
@@ -536,6 +594,29 @@ fn put_rules(app: &TestApp) {
         .body["recurring"]
         .clone();
     assert_eq!(more["installment_amount_total"], json!("30.00"));
+    // Moving an installment plan's next run keeps its three payments: the
+    // end moves with it.
+    let moved_to = plus_days(today(&t), 10);
+    let moved = t
+        .put(
+            &format!("/v2/recurrings/{iid}"),
+            json!({ "recurring": { "next_run_date": text(moved_to) } }),
+        )
+        .expect(200)
+        .body["recurring"]
+        .clone();
+    assert_eq!(moved["next_run_date"], json!(text(moved_to)));
+    assert_eq!(
+        moved["end_date"],
+        json!(text(
+            moved_to
+                .checked_add_months(Months::new(3))
+                .unwrap()
+                .pred_opt()
+                .unwrap()
+        ))
+    );
+    assert_eq!(moved["installment_amount_total"], json!("30.00"));
     // Changes are logged.
     let logs = t
         .get(&format!("/v2/recurrings/{id}?expand=changelogs"))
@@ -628,6 +709,28 @@ fn lists_filter_sort_and_expand(app: &TestApp) {
         .expect(200)
         .body;
     assert_eq!(by_contact["meta"]["pagination"]["totalCount"], json!(3));
+    let by_vault = t
+        .get(&format!(
+            "/v2/recurrings?account_vault_id={vault}&transaction_amount=9.00"
+        ))
+        .expect(200)
+        .body;
+    assert_eq!(by_vault["meta"]["pagination"]["totalCount"], json!(3));
+    let other_vault = uuid::Uuid::new_v4().to_string();
+    let none = t
+        .get(&format!("/v2/recurrings?account_vault_id={other_vault}"))
+        .expect(200)
+        .body;
+    assert_eq!(none["meta"]["pagination"]["totalCount"], json!(0));
+    let on_date = t
+        .get(&format!(
+            "/v2/recurrings?next_run_date={}",
+            text(plus_days(base, 10))
+        ))
+        .expect(200)
+        .body;
+    assert_eq!(on_date["recurrings"].as_array().unwrap().len(), 1);
+    assert_eq!(on_date["recurrings"][0]["id"], middle["id"]);
     let sid = sooner["id"].as_str().unwrap();
     t.post(&format!("/v2/recurrings/{sid}/placeOnHold"), json!({}))
         .expect(200);
@@ -653,6 +756,8 @@ fn lists_filter_sort_and_expand(app: &TestApp) {
     );
     assert_eq!(expanded["transactions"], json!([]));
     assert_eq!(expanded["tags"], json!([]));
+    assert_eq!(expanded["created_user"]["id"], json!(t.cred("user_id")));
+    assert!(expanded["signature"].is_null(), "{expanded}");
     assert!(!dump(&expanded).contains("4111111111111111"));
     let r = t.get("/v2/recurrings?expand=nosuch").expect(422);
     assert!(error_fields(&r).contains("expand"));
@@ -845,6 +950,55 @@ fn declines_are_retried_then_given_up(app: &TestApp) {
     );
 }
 
+/// A payment the payments core refuses before the processor (here: the
+/// product transaction was deactivated) is a declined run without a
+/// transaction, retried like a decline; a retry that gets through is an
+/// approved run of the same period.
+fn a_run_refused_before_the_processor(app: &TestApp) {
+    let t = app.bootstrap();
+    let (_, vault) = customer(&t, false);
+    let start = plus_days(today(&t), 1);
+    let r = create(&t, &vault, json!({ "start_date": text(start) }));
+    let id = r["id"].as_str().unwrap();
+    let pt = t.cred("cc_product_transaction_id");
+    let mut sql = db(app);
+    let set_active = |sql: &mut crate::support::db::Db, on: bool| {
+        let statement = format!(
+            "UPDATE product_transactions SET active = {} WHERE id = ?",
+            u8::from(on)
+        );
+        assert_eq!(sql.exec(&statement, &[&pt]), 1);
+    };
+    set_active(&mut sql, false);
+    advance_to(&t, start, 6);
+    let once = get(&t, id);
+    assert_eq!(once["last_run_status"], json!("declined_retrying"), "{once}");
+    assert_eq!(once["retry_count"], json!(1));
+    assert!(once["last_transaction_id"].is_null(), "{once}");
+    assert_eq!(once["last_run_date"], json!(text(start)));
+    assert_eq!(once["next_run_date"], json!(text(plus_days(start, 1))));
+    advance_to(&t, plus_days(start, 1), 6);
+    let twice = get(&t, id);
+    assert_eq!(twice["retry_count"], json!(2));
+    assert_eq!(twice["next_run_date"], json!(text(plus_days(start, 3))));
+    assert!(runs(&t, id).is_empty(), "nothing reached the processor");
+    // The second retry gets through: the period is paid.
+    set_active(&mut sql, true);
+    advance_to(&t, plus_days(start, 3), 6);
+    let paid = get(&t, id);
+    assert_eq!(paid["last_run_status"], json!("approved"));
+    assert_eq!(paid["retry_count"], json!(0));
+    assert_eq!(paid["payment_count"], json!(1));
+    assert_eq!(
+        paid["next_run_date"],
+        json!(text(start.checked_add_months(Months::new(1)).unwrap()))
+    );
+    let txs = runs(&t, id);
+    assert_eq!(txs.len(), 1);
+    assert_eq!(date_of(&txs[0]), text(plus_days(start, 3)));
+    assert_eq!(paid["last_transaction_id"], txs[0]["id"]);
+}
+
 /// Runs fall due at the local midnight of their date, in the location's
 /// zone; ongoing schedules end after end_date.
 fn zones_and_restarts_of_the_clock(app: &TestApp) {
@@ -889,6 +1043,138 @@ fn zones_and_restarts_of_the_clock(app: &TestApp) {
     assert_eq!(ended["status"], json!("ended"));
     assert_eq!(ended["ended_reason"], json!("end_date_passed"));
     assert!(!has_recurring(&t, &vault));
+}
+
+/// The activate rule (ADR 0009): periods that fall while a schedule is on
+/// hold are not charged; activating resumes at the first period on or
+/// after the location's today, and an installment plan's end moves later
+/// by the missed periods so it still collects its count. Then the ways
+/// into `ended`: installments collected, and a PUT end_date before the
+/// next run.
+fn held_periods_are_not_charged(app: &TestApp) {
+    let t = app.bootstrap();
+    let (_, vault) = customer(&t, false);
+    let start = plus_days(today(&t), 1);
+    let month = |n: u32| start.checked_add_months(Months::new(n)).unwrap();
+    let o = create(&t, &vault, json!({ "start_date": text(start) }));
+    let i = create(
+        &t,
+        &vault,
+        json!({ "start_date": text(start), "installment_total_count": 3, "transaction_amount": "20.00" }),
+    );
+    let (oid, iid) = (o["id"].as_str().unwrap(), i["id"].as_str().unwrap());
+    assert_eq!(i["end_date"], json!(text(month(3).pred_opt().unwrap())));
+    let act = |id: &str, path: &str| t.post(&format!("/v2/recurrings/{id}/{path}"), json!({}));
+    act(oid, "placeOnHold").expect(200);
+    act(iid, "placeOnHold").expect(200);
+    assert!(!has_recurring(&t, &vault), "only held plans: the vault is free");
+    // Held: no deferral, no skip (activate first).
+    for path in ["deferPayment?defer_count=1", "skipPayment?skip_count=1"] {
+        let r = act(iid, path).expect(422);
+        assert!(r.errors("status")[0].contains("on hold"), "{path}: {:?}", r.body);
+    }
+
+    // Three periods (start, +1 and +2 months) fall while held.
+    let clock = advance_to(&t, plus_days(month(2), 5), 12);
+    assert_eq!(clock["ran"]["recurring_runs"], json!(0), "{clock}");
+    assert!(runs(&t, oid).is_empty() && runs(&t, iid).is_empty());
+    assert_eq!(get(&t, oid)["next_run_date"], json!("0000-00-00"));
+
+    // Activate: the first period on or after today, nothing charged at once.
+    let back = act(oid, "activate").expect(200).body["recurring"].clone();
+    assert_eq!(back["status"], json!("active"));
+    assert_eq!(back["next_run_date"], json!(text(month(3))));
+    let iback = act(iid, "activate").expect(200).body["recurring"].clone();
+    assert_eq!(iback["next_run_date"], json!(text(month(3))));
+    assert_eq!(
+        iback["end_date"],
+        json!(text(month(6).pred_opt().unwrap())),
+        "the end moves three periods later: the count is still collected"
+    );
+    assert_eq!(iback["installment_amount_total"], json!("60.00"));
+    assert!(has_recurring(&t, &vault));
+    assert!(runs(&t, oid).is_empty() && runs(&t, iid).is_empty());
+
+    // Three runs each; the installment plan then ends, collected.
+    advance_to(&t, plus_days(month(5), 1), 12);
+    let dates = |id: &str| runs(&t, id).iter().map(date_of).collect::<Vec<_>>();
+    let expected: Vec<String> = (3..6).map(|n| text(month(n))).collect();
+    assert_eq!(dates(oid), expected);
+    assert_eq!(dates(iid), expected);
+    let done = get(&t, iid);
+    assert_eq!(done["status"], json!("ended"));
+    assert_eq!(done["ended_reason"], json!("installments_collected"));
+    assert_eq!(done["payment_count"], json!(3));
+    assert_eq!(done["next_run_date"], json!("0000-00-00"));
+    assert_eq!(done["active"], json!(0));
+    assert!(has_recurring(&t, &vault), "the ongoing plan still charges it");
+
+    // PUT end_date before the next run: the ongoing plan ends now.
+    let ongoing = get(&t, oid);
+    assert_eq!(ongoing["next_run_date"], json!(text(month(6))));
+    let ended = t
+        .put(
+            &format!("/v2/recurrings/{oid}"),
+            json!({ "recurring": { "end_date": text(plus_days(month(5), 10)) } }),
+        )
+        .expect(200)
+        .body["recurring"]
+        .clone();
+    assert_eq!(ended["status"], json!("ended"));
+    assert_eq!(ended["ended_reason"], json!("end_date_passed"));
+    assert_eq!(ended["next_run_date"], json!("0000-00-00"));
+    assert!(!has_recurring(&t, &vault));
+    let clock = advance_to(&t, plus_days(month(7), 1), 12);
+    assert_eq!(clock["ran"]["recurring_runs"], json!(0), "{clock}");
+    assert_eq!(runs(&t, oid).len(), 3, "an ended plan charges no more");
+    // Ended is final for activate and deferPayment too.
+    assert!(act(oid, "activate").expect(422).errors("status")[0].contains("ended"));
+    assert!(act(iid, "deferPayment?defer_count=1")
+        .expect(422)
+        .errors("status")[0]
+        .contains("ended"));
+    // An ended plan's vault can go; the plan keeps its reason.
+    t.delete(&format!("/v2/accountvaults/{vault}")).expect(204);
+    assert_eq!(get(&t, oid)["ended_reason"], json!("end_date_passed"));
+}
+
+/// Yearly (12 months) from February 29: February 28 in common years,
+/// February 29 again in the next leap year.
+fn a_leap_day_anchor(app: &TestApp) {
+    let t = app.bootstrap();
+    let (_, vault) = customer(&t, false);
+    let is_leap = |y: i32| y % 4 == 0 && (y % 100 != 0 || y % 400 == 0);
+    let mut year = today(&t).year();
+    while !(is_leap(year) && NaiveDate::from_ymd_opt(year, 2, 29).unwrap() > today(&t)) {
+        year += 1;
+    }
+    let start = NaiveDate::from_ymd_opt(year, 2, 29).unwrap();
+    let r = create(
+        &t,
+        &vault,
+        json!({ "start_date": text(start), "interval": 12, "interval_type": "m" }),
+    );
+    let id = r["id"].as_str().unwrap();
+    advance_to(&t, NaiveDate::from_ymd_opt(year + 4, 3, 1).unwrap(), 12);
+    let dates: Vec<String> = runs(&t, id).iter().map(date_of).collect();
+    let expected: Vec<String> = [
+        (year, 2, 29),
+        (year + 1, 2, 28),
+        (year + 2, 2, 28),
+        (year + 3, 2, 28),
+        (year + 4, 2, 29),
+    ]
+    .iter()
+    .map(|(y, m, d)| text(NaiveDate::from_ymd_opt(*y, *m, *d).unwrap()))
+    .collect();
+    assert_eq!(
+        dates, expected,
+        "counted from the anchor, never drifting to the 28th"
+    );
+    assert_eq!(
+        get(&t, id)["next_run_date"],
+        json!(text(NaiveDate::from_ymd_opt(year + 5, 2, 28).unwrap()))
+    );
 }
 
 /// SIGKILL while a run is charging hundreds of schedules: after the
@@ -1113,6 +1399,28 @@ fn mail_by_smtp(app: &mut TestApp) {
     assert_eq!(notice.to, ["pat@example.com"]);
     assert!(notice.header("Subject").unwrap().contains(&text(start)));
     assert!(notice.decoded().contains("7.77"));
+
+    // The clock now stands days ahead of real time: receipts still go out
+    // at once, a sale's and the run's (to the contact).
+    let before = sink.mails().len();
+    t.post(
+        "/v2/transactions",
+        json!({ "transaction": { "action": "sale", "payment_method": "cc", "transaction_amount": "8.88",
+            "account_number": "4111111111111111", "exp_date": "1239",
+            "notification_email_address": "ahead@example.com" } }),
+    )
+    .expect(201);
+    let mails = sink.wait_for(before + 1, Duration::from_secs(20));
+    assert!(mails.iter().any(|m| m.to == ["ahead@example.com"]));
+    let before = mails.len();
+    advance_to(&t, start, 6);
+    let mails = sink.wait_for(before + 1, Duration::from_secs(20));
+    let receipt = mails
+        .iter()
+        .find(|m| m.header("Subject").unwrap().contains("receipt for 7.77"))
+        .unwrap_or_else(|| panic!("the run's receipt: {mails:?}"));
+    assert_eq!(receipt.to, ["pat@example.com"]);
+    assert!(receipt.decoded().contains("Visa ending in 1111"));
 }
 
 /// STARTTLS with credentials, the server's certificate checked against
@@ -1223,6 +1531,28 @@ fn two_nodes_charge_each_schedule_once() {
         let tb = b.tenant(&t);
         let today = text(today(&t));
         const N: usize = 1_000;
+        // Which nodes hold leases while the schedules are charged: both
+        // must take part, or exactly once would prove nothing.
+        let stop = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
+        let sampler = {
+            let (mut sql, stop) = (db(app), stop.clone());
+            std::thread::spawn(move || {
+                let mut owners = std::collections::BTreeSet::new();
+                while !stop.load(std::sync::atomic::Ordering::SeqCst) {
+                    for q in ["MIN", "MAX"] {
+                        let owner = sql.text(
+                            &format!("SELECT COALESCE({q}(lease_owner), '') FROM recurrings"),
+                            &[],
+                        );
+                        if !owner.is_empty() {
+                            owners.insert(owner);
+                        }
+                    }
+                    std::thread::sleep(Duration::from_millis(5));
+                }
+                owners
+            })
+        };
         let mut makers = Vec::new();
         for part in 0..4 {
             let (t, tb, vault, today) = (t.clone(), tb.clone(), vault.clone(), today.clone());
@@ -1249,6 +1579,9 @@ fn two_nodes_charge_each_schedule_once() {
             (sql.count("SELECT COUNT(*) FROM recurrings WHERE payment_count >= 1", &[]) == N as i64)
                 .then_some(())
         });
+        stop.store(true, std::sync::atomic::Ordering::SeqCst);
+        let owners = sampler.join().unwrap();
+        assert_eq!(owners.len(), 2, "both nodes claimed schedules: {owners:?}");
         // No node is in the middle of a run (a run holds its lease until
         // recorded): anything charged twice would show now.
         wait_until("every lease released", Duration::from_secs(60), || {
