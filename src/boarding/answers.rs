@@ -284,6 +284,12 @@ impl Rules {
     fn allows(&self, group: &str, path: &str) -> bool {
         self.allowable.is_empty() || self.allowable.iter().any(|k| k == group || k == path)
     }
+
+    /// Whether a group or dotted path may be answered under the offer.
+    pub fn allows_key(&self, key: &str) -> bool {
+        let group = key.split('.').next().unwrap_or(key);
+        self.allows(group, key)
+    }
 }
 
 /// `dateOfBirth` -> `Date of birth`.

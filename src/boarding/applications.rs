@@ -503,10 +503,31 @@ pub fn board(conn: &mut dyn Conn, keyring: &Arc<Keyring>, id: &str, now: i64) ->
     } else {
         "organizationAddress"
     };
+    // A location's address lines hold 32 characters; an answer may have 35,
+    // so what does not fit goes on the second line, before the unit.
+    let street: Vec<char> = get(place, "address")
+        .and_then(Json::as_str)
+        .unwrap_or_default()
+        .chars()
+        .collect();
+    let line1: String = street.iter().take(32).collect();
+    let rest: String = street.iter().skip(32).collect();
+    let unit = get(place, "unit").and_then(Json::as_str).unwrap_or_default();
+    let line2: String = [rest.trim(), unit]
+        .iter()
+        .filter(|s| !s.is_empty())
+        .copied()
+        .collect::<Vec<_>>()
+        .join(" ")
+        .chars()
+        .take(32)
+        .collect();
     conn.execute(&Sql::with(
-        "UPDATE locations SET address1 = ?, city = ?, state = ?, zip_code = ?, office_phone = ?, aba = ? WHERE id = ?",
+        "UPDATE locations SET address1 = ?, address2 = ?, city = ?, state = ?, zip_code = ?, office_phone = ?, aba = ? \
+         WHERE id = ?",
         vec![
-            clip(get(place, "address"), 32).into(),
+            Some(line1).filter(|s| !s.is_empty()).into(),
+            Some(line2).filter(|s| !s.is_empty()).into(),
             clip(get(place, "city"), 100).into(),
             clip(get(place, "state"), 100).into(),
             clip(get(place, "zipCode"), 10).into(),

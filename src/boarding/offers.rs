@@ -226,6 +226,26 @@ pub fn default_presentational_state() -> Json {
 /// applications will hold it).
 fn check_rules(offer: &mut Offer, today: chrono::NaiveDate, errors: &mut FieldErrors) {
     let echo = crate::engine::validate::echo_name;
+    // What the offer requires or presets must be answerable under it, or no
+    // application could ever be completed.
+    let rules = offer.rules();
+    let preset = offer
+        .keys_default_value
+        .keys()
+        .map(|k| ("keysDefaultValue", k))
+        .chain(offer.keys_fixed_value.keys().map(|k| ("keysFixedValue", k)))
+        .chain(offer.keys_required_value.iter().map(|k| ("keysRequiredValue", k)));
+    for (name, k) in preset {
+        if !rules.allows_key(k) {
+            errors.add(
+                name,
+                format!(
+                    "{} is not among keysAllowable: no application could answer it.",
+                    echo(k)
+                ),
+            );
+        }
+    }
     let known = |k: &str| answers::group(k).is_some() || answers::field(k).is_some();
     for (name, keys) in [
         ("keysAllowable", &offer.keys_allowable),
@@ -440,8 +460,13 @@ pub fn update(conn: &mut dyn Conn, id: &str, input: &Map<String, Json>, now: i64
 }
 
 pub fn find(conn: &mut dyn Conn, id: &str) -> ApiResult<Option<Offer>> {
+    // Anything but a UUID names no offer (and never reaches the database:
+    // PostgreSQL refuses a NUL in text).
+    let Some(id) = super::parse_uuid(id) else {
+        return Ok(None);
+    };
     let mut sql = Sql::new(&format!("SELECT {COLUMNS} FROM boarding_offers WHERE id = "));
-    sql.bind(id.to_string());
+    sql.bind(id);
     conn.query_one(&sql)?.map(|r| Offer::from_row(&r)).transpose()
 }
 

@@ -255,8 +255,14 @@ async fn observe(State(app): State<AppState>, req: Request, next: Next) -> Respo
         .map(|p| p.as_str().to_string())
         .unwrap_or_else(|| "unmatched".to_string());
     // The path is logged without its query string (credentials may be
-    // there) and with any card number in it masked.
-    let path = masked_path(req.uri().path());
+    // there) and with any card number in it masked; where the path itself
+    // holds a secret (a session token, a boarding application's id, which
+    // is what lets someone change it), only its route is logged.
+    let path = if SECRET_IN_PATH.iter().any(|p| route.starts_with(p)) {
+        std::borrow::Cow::Owned(route.clone())
+    } else {
+        masked_path(req.uri().path())
+    };
     let span = tracing::info_span!("request", request_id = %id, method = %method, path = %path, user_id = tracing::field::Empty);
     let mut response = REQUEST_ID
         .scope(id.clone(), next.run(req).instrument(span.clone()))
@@ -281,6 +287,9 @@ async fn observe(State(app): State<AppState>, req: Request, next: Next) -> Respo
 /// The path as logged: a run of 12 to 19 digits that passes the Luhn check
 /// (a card number sent where a BIN or an id belongs) keeps only its first
 /// six and last four digits.
+/// Routes whose path parameters are secrets, logged as the route.
+const SECRET_IN_PATH: &[&str] = &["/v2/token/", "/v1/application/"];
+
 fn masked_path(path: &str) -> std::borrow::Cow<'_, str> {
     let bytes = path.as_bytes();
     let mut out: Option<String> = None;

@@ -319,6 +319,9 @@ fn sensitive_answers_are_sealed_masked_and_never_logged(app: &TestApp) {
 
     let mut database = db(app);
     let log = app.log();
+    // The application's id is what lets someone change it: the log shows
+    // only its route.
+    assert!(!log.contains(&id), "the server log holds the application id");
     for secret in [SSN, ACCOUNT, LICENSE, "90817263542"] {
         assert!(!responses.contains(secret), "a response holds {secret}");
         assert!(!log.contains(secret), "the server log holds {secret}");
@@ -781,6 +784,24 @@ fn offer_administration_needs_an_operator_token(app: &TestApp) {
     as_operator(app, &token, "GET", "/v1/offers", None).expect(200);
     // Tokens are stored as digests only.
     assert!(db(app).columns_containing(&t2).is_empty());
+    // An id that is no UUID names no offer (a NUL never reaches the
+    // database).
+    for bad in ["%00", "x%00y", "not-a-uuid"] {
+        let r = as_operator(app, &token, "GET", &format!("/v1/offer/{bad}"), None);
+        assert_eq!(r.status, 404, "{bad}: {}", r.text);
+    }
+    // What an offer requires or presets must be answerable under its
+    // keysAllowable: otherwise no application could ever be signed.
+    let r = as_operator(
+        app,
+        &token,
+        "POST",
+        "/v1/offer",
+        Some(json!({ "name": "Narrow", "vanityUrl": "narrow", "keysAllowable": ["owner1Information"] })),
+    );
+    assert_eq!(r.status, 422, "{}", r.text);
+    assert!(r.body["errors"]["keysRequiredValue"].is_array(), "{}", r.text);
+    assert!(r.body["errors"]["keysFixedValue"].is_array(), "{}", r.text);
 }
 
 fn refusals_are_clear_and_change_nothing(app: &TestApp) {
