@@ -235,12 +235,13 @@ pub const OWNERSHIP: &[(&str, &[&str])] = &[
 /// ACH SEC codes a merchant may consent to.
 pub const SEC_CODES: &[&str] = &["CCD", "PPD", "TEL", "WEB", "POP", "C21"];
 
-/// The 50 states, DC and the territories.
+/// The 50 states, DC, the territories, the freely associated states and
+/// the armed forces' postal codes (USPS).
 pub const STATES: &[&str] = &[
     "AL", "AK", "AZ", "AR", "CA", "CO", "CT", "DE", "FL", "GA", "HI", "ID", "IL", "IN", "IA", "KS", "KY",
     "LA", "ME", "MD", "MA", "MI", "MN", "MS", "MO", "MT", "NE", "NV", "NH", "NJ", "NM", "NY", "NC", "ND",
     "OH", "OK", "OR", "PA", "RI", "SC", "SD", "TN", "TX", "UT", "VT", "VA", "WA", "WV", "WI", "WY", "DC",
-    "AS", "GU", "MP", "PR", "VI", "UM",
+    "AS", "GU", "MP", "PR", "VI", "UM", "FM", "MH", "PW", "AA", "AE", "AP",
 ];
 
 /// Largest sales amount: 999999999.99.

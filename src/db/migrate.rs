@@ -76,6 +76,12 @@ pub const MIGRATIONS: &[Migration] = &[
         include_str!("../../migrations/0013_passwords_and_sessions.sql"),
         "",
     ),
+    (
+        14,
+        "transaction_sample_keys",
+        include_str!("../../migrations/0014_transaction_sample_keys.sql"),
+        "",
+    ),
 ];
 
 /// Applies every migration not yet recorded. Returns how many ran.

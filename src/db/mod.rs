@@ -174,6 +174,18 @@ pub trait Conn {
     fn execute(&mut self, sql: &Sql) -> Result<u64, DbError>;
     fn dialect(&self) -> Dialect;
 
+    /// Runs a query and hands each row to `each` as it arrives, so a
+    /// result of any size is never held whole; `each` answers false to
+    /// stop early.
+    fn query_each(&mut self, sql: &Sql, each: &mut dyn FnMut(Row) -> bool) -> Result<(), DbError> {
+        for row in self.query(sql)? {
+            if !each(row) {
+                break;
+            }
+        }
+        Ok(())
+    }
+
     fn query_one(&mut self, sql: &Sql) -> Result<Option<Row>, DbError> {
         Ok(self.query(sql)?.into_iter().next())
     }

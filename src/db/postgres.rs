@@ -153,6 +153,22 @@ impl Conn for PgConn {
         rows.iter().map(decode).collect()
     }
 
+    fn query_each(&mut self, sql: &Sql, each: &mut dyn FnMut(Row) -> bool) -> Result<(), DbError> {
+        use postgres::fallible_iterator::FallibleIterator;
+        let stmt = self.prepare(sql)?;
+        let params: Vec<Bind> = sql.params.iter().map(Bind).collect();
+        let mut rows = self
+            .client
+            .query_raw(&stmt, params.iter().map(|p| p as &dyn ToSql))
+            .map_err(map_err)?;
+        while let Some(row) = rows.next().map_err(map_err)? {
+            if !each(decode(&row)?) {
+                break;
+            }
+        }
+        Ok(())
+    }
+
     fn execute(&mut self, sql: &Sql) -> Result<u64, DbError> {
         let stmt = self.prepare(sql)?;
         let params: Vec<Bind> = sql.params.iter().map(Bind).collect();

@@ -43,12 +43,20 @@ struct SqliteConn<'a>(&'a Connection);
 
 impl Conn for SqliteConn<'_> {
     fn query(&mut self, sql: &Sql) -> Result<Vec<Row>, DbError> {
+        let mut out = Vec::new();
+        self.query_each(sql, &mut |row| {
+            out.push(row);
+            true
+        })?;
+        Ok(out)
+    }
+
+    fn query_each(&mut self, sql: &Sql, each: &mut dyn FnMut(Row) -> bool) -> Result<(), DbError> {
         let mut stmt = self.0.prepare_cached(&sql.text).map_err(map_err)?;
         let columns = stmt.column_count();
         let mut rows = stmt
             .query(rusqlite::params_from_iter(sql.params.iter().map(Bind)))
             .map_err(map_err)?;
-        let mut out = Vec::new();
         while let Some(row) = rows.next().map_err(map_err)? {
             let mut values = Vec::with_capacity(columns);
             for i in 0..columns {
@@ -60,9 +68,11 @@ impl Conn for SqliteConn<'_> {
                     ValueRef::Blob(_) => return Err(DbError::Other("unexpected blob".into())),
                 });
             }
-            out.push(values);
+            if !each(values) {
+                break;
+            }
         }
-        Ok(out)
+        Ok(())
     }
 
     fn execute(&mut self, sql: &Sql) -> Result<u64, DbError> {

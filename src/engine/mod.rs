@@ -3,6 +3,7 @@
 //! rendering with `_links`, expands and list `meta`.
 
 pub mod events;
+pub mod export;
 pub mod query;
 pub mod record;
 pub mod resource;

@@ -612,6 +612,42 @@ pub fn ts_keyword(
     Ok(Some(range))
 }
 
+/// The scoped, filtered and sorted select of a list, before any page.
+fn ordered(
+    res: &'static Resource,
+    scope: &TenantScope,
+    q: &ListQuery,
+    extra: Option<&dyn Fn(&mut Sql)>,
+    dialect: Dialect,
+) -> Sql {
+    let mut sql = select(res, scope);
+    q.push_conditions(&mut sql, dialect);
+    if let Some(extra) = extra {
+        extra(&mut sql);
+    }
+    let dir = if q.descending { "DESC" } else { "ASC" };
+    sql.push(" ORDER BY t.").push(q.sort.column).push(" ").push(dir);
+    if q.sort.name != "id" {
+        sql.push(", t.id ").push(dir);
+    }
+    sql
+}
+
+/// Every record of a scoped list, in its order, one at a time (an export:
+/// no page, and never all of them in memory); `each` answers false to
+/// stop.
+pub fn each(
+    conn: &mut dyn Conn,
+    res: &'static Resource,
+    scope: &TenantScope,
+    q: &ListQuery,
+    extra: Option<&dyn Fn(&mut Sql)>,
+    each: &mut dyn FnMut(Record) -> bool,
+) -> Result<(), DbError> {
+    let sql = ordered(res, scope, q, extra, conn.dialect());
+    conn.query_each(&sql, &mut |row| each(Record::from_row(res, row)))
+}
+
 /// One page of a scoped list and the total count.
 pub fn list(
     conn: &mut dyn Conn,
@@ -628,16 +664,7 @@ pub fn list(
     }
     let total = conn.query_int(&count)?.max(0) as u64;
 
-    let mut sql = select(res, scope);
-    q.push_conditions(&mut sql, conn.dialect());
-    if let Some(extra) = extra {
-        extra(&mut sql);
-    }
-    let dir = if q.descending { "DESC" } else { "ASC" };
-    sql.push(" ORDER BY t.").push(q.sort.column).push(" ").push(dir);
-    if q.sort.name != "id" {
-        sql.push(", t.id ").push(dir);
-    }
+    let mut sql = ordered(res, scope, q, extra, conn.dialect());
     sql.push(" LIMIT ")
         .bind(q.page_size as i64)
         .push(" OFFSET ")

@@ -69,6 +69,12 @@ pub trait Rules: Sync {
     /// Adds or reshapes rendered members.
     fn render(&self, _cx: &Cx, _record: &Record, _out: &mut Map<String, Json>) {}
 
+    /// The lines a record is in a list export (`_format=csv|tsv`): by
+    /// default itself.
+    fn export_rows(&self, _record: &Record, rendered: Map<String, Json>) -> Vec<Map<String, Json>> {
+        super::export::one_row(rendered)
+    }
+
     /// Resolves an `Expand::Custom`.
     fn expand(&self, _cx: &Cx, _conn: &mut dyn Conn, _record: &Record, _name: &str) -> ApiResult<Json> {
         Ok(Json::Null)

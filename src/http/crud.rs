@@ -6,6 +6,7 @@ use super::extract::{envelope, query_pairs, IdPath, RawBody};
 use super::AppState;
 use crate::auth::Caller;
 use crate::db::Conn;
+use crate::engine::export::{self, Format};
 use crate::engine::query::{self, ListQuery};
 use crate::engine::record::Record;
 use crate::engine::resource::Resource;
@@ -251,10 +252,23 @@ pub async fn list_within(
     within: Option<Within>,
 ) -> ApiResult<Response> {
     caller.perms.require(&res.permission("read"))?;
-    let pairs = query_pairs(q.as_deref());
+    let mut pairs = query_pairs(q.as_deref());
+    let format = match pairs.iter().position(|(k, _)| k == "_format") {
+        None => None,
+        Some(i) => {
+            let (_, value) = pairs.remove(i);
+            Some(
+                Format::parse(&value)
+                    .ok_or_else(|| ApiError::field("_format", "_format must be csv or tsv."))?,
+            )
+        }
+    };
     let cx = app.cx(&caller);
     let q = ListQuery::parse(res, &pairs, &cx.scope, cx.now)?;
     res.rules.check_list_params(&q.extra)?;
+    if let Some(format) = format {
+        return export(res, app, cx, q, within, format).await;
+    }
     let path = within.as_ref().map_or_else(|| res.path(), |w| w.path.clone());
     let cx2 = cx.clone();
     let q2 = q.clone();
@@ -284,6 +298,95 @@ pub async fn list_within(
         .await?;
     let meta = engine::list_meta(&cx, &path, &q, total);
     Ok(many(res, records, meta))
+}
+
+/// A list as a file (`_format=csv|tsv`): every selected record, streamed
+/// from one cursor as it is read, so a list of any length is never held
+/// whole. A failure after the first bytes ends the body early.
+async fn export(
+    res: &'static Resource,
+    app: AppState,
+    cx: Cx,
+    q: ListQuery,
+    within: Option<Within>,
+    format: Format,
+) -> ApiResult<Response> {
+    if let Some(w) = &within {
+        let (parent, id, scope) = (w.parent, w.parent_id.clone(), cx.scope.clone());
+        app.store
+            .read(move |conn| {
+                query::find(conn, parent, &scope, &id)?.ok_or_else(|| ApiError::not_found(parent.name))
+            })
+            .await?;
+    }
+    let (tx, rx) = tokio::sync::mpsc::channel::<Result<bytes::Bytes, std::io::Error>>(4);
+    let failed = tx.clone();
+    let job = move |conn: &mut dyn Conn| -> ApiResult<()> {
+        let columns = export::columns(res);
+        let mut buffer = export::header(res, format);
+        let mut open = true;
+        let conditions = |sql: &mut crate::db::Sql| {
+            res.rules.list_conditions(&cx, &q.extra, sql);
+            if let Some(w) = &within {
+                sql.push(" AND t.")
+                    .push(w.column)
+                    .push(" = ")
+                    .bind(w.parent_id.clone());
+            }
+        };
+        query::each(conn, res, &cx.scope, &q, Some(&conditions), &mut |record| {
+            buffer.push_str(&export::lines(&cx, &record, &columns, format));
+            if buffer.len() >= 64 * 1024 {
+                // The client left: stop reading.
+                open = tx
+                    .blocking_send(Ok(bytes::Bytes::from(std::mem::take(&mut buffer))))
+                    .is_ok();
+            }
+            open
+        })?;
+        if open && !buffer.is_empty() {
+            let _ = tx.blocking_send(Ok(bytes::Bytes::from(buffer)));
+        }
+        Ok(())
+    };
+    let store = app.store.clone();
+    tokio::spawn(async move {
+        if let Err(e) = store.read(job).await {
+            tracing::error!(error = %e, "a list export stopped early");
+            let _ = failed
+                .send(Err(std::io::Error::other("the export stopped early")))
+                .await;
+        }
+    });
+    let name = format!("attachment; filename=\"{}.{}\"", res.plural, format.extension());
+    Ok((
+        [
+            (
+                axum::http::header::CONTENT_TYPE,
+                format.content_type().to_string(),
+            ),
+            (axum::http::header::CONTENT_DISPOSITION, name),
+        ],
+        axum::body::Body::new(ChannelBody(rx)),
+    )
+        .into_response())
+}
+
+/// A response body fed by a channel.
+struct ChannelBody(tokio::sync::mpsc::Receiver<Result<bytes::Bytes, std::io::Error>>);
+
+impl http_body::Body for ChannelBody {
+    type Data = bytes::Bytes;
+    type Error = std::io::Error;
+
+    fn poll_frame(
+        mut self: std::pin::Pin<&mut Self>,
+        cx: &mut std::task::Context<'_>,
+    ) -> std::task::Poll<Option<Result<http_body::Frame<bytes::Bytes>, std::io::Error>>> {
+        self.0
+            .poll_recv(cx)
+            .map(|chunk| chunk.map(|r| r.map(http_body::Frame::data)))
+    }
 }
 
 async fn update(

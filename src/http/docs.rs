@@ -398,6 +398,10 @@ pub fn openapi(public_url: &str) -> Json {
                 json!({ "name": "sort", "in": "query", "schema": { "type": "string" },
                     "description": format!("field, or -field for descending; default {default_sort}") }),
                 json!({ "name": "expand", "in": "query", "schema": { "type": "string" }, "description": expand_list(res) }),
+                json!({ "name": "_format", "in": "query", "schema": { "type": "string", "enum": ["csv", "tsv"] },
+                    "description": "csv or tsv: every selected record as a file (no page), in the list's sort; \
+                        one line a record with its rendered fields (a voided transaction: its original line, then \
+                        the void; an ACH return: the original, then the return, whose id ends in cb)" }),
             ])
             .collect();
         let mut collection = Map::new();
@@ -405,7 +409,10 @@ pub fn openapi(public_url: &str) -> Json {
             "get".into(),
             json!({ "summary": format!("List {}", res.plural), "operationId": format!("{}.list", res.plural),
                 "tags": [res.plural], "parameters": filters,
-                "responses": merge(json!({ "200": reply("a page", list) }), &read_errors) }),
+                "responses": merge(json!({ "200": { "description": "a page (or, with _format, a file)",
+                    "content": { "application/json": { "schema": list },
+                        "text/csv": { "schema": { "type": "string" } },
+                        "text/tab-separated-values": { "schema": { "type": "string" } } } } }), &read_errors) }),
         );
         if verbs.create {
             // The new record's id leads to the operations on it (the

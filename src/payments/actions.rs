@@ -153,6 +153,7 @@ const COMMON_CREATE: &[&str] = &[
     "transaction_c2",
     "transaction_c3",
     "tags",
+    "bill_payment",
     "custom_data",
     "save_account",
     "save_account_title",
@@ -160,6 +161,11 @@ const COMMON_CREATE: &[&str] = &[
 ];
 
 const CARD_ONLY: &[&str] = &[
+    "service_address",
+    "service_city",
+    "service_state",
+    "service_zip",
+    "service_country",
     "exp_date",
     "cvv",
     "track_data",

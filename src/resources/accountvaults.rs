@@ -115,7 +115,7 @@ pub static ACCOUNT_VAULT: Resource = Resource {
             .filter()
             .doc("subscribed to the card account updater"),
         Field::ts("cau_subscribed_ts"),
-        Field::id("created_user_id").hidden(),
+        Field::id("created_user_id").exact(),
         Field::id("modified_user_id").hidden(),
         Field::ts("created_ts"),
         Field::ts("modified_ts"),

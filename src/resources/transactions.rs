@@ -140,6 +140,15 @@ pub static TRANSACTION: Resource = Resource {
         Field::id("transaction_batch_id").exact(),
         Field::text("recurring_flag", 0, 16),
         Field::int("recurring_number", 0, 9999),
+        Field::flag("bill_payment").post().filter().doc("a bill payment"),
+        Field::text("service_address", 1, 32).post().doc("Mastercard service address"),
+        Field::text("service_city", 1, 36).post(),
+        Field::text("service_state", 1, 26).post(),
+        Field::text("service_zip", 4, 12).post().pattern(Pattern::Zip),
+        Field::text("service_country", 1, 3)
+            .post()
+            .pattern(Pattern::Digits)
+            .doc("ISO 3166 numeric (840 for the USA)"),
         Field::date("checkin_date").post(),
         Field::date("checkout_date").post(),
         Field::text("room_num", 1, 12).post(),
@@ -247,11 +256,28 @@ pub static TRANSACTION: Resource = Resource {
         Expand::Custom("type"),
     ],
     list_params: &[],
-    computed: &[(
-        "level3_indicator",
-        "boolean",
-        "whether Level 3 data can be attached (approved or authorized card sale)",
-    )],
+    computed: &[
+        (
+            "level3_indicator",
+            "boolean",
+            "whether Level 3 data can be attached (approved or authorized card sale)",
+        ),
+        ("code", "string", "AUTH when the card was authorized, else null"),
+        ("is_surcharge", "boolean", "true when a surcharge was added, else null"),
+        ("auth_surcharge_rate", "string", "null (internal to the reference)"),
+        ("auth_surcharge_fee", "string", "null (internal to the reference)"),
+        ("recaptcha_score", "number", "null: no reCAPTCHA check is made"),
+        ("online_payment_cryptogram", "string", "null: wallets are not supported"),
+        ("digital_payment_cryptogram", "string", "null: wallets are not supported"),
+        ("ecommerce_indicator", "string", "null: 3-D Secure is not supported"),
+        ("installment_number", "integer", "null"),
+        ("installment_total_count", "integer", "null"),
+        ("external_recurring_flag", "string", "no"),
+        ("external_installment_number", "integer", "null"),
+        ("external_installment_total_count", "integer", "null"),
+        ("external_recurring_number", "integer", "null"),
+        ("tlid", "string", "null"),
+    ],
     rules: &TransactionRules,
     cascades: &[],
     postback: Some(Postback { by_product_transaction: true }),
@@ -274,7 +300,77 @@ fn code_entry(id: Json, title: Option<&str>) -> Json {
 }
 
 impl Rules for TransactionRules {
+    /// In an export, a voided transaction is its original line followed by
+    /// the void, and an ACH return is its original followed by the return,
+    /// whose id ends in `cb` (as the reference's exports show them). The
+    /// original carries the status its kind starts with: 101 for a card
+    /// charge, 111 a refund, 121 an AVS check, 131 a pending ACH entry
+    /// (134 once an ACH entry has settled), and a voided one the amount it
+    /// had authorized.
+    fn export_rows(&self, record: &Record, rendered: Map<String, Json>) -> Vec<Map<String, Json>> {
+        let status = record.int("status_id");
+        let voided = status == Some(StatusId::Voided.code() as i64);
+        let returned = status == Some(StatusId::ChargedBack.code() as i64);
+        if !voided && !returned {
+            return vec![rendered];
+        }
+        let started = match (record.text("payment_method"), record.int("type_id")) {
+            (Some("ach"), _) if returned && !record.get("settle_date").is_null() => StatusId::AchSettled,
+            (Some("ach"), _) => StatusId::PendingOrigination,
+            (_, Some(t)) if t == TypeId::Refund.code() as i64 => StatusId::Refunded,
+            (_, Some(t)) if t == TypeId::AvsOnly.code() as i64 => StatusId::AvsOnly,
+            _ => StatusId::Approved,
+        };
+        let mut original = rendered.clone();
+        original.insert("status_id".into(), json!(started.code()));
+        if voided {
+            // A void leaves the amount at 0; the original had what was
+            // authorized.
+            if let Some(amount) = original.get("auth_amount").cloned() {
+                original.insert("transaction_amount".into(), amount);
+            }
+        }
+        original.insert("void_date".into(), Json::Null);
+        original.insert("return_date".into(), Json::Null);
+        let mut reversal = rendered;
+        if returned {
+            let id = format!("{}cb", record.id());
+            reversal.insert("id".into(), json!(id));
+        }
+        vec![original, reversal]
+    }
+
     fn render(&self, _cx: &Cx, record: &Record, out: &mut Map<String, Json>) {
+        // Keys of the reference's samples this gateway has no value for
+        // are there, null (or their documented constant).
+        let authorized = record.text("payment_method") == Some("cc")
+            && matches!(
+                record.int("status_id"),
+                Some(s) if s == StatusId::Approved.code() as i64 || s == StatusId::AuthOnly.code() as i64
+            );
+        out.insert("code".into(), if authorized { json!("AUTH") } else { Json::Null });
+        let surcharged = record.int("surcharge_amount").is_some_and(|a| a > 0);
+        out.insert(
+            "is_surcharge".into(),
+            if surcharged { json!(true) } else { Json::Null },
+        );
+        for key in [
+            "auth_surcharge_rate",
+            "auth_surcharge_fee",
+            "recaptcha_score",
+            "online_payment_cryptogram",
+            "digital_payment_cryptogram",
+            "ecommerce_indicator",
+            "installment_number",
+            "installment_total_count",
+            "external_installment_number",
+            "external_installment_total_count",
+            "external_recurring_number",
+            "tlid",
+        ] {
+            out.insert(key.into(), Json::Null);
+        }
+        out.insert("external_recurring_flag".into(), json!("no"));
         out.insert(
             "level3_indicator".into(),
             Json::Bool(state::level3_eligible(record)),

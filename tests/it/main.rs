@@ -14,6 +14,7 @@ mod boarding;
 mod browser;
 mod contacts;
 mod conventions;
+mod exports;
 mod hardening;
 mod integrator;
 mod isolation;

@@ -10,6 +10,7 @@ engine_tests!(
     what_published_clients_send,
     a_put_carries_only_what_it_changes,
     tags_classify_transactions_and_recurrings,
+    every_key_of_the_samples,
 );
 
 fn sale(t: &Tenant, extra: Value) -> crate::support::Resp {
@@ -328,4 +329,80 @@ fn tags_classify_transactions_and_recurrings(app: &TestApp) {
     );
     assert_eq!(r.status, 200, "{}", r.text);
     assert_eq!(r.body["recurring"]["tags"], json!([]));
+}
+
+/// Every key of the reference's transaction samples is in a transaction,
+/// null where it does not apply; the service address and bill payment
+/// flag are taken; a vault shows who made it.
+fn every_key_of_the_samples(app: &TestApp) {
+    let t = app.bootstrap();
+    let r = sale(
+        &t,
+        json!({ "bill_payment": 1, "service_address": "1 Main St", "service_city": "Austin",
+            "service_state": "TX", "service_zip": "78701", "service_country": "840" }),
+    )
+    .expect(201);
+    let tx = &r.body["transaction"];
+    for key in [
+        "code",
+        "tags",
+        "bill_payment",
+        "installment_number",
+        "installment_total_count",
+        "external_recurring_flag",
+        "external_installment_number",
+        "external_installment_total_count",
+        "external_recurring_number",
+        "is_surcharge",
+        "subtotal_amount",
+        "surcharge_amount",
+        "service_address",
+        "service_city",
+        "service_state",
+        "service_zip",
+        "service_country",
+        "recaptcha_score",
+        "previous_transaction_id",
+        "online_payment_cryptogram",
+        "digital_payment_cryptogram",
+        "ecommerce_indicator",
+        "tlid",
+        "recurring_flag",
+        "auth_surcharge_rate",
+        "auth_surcharge_fee",
+    ] {
+        assert!(tx.get(key).is_some(), "{key} missing: {tx}");
+    }
+    assert_eq!(tx["code"], "AUTH");
+    assert_eq!(tx["bill_payment"], true);
+    assert_eq!(tx["service_city"], "Austin");
+    assert_eq!(tx["service_country"], "840");
+    assert_eq!(tx["external_recurring_flag"], "no");
+    assert!(tx["installment_number"].is_null() && tx["tlid"].is_null());
+    let declined = sale(&t, json!({ "transaction_amount": "5.00" })).expect(201);
+    assert!(
+        declined.body["transaction"]["code"].is_null(),
+        "no authorization, no code"
+    );
+    // ACH requests take no card service address.
+    let r = t.post(
+        "/v2/transactions",
+        json!({ "transaction": { "action": "debit", "payment_method": "ach", "transaction_amount": "2.00",
+            "product_transaction_id": t.cred("ach_product_transaction_id"), "ach_sec_code": "WEB",
+            "routing": "072000326", "account_number": "123456789012", "account_type": "checking",
+            "account_holder_name": "Pat Doe", "service_city": "Austin" } }),
+    );
+    assert_eq!(r.status, 422, "{}", r.text);
+    assert!(r.body["errors"]["service_city"].is_array(), "{}", r.text);
+    let vault = t
+        .post(
+            "/v2/accountvaults",
+            json!({ "accountvault": { "location_id": t.location_id(), "payment_method": "cc",
+                "account_number": "4111111111111111", "exp_date": "1239" } }),
+        )
+        .expect(201);
+    assert_eq!(
+        vault.body["accountvault"]["created_user_id"],
+        t.user_id().as_str()
+    );
 }
