@@ -71,6 +71,18 @@ enum Command {
         #[command(subcommand)]
         command: ferrogate::boarding::cli::BoardingCommand,
     },
+    /// Set a card product transaction's surcharge: a percentage of the
+    /// subtotal (at most 3.00) added to credit card sales and
+    /// authorizations, never to debit cards; 0 removes it. Prints JSON.
+    Surcharge {
+        #[command(flatten)]
+        db: DbArgs,
+        #[arg(long)]
+        product_transaction_id: String,
+        /// A percentage with at most two decimals (3, 2.5, 0).
+        #[arg(long)]
+        percent: String,
+    },
     /// Data key management.
     Keys {
         #[command(subcommand)]
@@ -218,6 +230,22 @@ fn run(cli: Cli) -> anyhow::Result<()> {
         Command::Bins {
             command: BinsCommand::Import(args),
         } => runtime.block_on(ferrogate::bins::import::run(args)),
+        Command::Surcharge {
+            db,
+            product_transaction_id,
+            percent,
+        } => runtime.block_on(async {
+            let store = ferrogate::db::Store::open_and_migrate(&db.database_url, 1).await?;
+            let answer = store
+                .write(move |conn| {
+                    ferrogate::payments::surcharge::configure(conn, &product_transaction_id, &percent)
+                })
+                .await
+                .map_err(|e| anyhow::anyhow!("{}", e.body()))?;
+            tokio::task::spawn_blocking(move || store.shutdown()).await?;
+            println!("{answer}");
+            Ok(())
+        }),
         Command::Testclock { command } => runtime.block_on(async {
             let (db, location_id, seconds) = match command {
                 TestclockCommand::Show { db, location_id } => (db, location_id, None),

@@ -200,6 +200,9 @@ pub fn prepare(
     });
     record.set("contact_id", contact_id.clone());
     describe_funding(cx, parsed, &mut record, &mut funding, &place, &mut errors);
+    if let (Source::Card(card), Action::Sale | Action::AuthOnly) = (&funding.source, action) {
+        super::surcharge::apply(conn, &place.settings, &card.data.pan, &mut record, &mut errors)?;
+    }
 
     check_requirements(parsed, &record, &funding, method, &place, &mut errors);
     let save = parsed.flag("save_account") == Some(true);

@@ -36,6 +36,7 @@ pub mod reconcile;
 pub mod request;
 pub mod source;
 pub mod state;
+pub mod surcharge;
 pub mod velocity;
 
 pub use request::{

@@ -419,8 +419,22 @@ impl Rules for TransactionRules {
                 code_entry(json!(id), label)
             }
             "transaction_histories" => histories(conn, record)?,
+            "surcharge" => match record.int("surcharge_amount").filter(|a| *a > 0) {
+                Some(surcharge) => json!({
+                    "surcharge_amount": crate::money::Money::from_cents(surcharge).to_text(),
+                    "subtotal_amount": record
+                        .int("subtotal_amount")
+                        .map(|s| crate::money::Money::from_cents(s).to_text()),
+                    "surcharge_type": "percentage",
+                }),
+                None => Json::Null,
+            },
             "transaction_level3" => crate::payments::level3::embedded(cx, conn, record)?,
-            "tags" => json!([]),
+            "tags" => record
+                .res
+                .field("tags")
+                .map(|f| crate::engine::to_json(f, record.get("tags")))
+                .unwrap_or(Json::Null),
             "recurring" => super::recurrings::of_transaction(cx, conn, record)?,
             // Recurrings, quick invoices, signatures and surcharges arrive
             // with their features.

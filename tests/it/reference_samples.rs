@@ -11,6 +11,7 @@ engine_tests!(
     a_put_carries_only_what_it_changes,
     tags_classify_transactions_and_recurrings,
     every_key_of_the_samples,
+    surcharges_on_credit_cards_only,
 );
 
 fn sale(t: &Tenant, extra: Value) -> crate::support::Resp {
@@ -405,4 +406,118 @@ fn every_key_of_the_samples(app: &TestApp) {
         vault.body["accountvault"]["created_user_id"],
         t.user_id().as_str()
     );
+}
+
+fn ferrogate(app: &TestApp, args: &[&str]) -> std::process::Output {
+    std::process::Command::new(crate::support::BIN)
+        .args(args)
+        .env("FERROGATE_DATABASE_URL", &app.database_url)
+        .env("FERROGATE_DATA_KEY", &app.data_key)
+        .output()
+        .expect("run ferrogate")
+}
+
+/// A card product transaction's surcharge (set by the operator, at most
+/// 3%) is added to credit card sales and authorizations, shown as
+/// subtotal and surcharge, and left off debit cards (the BIN lookup).
+fn surcharges_on_credit_cards_only(app: &TestApp) {
+    let t = app.bootstrap();
+    let cc = t.cred("cc_product_transaction_id");
+    for bad in ["3.01", "-1", "abc"] {
+        let out = ferrogate(
+            app,
+            &["surcharge", "--product-transaction-id", &cc, "--percent", bad],
+        );
+        assert!(!out.status.success(), "{bad} accepted");
+    }
+    let ach = t.cred("ach_product_transaction_id");
+    assert!(!ferrogate(
+        app,
+        &["surcharge", "--product-transaction-id", &ach, "--percent", "1"]
+    )
+    .status
+    .success());
+    let out = ferrogate(
+        app,
+        &["surcharge", "--product-transaction-id", &cc, "--percent", "3"],
+    );
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let shown: Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(shown["surcharge"]["surcharge_rate"], "3.00");
+
+    // A debit range (imported BIN data) that a test card falls in.
+    let dir = std::env::temp_dir().join(format!("fg-surcharge-{}", uuid::Uuid::new_v4().simple()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let csv = dir.join("ranges.csv");
+    std::fs::write(
+        &csv,
+        "iin_start,iin_end,number_length,number_luhn,scheme,brand,type,prepaid,country,bank_name,bank_logo,bank_url,bank_phone,bank_city\n\
+         51051051,,,,mastercard,,debit,,US,DEBIT BANK,,,,\n",
+    )
+    .unwrap();
+    let out = ferrogate(app, &["bins", "import", csv.to_str().unwrap()]);
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+
+    // Credit: 3% of 10.00 added.
+    let r = sale(&t, json!({ "transaction_amount": "10.00" })).expect(201);
+    let tx = &r.body["transaction"];
+    assert_eq!(tx["subtotal_amount"], "10.00");
+    assert_eq!(tx["surcharge_amount"], "0.30");
+    assert_eq!(tx["transaction_amount"], "10.30");
+    assert_eq!(tx["is_surcharge"], true);
+    let id = tx["id"].as_str().unwrap();
+    let expanded = t
+        .get(&format!("/v2/transactions/{id}?expand=surcharge"))
+        .expect(200);
+    assert_eq!(
+        expanded.body["transaction"]["surcharge"]["surcharge_amount"],
+        "0.30"
+    );
+    // Tax stays out of the subtotal.
+    let r = sale(&t, json!({ "transaction_amount": "11.00", "tax": "1.00" })).expect(201);
+    assert_eq!(r.body["transaction"]["subtotal_amount"], "10.00");
+    assert_eq!(r.body["transaction"]["transaction_amount"], "11.30");
+    // Sent in full, the parts must agree with the rate and the total.
+    let r = sale(
+        &t,
+        json!({ "transaction_amount": "20.60", "subtotal_amount": "20.00", "surcharge_amount": "0.60" }),
+    )
+    .expect(201);
+    assert_eq!(r.body["transaction"]["transaction_amount"], "20.60");
+    let r = sale(
+        &t,
+        json!({ "transaction_amount": "20.50", "subtotal_amount": "20.00", "surcharge_amount": "0.50" }),
+    );
+    assert_eq!(r.status, 422, "{}", r.text);
+    assert!(r.body["errors"]["surcharge_amount"].is_array(), "{}", r.text);
+    let r = sale(
+        &t,
+        json!({ "transaction_amount": "21.00", "subtotal_amount": "20.00", "surcharge_amount": "0.60" }),
+    );
+    assert_eq!(r.status, 422, "{}", r.text);
+    assert!(r.body["errors"]["transaction_amount"].is_array(), "{}", r.text);
+    // An authorization carries it too.
+    let r = sale(&t, json!({ "action": "authonly", "transaction_amount": "10.00" })).expect(201);
+    assert_eq!(r.body["transaction"]["transaction_amount"], "10.30");
+    // Debit: nothing added, and a surcharge sent for it is refused.
+    let debit = json!({ "account_number": "5105105105105100", "transaction_amount": "10.00" });
+    let r = sale(&t, debit.clone()).expect(201);
+    let tx = &r.body["transaction"];
+    assert_eq!(tx["transaction_amount"], "10.00", "{tx}");
+    assert_eq!(tx["surcharge_amount"], "0.00");
+    assert!(tx["is_surcharge"].is_null());
+    let mut with_surcharge = debit;
+    with_surcharge["surcharge_amount"] = json!("0.30");
+    let r = sale(&t, with_surcharge);
+    assert_eq!(r.status, 422, "{}", r.text);
+    // Off again: nothing added.
+    assert!(ferrogate(
+        app,
+        &["surcharge", "--product-transaction-id", &cc, "--percent", "0"]
+    )
+    .status
+    .success());
+    let r = sale(&t, json!({ "transaction_amount": "10.00" })).expect(201);
+    assert_eq!(r.body["transaction"]["transaction_amount"], "10.00");
+    let _ = std::fs::remove_dir_all(dir);
 }

@@ -1,0 +1,186 @@
+//! Surcharges: a card product transaction may add a percentage of the
+//! subtotal (at most 3%, percentage only, as new configurations are in the
+//! reference) to credit card sales and authorizations. Debit cards must
+//! not be surcharged: when the BIN lookup says a card is debit (or
+//! prepaid), nothing is added. The record shows `subtotal_amount` (what
+//! the goods cost, without tax), `surcharge_amount` and the total in
+//! `transaction_amount`.
+//!
+//! A request may send only the total-to-be (the subtotal plus any tax):
+//! the surcharge is added to it. Or it may send `subtotal_amount` (and
+//! `surcharge_amount`) itself: then they must agree with the rate and
+//! the total.
+
+use crate::bins;
+use crate::db::Conn;
+use crate::engine::record::Record;
+use crate::error::{ApiResult, FieldErrors};
+use crate::money::Money;
+use serde_json::{json, Value as Json};
+
+/// The highest rate, in basis points (3.00%).
+pub const MAX_RATE_BP: i64 = 300;
+
+/// The rate a product transaction's settings carry, in basis points:
+/// `{"surcharge": {"surcharge_rate": "3.00", "surcharge_type": "percentage"}}`.
+pub fn rate_bp(settings: &Json) -> Option<i64> {
+    let rate = &settings["surcharge"]["surcharge_rate"];
+    let cents = crate::money::parse(rate, MAX_RATE_BP).ok()?;
+    (cents > 0).then_some(cents)
+}
+
+/// The settings member for a rate given as a percentage with at most two
+/// decimals (`"3"`, `"2.5"`); `"0"` turns surcharging off.
+pub fn setting(percent: &str) -> Result<Json, String> {
+    let bp = crate::money::parse(&json!(percent), MAX_RATE_BP)
+        .map_err(|why| format!("The surcharge rate {why} (a percentage of at most 3.00)."))?;
+    Ok(if bp == 0 {
+        Json::Null
+    } else {
+        json!({ "surcharge_rate": Money::from_cents(bp).to_text(), "surcharge_type": "percentage" })
+    })
+}
+
+/// Sets (or with `"0"` removes) the surcharge of a card product
+/// transaction, an operator's act (`ferrogate surcharge`); answers the
+/// product transaction's new `surcharge` member.
+pub fn configure(conn: &mut dyn Conn, product_transaction_id: &str, percent: &str) -> ApiResult<Json> {
+    use crate::db::Sql;
+    use crate::error::ApiError;
+    let surcharge = setting(percent).map_err(|m| ApiError::field("percent", m))?;
+    let row = conn
+        .query_one(&Sql::with(
+            "SELECT payment_method, settings FROM product_transactions WHERE id = ?",
+            vec![product_transaction_id.into()],
+        ))?
+        .ok_or_else(|| ApiError::not_found("producttransaction"))?;
+    if row[0].as_str() != Some("cc") {
+        return Err(ApiError::field(
+            "product_transaction_id",
+            "Only card product transactions take a surcharge.",
+        ));
+    }
+    let mut settings: Json = row[1]
+        .as_str()
+        .and_then(|s| serde_json::from_str(s).ok())
+        .unwrap_or_else(|| json!({}));
+    settings["surcharge"] = surcharge.clone();
+    conn.execute(&Sql::with(
+        "UPDATE product_transactions SET settings = ? WHERE id = ?",
+        vec![settings.to_string().into(), product_transaction_id.into()],
+    ))?;
+    Ok(json!({ "product_transaction_id": product_transaction_id, "surcharge": surcharge }))
+}
+
+/// The surcharge on `subtotal` cents at `bp` basis points, rounded half up.
+pub fn amount(subtotal: i64, bp: i64) -> i64 {
+    (subtotal * bp + 5_000) / 10_000
+}
+
+/// Whether the card is one that must not be surcharged.
+fn is_debit(conn: &mut dyn Conn, pan: &str) -> ApiResult<bool> {
+    let found = bins::lookup(conn, pan.get(..8).unwrap_or(pan))?;
+    Ok(found.range.is_some_and(|r| {
+        r.prepaid == Some(true)
+            || r.card_type
+                .as_deref()
+                .is_some_and(|t| t.eq_ignore_ascii_case("debit"))
+    }))
+}
+
+/// Applies the product transaction's surcharge to a card charge being
+/// created (`record` holds the validated amounts).
+pub fn apply(
+    conn: &mut dyn Conn,
+    settings: &Json,
+    pan: &str,
+    record: &mut Record,
+    errors: &mut FieldErrors,
+) -> ApiResult<()> {
+    let Some(bp) = rate_bp(settings) else {
+        return Ok(());
+    };
+    let total = record.int("transaction_amount").unwrap_or(0);
+    let tax = record.int("tax").unwrap_or(0);
+    let sent_subtotal = record.int("subtotal_amount");
+    let sent_surcharge = record.int("surcharge_amount");
+    let subtotal = sent_subtotal.unwrap_or(total - tax);
+    if subtotal <= 0 {
+        return Ok(());
+    }
+    let surcharge = if is_debit(conn, pan)? {
+        0
+    } else {
+        amount(subtotal, bp)
+    };
+    if let Some(sent) = sent_surcharge {
+        if sent != surcharge {
+            errors.add(
+                "surcharge_amount",
+                format!(
+                    "Surcharge Amount must be {} ({}% of {}{}).",
+                    Money::from_cents(surcharge),
+                    Money::from_cents(bp),
+                    Money::from_cents(subtotal),
+                    if surcharge == 0 {
+                        ": debit cards are not surcharged"
+                    } else {
+                        ""
+                    }
+                ),
+            );
+            return Ok(());
+        }
+    }
+    let new_total = if sent_subtotal.is_some() {
+        let expected = subtotal + tax + surcharge;
+        if total != expected {
+            errors.add(
+                "transaction_amount",
+                format!(
+                    "Transaction Amount must be the subtotal plus tax plus surcharge ({}).",
+                    Money::from_cents(expected)
+                ),
+            );
+            return Ok(());
+        }
+        total
+    } else {
+        total + surcharge
+    };
+    if new_total > crate::resources::transactions::MAX_AMOUNT {
+        errors.add(
+            "transaction_amount",
+            "Transaction Amount with the surcharge is above the largest amount.",
+        );
+        return Ok(());
+    }
+    record.set("subtotal_amount", subtotal);
+    record.set("surcharge_amount", surcharge);
+    record.set("transaction_amount", new_total);
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn rates_and_rounding() {
+        assert_eq!(
+            rate_bp(&json!({ "surcharge": { "surcharge_rate": "3.00" } })),
+            Some(300)
+        );
+        assert_eq!(
+            rate_bp(&json!({ "surcharge": { "surcharge_rate": "3.01" } })),
+            None
+        );
+        assert_eq!(rate_bp(&json!({ "surcharge": null })), None);
+        assert_eq!(amount(1_000, 300), 30);
+        assert_eq!(amount(1_050, 250), 26); // 26.25 rounds down
+        assert_eq!(amount(1_100, 250), 28); // 27.5 rounds up
+        assert_eq!(setting("2.5").unwrap()["surcharge_rate"], "2.50");
+        assert!(setting("3.5").is_err());
+        assert_eq!(setting("0").unwrap(), Json::Null);
+    }
+}
