@@ -33,6 +33,8 @@ use uuid::Uuid;
 const CONTACTS_PATH: &str = "/v2/contacts";
 const VAULTS_PATH: &str = "/v2/accountvaults";
 const TRANSACTIONS_PATH: &str = "/v2/transactions";
+/// The bare-http scenario's body: about the size of a contact create.
+const ECHO_BODY: &str = r#"{"contact":{"location_id":"01a2119a5c987190b1f20fdb7f4fa240","first_name":"Bench","last_name":"Echo","email":"bench@example.com","address":"1 Main St","city":"Austin","state":"TX","zip":"78701","contact_api_id":"bench-echo-0001"}}"#;
 const LIST_PATH: &str = "/v2/contacts?page_size=20&last_name=Bench1&sort=-created_ts";
 /// Amount of every bench sale: an ordinary approval in the sandbox, not one
 /// of its trigger amounts (5.XX declines, 8.XX delays, 2.01 partial, 6.30).
@@ -195,6 +197,12 @@ enum Scenario {
     /// FERROGATE_POSTBACK_ALLOW_PRIVATE=1 (the receiver is on loopback).
     #[value(name = "postback-contact")]
     PostbackContact,
+    /// POST /echo of a contact-sized JSON body to a bare axum server started
+    /// inside this process, which parses the body and serializes it back:
+    /// the machine's HTTP ceiling for this client, measured in the same run
+    /// as the other scenarios so they can be given as a ratio to it.
+    #[value(name = "bare-http")]
+    BareHttp,
 }
 
 /// What a scenario does.
@@ -204,6 +212,8 @@ enum Action {
     Get,
     List,
     Sale,
+    /// The bare HTTP echo.
+    Echo,
 }
 
 impl Scenario {
@@ -217,6 +227,7 @@ impl Scenario {
             Scenario::SaleCard => "sale-card",
             Scenario::SaleVault => "sale-vault",
             Scenario::PostbackContact => "postback-contact",
+            Scenario::BareHttp => "bare-http",
         }
     }
 
@@ -226,7 +237,9 @@ impl Scenario {
             Scenario::ContactCreate
             | Scenario::ContactGet
             | Scenario::ContactList
-            | Scenario::PostbackContact => Resource::Contact,
+            | Scenario::PostbackContact
+            // Touches no resource: the pool of contacts is never used.
+            | Scenario::BareHttp => Resource::Contact,
             Scenario::VaultCreate | Scenario::VaultGet | Scenario::SaleVault => Resource::Vault,
             Scenario::SaleCard => Resource::Transaction,
         }
@@ -238,6 +251,7 @@ impl Scenario {
             Scenario::ContactGet | Scenario::VaultGet => Action::Get,
             Scenario::ContactList => Action::List,
             Scenario::SaleCard | Scenario::SaleVault => Action::Sale,
+            Scenario::BareHttp => Action::Echo,
         }
     }
 
@@ -252,7 +266,7 @@ impl Scenario {
     fn expected_status(self) -> u16 {
         match self.action() {
             Action::Create | Action::Sale => 201,
-            Action::Get | Action::List => 200,
+            Action::Get | Action::List | Action::Echo => 200,
         }
     }
 }
@@ -329,6 +343,20 @@ fn main_inner(args: Args) -> Result<ExitCode> {
 }
 
 async fn run(args: Args, target: Target, credentials: Credentials) -> Result<ExitCode> {
+    // The HTTP ceiling: a bare echo server in this process, on loopback.
+    let echo = if args.scenarios.contains(&Scenario::BareHttp) {
+        let addr = start_echo_server().await?;
+        Some(Arc::new(Api::new(
+            Target {
+                addr,
+                host: addr.to_string(),
+            },
+            &credentials,
+            args.timeout,
+        )))
+    } else {
+        None
+    };
     let api = Arc::new(Api::new(target, &credentials, args.timeout));
     let existing = probe(&api, &args.url).await?;
 
@@ -356,7 +384,10 @@ async fn run(args: Args, target: Target, credentials: Credentials) -> Result<Exi
             if scenario == Scenario::PostbackContact {
                 postbacks::prepare(&api).await?;
             }
-            let result = run_scenario(&api, run).await?;
+            let result = match (&echo, scenario) {
+                (Some(echo), Scenario::BareHttp) => run_scenario(echo, run).await?,
+                _ => run_scenario(&api, run).await?,
+            };
             result.print(args.json);
             if scenario == Scenario::PostbackContact {
                 postbacks::report(concurrency as usize, args.rate, args.json).await;
@@ -373,6 +404,24 @@ async fn run(args: Args, target: Target, credentials: Credentials) -> Result<Exi
         eprintln!("every request failed in: {}", failed.join(", "));
         Ok(ExitCode::FAILURE)
     }
+}
+
+/// Starts a minimal axum server answering `POST /echo` with the JSON body
+/// it parsed, serialized again; returns its address.
+async fn start_echo_server() -> Result<SocketAddr> {
+    use axum::routing::post;
+    let app = axum::Router::new().route(
+        "/echo",
+        post(|axum::Json(body): axum::Json<Value>| async move { axum::Json(body) }),
+    );
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
+        .await
+        .context("binding the echo server")?;
+    let addr = listener.local_addr()?;
+    tokio::spawn(async move {
+        let _ = axum::serve(listener, app).await;
+    });
+    Ok(addr)
 }
 
 // ---------------------------------------------------------------------------
@@ -1306,6 +1355,7 @@ async fn run_scenario(api: &Arc<Api>, run: Run) -> Result<RunResult> {
                 (Some(ids), Action::Sale) => RequestSource::SaleVault(Arc::clone(ids)),
                 (Some(ids), _) => RequestSource::Get(resource, Arc::clone(ids)),
                 (None, Action::List) => RequestSource::Fixed(api.request("GET", LIST_PATH, None)),
+                (None, Action::Echo) => RequestSource::Fixed(api.request("POST", "/echo", Some(ECHO_BODY))),
                 (None, _) => RequestSource::Create(resource),
             };
             let pacer = pacer.clone();
