@@ -319,3 +319,36 @@ fn a_wrong_data_key_is_refused() {
     // The right key still works.
     app.bootstrap();
 }
+
+/// The load generator runs against a server: the bare-http ceiling (its
+/// own echo server) and a scenario of the API, every request answered.
+#[test]
+fn the_load_generator_measures_the_ceiling_and_the_api() {
+    let app = TestApp::start(crate::support::Engine::Sqlite).unwrap();
+    let out = std::process::Command::new(env!("CARGO_BIN_EXE_ferrogate-bench"))
+        .args(["--url", &app.base, "--ferrogate-bin", crate::support::BIN])
+        .args(["--scenarios", "bare-http,contact-create", "--concurrency", "2"])
+        .args(["--duration", "1", "--warmup", "0", "--json"])
+        .env("FERROGATE_DATABASE_URL", &app.database_url)
+        .env("FERROGATE_DATA_KEY", &app.data_key)
+        .output()
+        .unwrap();
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        out.status.success(),
+        "{stdout}\n{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let runs: Vec<serde_json::Value> = stdout
+        .lines()
+        .filter_map(|l| serde_json::from_str(l).ok())
+        .collect();
+    for name in ["bare-http", "contact-create"] {
+        let run = runs
+            .iter()
+            .find(|r| r["scenario"] == name)
+            .unwrap_or_else(|| panic!("no {name} line in {stdout}"));
+        assert!(run["requests"].as_u64().unwrap() > 0, "{run}");
+        assert_eq!(run["errors"], 0, "{run}");
+    }
+}
