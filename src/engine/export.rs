@@ -7,7 +7,7 @@
 use super::record::Record;
 use super::resource::Resource;
 use super::{render, Cx};
-use serde_json::{Map, Value as Json};
+use serde_json::Value as Json;
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Format {
@@ -111,11 +111,6 @@ fn line<'a>(format: Format, cells: impl Iterator<Item = std::borrow::Cow<'a, str
     }
     out.push_str("\r\n");
     out
-}
-
-/// The default: a record is one line.
-pub fn one_row(rendered: Map<String, Json>) -> Vec<Map<String, Json>> {
-    vec![rendered]
 }
 
 #[cfg(test)]

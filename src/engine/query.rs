@@ -166,19 +166,6 @@ pub const MAX_LIST_VALUES: usize = 100;
 /// repeated in pagination links.
 pub const CREDENTIAL_PARAMS: &[&str] = &["developer-id", "user-id", "user-api-key", "access-token"];
 
-/// Parameters that are never filters.
-pub const RESERVED: &[&str] = &[
-    "page",
-    "page_size",
-    "sort",
-    "expand",
-    "api_id",
-    "developer-id",
-    "user-id",
-    "user-api-key",
-    "access-token",
-];
-
 impl ListQuery {
     pub fn parse(
         res: &'static Resource,

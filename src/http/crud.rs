@@ -279,15 +279,7 @@ pub async fn list_within(
                 query::find(conn, w.parent, &cx2.scope, &w.parent_id)?
                     .ok_or_else(|| ApiError::not_found(w.parent.name))?;
             }
-            let conditions = |sql: &mut crate::db::Sql| {
-                res.rules.list_conditions(&cx2, &q2.extra, sql);
-                if let Some(w) = &within {
-                    sql.push(" AND t.")
-                        .push(w.column)
-                        .push(" = ")
-                        .bind(w.parent_id.clone());
-                }
-            };
+            let conditions = |sql: &mut crate::db::Sql| list_conditions(res, &cx2, &q2, within.as_ref(), sql);
             let (records, total) = query::list(conn, res, &cx2.scope, &q2, Some(&conditions))?;
             let mut out = Vec::with_capacity(records.len());
             for r in &records {
@@ -298,6 +290,24 @@ pub async fn list_within(
         .await?;
     let meta = engine::list_meta(&cx, &path, &q, total);
     Ok(many(res, records, meta))
+}
+
+/// What a list adds to its filters: the resource's own conditions and,
+/// under a parent's path, the parent.
+fn list_conditions(
+    res: &Resource,
+    cx: &Cx,
+    q: &ListQuery,
+    within: Option<&Within>,
+    sql: &mut crate::db::Sql,
+) {
+    res.rules.list_conditions(cx, &q.extra, sql);
+    if let Some(w) = within {
+        sql.push(" AND t.")
+            .push(w.column)
+            .push(" = ")
+            .bind(w.parent_id.clone());
+    }
 }
 
 /// A list as a file (`_format=csv|tsv`): every selected record, streamed
@@ -325,15 +335,7 @@ async fn export(
         let columns = export::columns(res);
         let mut buffer = export::header(res, format);
         let mut open = true;
-        let conditions = |sql: &mut crate::db::Sql| {
-            res.rules.list_conditions(&cx, &q.extra, sql);
-            if let Some(w) = &within {
-                sql.push(" AND t.")
-                    .push(w.column)
-                    .push(" = ")
-                    .bind(w.parent_id.clone());
-            }
-        };
+        let conditions = |sql: &mut crate::db::Sql| list_conditions(res, &cx, &q, within.as_ref(), sql);
         query::each(conn, res, &cx.scope, &q, Some(&conditions), &mut |record| {
             buffer.push_str(&export::lines(&cx, &record, &columns, format));
             if buffer.len() >= 64 * 1024 {
