@@ -141,47 +141,162 @@ pub fn authenticate(conn: &mut dyn Conn, creds: Credentials, clock: &Clock) -> A
     {
         return Err(invalid());
     }
-    // One round trip: the user, its location, whether the developer
-    // exists, and one row per permission of its roles.
-    let rows = conn.query(&Sql::with(
-        "SELECT u.api_key_hash, u.status, u.location_id, l.path, l.tz, \
-         EXISTS (SELECT 1 FROM locations c WHERE c.parent_id = u.location_id), \
-         EXISTS (SELECT 1 FROM developers d WHERE d.id = ?), r.is_admin, rp.permission, l.clock_offset_s \
-         FROM users u JOIN locations l ON l.id = u.location_id \
-         LEFT JOIN auth_role_users a ON a.user_id = u.id \
-         LEFT JOIN roles r ON r.id = a.auth_role_id \
-         LEFT JOIN role_permissions rp ON rp.role_id = r.id \
-         WHERE u.id = ?",
-        vec![developer_id.clone().into(), user_id.clone().into()],
-    ))?;
-    let user = rows.first().ok_or_else(invalid)?;
-    let stored = user[0].as_str().unwrap_or_default();
-    let developer_known = user[6].as_int() == Some(1);
-    if stored.is_empty()
-        || !verify_api_key(&api_key, stored)
-        || user[1].as_int() != Some(1)
-        || !developer_known
-    {
+    let found = UserRows::load(conn, UserSecret::ApiKeyHash, &developer_id, &user_id)?.ok_or_else(invalid)?;
+    let stored = found.secret().unwrap_or_default();
+    if stored.is_empty() || !verify_api_key(&api_key, stored) || !found.usable() {
         return Err(invalid());
     }
-    let perms = perms_from_rows(rows.iter().map(|r| vec![r[7].clone(), r[8].clone()]).collect());
-    let tz = user[4]
-        .as_str()
-        .and_then(|t| t.parse().ok())
-        .unwrap_or(chrono_tz::UTC);
-    Ok(Caller {
+    Ok(found.into_caller(user_id, developer_id))
+}
+
+/// The credentials of a hosted form (reference 7.1): the developer, the
+/// user, an epoch-seconds timestamp and the hash-key made from them.
+#[derive(Debug, Default)]
+pub struct HashKeyCredentials {
+    pub developer_id: Option<String>,
+    pub user_id: Option<String>,
+    pub timestamp: Option<String>,
+    pub hash_key: Option<String>,
+}
+
+/// A caller by hash-key: the HMAC-SHA256 of user id and timestamp under
+/// the user's hash key (sealed at rest with the keyring), from a timestamp
+/// within [`crate::hosted::hash_key::TIMESTAMP_WINDOW_S`] of `now` (the
+/// user's location time). Answers the caller and the timestamp. Whether
+/// the hash-key was used before is the hosted forms' business.
+pub fn authenticate_hash_key(
+    conn: &mut dyn Conn,
+    keyring: &crate::crypto::Keyring,
+    creds: &HashKeyCredentials,
+    clock: &Clock,
+) -> ApiResult<(Caller, i64)> {
+    use crate::hosted::hash_key;
+    let (Some(developer_id), Some(user_id), Some(timestamp), Some(presented)) = (
+        &creds.developer_id,
+        &creds.user_id,
+        &creds.timestamp,
+        &creds.hash_key,
+    ) else {
+        return Err(ApiError::Unauthorized(
+            "Authentication required: send developer-id, user-id, timestamp and hash-key.".into(),
+        ));
+    };
+    let invalid = || ApiError::Unauthorized(hash_key::INVALID.into());
+    if !crate::ids::looks_like_id(user_id) || !crate::ids::looks_like_id(developer_id) {
+        return Err(invalid());
+    }
+    let ts = hash_key::parse_timestamp(timestamp)?;
+    let found =
+        UserRows::load(conn, UserSecret::HashKeySealed, developer_id, user_id)?.ok_or_else(invalid)?;
+    let key = found
+        .secret()
+        .and_then(|sealed| keyring.decrypt(sealed).ok())
+        .ok_or_else(invalid)?;
+    if !found.usable() || !hash_key::matches(&key, user_id, timestamp, presented) {
+        return Err(invalid());
+    }
+    hash_key::check_fresh(ts, clock.location_now(found.clock_offset()))?;
+    Ok((found.into_caller(user_id.clone(), developer_id.clone()), ts))
+}
+
+/// The caller a hosted page acts as: the user who signed its link (with
+/// the developer id it was signed with, which must still exist) or who
+/// made the payment page (none). The user must still be active.
+pub fn caller_of_user(conn: &mut dyn Conn, developer_id: Option<&str>, user_id: &str) -> ApiResult<Caller> {
+    let gone = || ApiError::Unauthorized("The user who made this payment link can no longer use it.".into());
+    let found = UserRows::load(
+        conn,
+        UserSecret::HashKeySealed,
+        developer_id.unwrap_or_default(),
         user_id,
-        developer_id,
-        scope: TenantScope {
-            location_id: user[2].as_str().unwrap_or_default().to_string(),
-            path: user[3].as_str().unwrap_or_default().to_string(),
-            tz,
-            leaf: user[5].as_int() == Some(0),
-        },
-        perms,
-        clock_offset_s: user[9].as_int().unwrap_or(0),
-        session: None,
-    })
+    )?
+    .ok_or_else(gone)?;
+    let usable = match developer_id {
+        Some(_) => found.usable(),
+        None => found.active(),
+    };
+    if !usable {
+        return Err(gone());
+    }
+    Ok(found.into_caller(user_id.to_string(), developer_id.unwrap_or_default().to_string()))
+}
+
+/// The stored secret a credential is checked against.
+#[derive(Clone, Copy)]
+enum UserSecret {
+    ApiKeyHash,
+    HashKeySealed,
+}
+
+/// A user, its location, whether the developer exists, and one row per
+/// permission of its roles: everything a caller is made of, in one round
+/// trip.
+struct UserRows(Vec<Vec<Value>>);
+
+impl UserRows {
+    fn load(
+        conn: &mut dyn Conn,
+        secret: UserSecret,
+        developer_id: &str,
+        user_id: &str,
+    ) -> ApiResult<Option<UserRows>> {
+        let column = match secret {
+            UserSecret::ApiKeyHash => "u.api_key_hash",
+            UserSecret::HashKeySealed => "u.hash_key_enc",
+        };
+        let rows = conn.query(&Sql::with(
+            &format!(
+                "SELECT {column}, u.status, u.location_id, l.path, l.tz, \
+                 EXISTS (SELECT 1 FROM locations c WHERE c.parent_id = u.location_id), \
+                 EXISTS (SELECT 1 FROM developers d WHERE d.id = ?), r.is_admin, rp.permission, l.clock_offset_s \
+                 FROM users u JOIN locations l ON l.id = u.location_id \
+                 LEFT JOIN auth_role_users a ON a.user_id = u.id \
+                 LEFT JOIN roles r ON r.id = a.auth_role_id \
+                 LEFT JOIN role_permissions rp ON rp.role_id = r.id \
+                 WHERE u.id = ?"
+            ),
+            vec![developer_id.into(), user_id.into()],
+        ))?;
+        Ok((!rows.is_empty()).then_some(UserRows(rows)))
+    }
+
+    fn secret(&self) -> Option<&str> {
+        self.0[0][0].as_str()
+    }
+
+    /// An active user, called with a developer id that exists.
+    fn usable(&self) -> bool {
+        self.active() && self.0[0][6].as_int() == Some(1)
+    }
+
+    fn active(&self) -> bool {
+        self.0[0][1].as_int() == Some(1)
+    }
+
+    fn clock_offset(&self) -> i64 {
+        self.0[0][9].as_int().unwrap_or(0)
+    }
+
+    fn into_caller(self, user_id: String, developer_id: String) -> Caller {
+        let perms = perms_from_rows(self.0.iter().map(|r| vec![r[7].clone(), r[8].clone()]).collect());
+        let user = &self.0[0];
+        Caller {
+            user_id,
+            developer_id,
+            scope: TenantScope {
+                location_id: user[2].as_str().unwrap_or_default().to_string(),
+                path: user[3].as_str().unwrap_or_default().to_string(),
+                tz: user[4]
+                    .as_str()
+                    .and_then(|t| t.parse().ok())
+                    .unwrap_or(chrono_tz::UTC),
+                leaf: user[5].as_int() == Some(0),
+            },
+            perms,
+            clock_offset_s: self.clock_offset(),
+            session: None,
+        }
+    }
 }
 
 /// A caller by session token: the token's digest names a session that has

@@ -12,6 +12,7 @@ pub mod crypto;
 pub mod db;
 pub mod engine;
 pub mod error;
+pub mod hosted;
 pub mod http;
 pub mod http_errors;
 pub mod ids;

@@ -82,6 +82,12 @@ pub const MIGRATIONS: &[Migration] = &[
         include_str!("../../migrations/0014_transaction_sample_keys.sql"),
         "",
     ),
+    (
+        15,
+        "hosted_forms",
+        include_str!("../../migrations/0015_hosted_forms.sql"),
+        "",
+    ),
 ];
 
 /// Applies every migration not yet recorded. Returns how many ran.

@@ -822,6 +822,7 @@ pub fn openapi(public_url: &str) -> Json {
             "parameters": [{ "name": "token", "in": "path", "required": true, "schema": { "type": "string" } }],
             "responses": { "204": { "description": "ended" }, "404": reply("no such session", error.clone()) } } }),
     );
+    paths.extend(hosted_paths(&error, &errors));
     let mut security_schemes = Map::new();
     for h in ["developer-id", "user-id", "user-api-key", "access-token"] {
         security_schemes.insert(h.into(), json!({ "type": "apiKey", "in": "header", "name": h }));
@@ -841,6 +842,87 @@ pub fn openapi(public_url: &str) -> Json {
         "paths": paths,
         "components": { "schemas": components, "securitySchemes": security_schemes },
     })
+}
+
+/// The hosted pages (reference 7): signed with a hash-key, not an API key.
+fn hosted_paths(error: &Json, errors: &Json) -> Map<String, Json> {
+    let html = |description: &str| {
+        json!({ "description": description, "content": {
+            "text/html": { "schema": { "type": "string" } },
+            "application/json": { "schema": error } } })
+    };
+    let signed = |in_: &str| {
+        json!([
+            { "name": "developer-id", "in": in_, "schema": { "type": "string", "minLength": 24, "maxLength": 36 } },
+            { "name": "user-id", "in": in_, "schema": { "type": "string", "minLength": 24, "maxLength": 36 } },
+            { "name": "timestamp", "in": in_, "schema": { "type": "string", "pattern": "^[0-9]{1,12}$" },
+              "description": "epoch seconds; a form opens within 5 minutes of it and submits within 15" },
+            { "name": "hash-key", "in": in_, "schema": { "type": "string", "pattern": "^[0-9a-fA-F]{64}$" },
+              "description": "lowercase hex HMAC-SHA256 of user-id then timestamp under the user's hash key; one use" },
+        ])
+    };
+    let form = |kind: &str, envelope: &str| {
+        let mut params = signed("query").as_array().cloned().unwrap_or_default();
+        params.push(json!({ "name": "data", "in": "query", "required": true,
+            "schema": { "type": "string", "pattern": "^([0-9a-fA-F]{2})+$", "maxLength": crate::hosted::MAX_DATA_HEX },
+            "description": format!("hex of the UTF-8 JSON {{\"{envelope}\": {{...}}}} with the form's fields and UI flags") }));
+        json!({ "get": { "summary": format!("Open a hosted {kind}: an HTML page a payer fills in (embeddable in an iframe)"),
+            "operationId": format!("{kind}.open"), "tags": ["hosted"], "security": [],
+            "parameters": params,
+            "responses": {
+                "200": html("the form"),
+                "400": html("data missing or not hex of JSON"),
+                "401": html("Hash key is invalid, or the timestamp has expired"),
+                "403": html("the hash-key was used, or the user may not do this"),
+                "422": html("the data names fields wrongly (JSON bodies carry the field errors)"),
+                "429": html("too many requests") } } })
+    };
+    let mut paths = Map::new();
+    paths.insert("/v2/payform".into(), form("payform", "transaction"));
+    paths.insert("/v2/accountform".into(), form("accountform", "accountvault"));
+    let account = json!({ "type": "object", "required": ["payment_method"], "additionalProperties": false,
+        "properties": {
+            "payment_method": { "type": "string", "enum": ["cc", "ach"] },
+            "location_id": { "type": "string", "minLength": 24, "maxLength": 36 },
+            "account_number": { "type": "string", "maxLength": 19 },
+            "exp_date": { "type": "string", "maxLength": 4 },
+            "routing": { "type": "string", "maxLength": 9 },
+            "account_type": { "type": "string", "enum": ["checking", "savings"] },
+            "account_holder_name": { "type": "string", "maxLength": 32 },
+            "billing_zip": { "type": "string", "maxLength": 10 },
+            "billing_address": { "type": "string", "maxLength": 64 } } });
+    paths.insert(
+        "/v2/tickets".into(),
+        json!({ "post": { "summary": "Keep typed card or bank data as a single-use ticket for POST /v2/accountvaults (15 minutes)",
+            "operationId": "ticket.create", "tags": ["hosted"], "security": [],
+            "parameters": signed("header"),
+            "requestBody": body(json!({ "type": "object", "required": ["ticket"], "additionalProperties": false,
+                "properties": { "ticket": account } })),
+            "responses": {
+                "201": reply("the ticket (the number's last four digits only)", json!({ "type": "object" })),
+                "400": reply("malformed JSON", error.clone()),
+                "401": reply("Hash key is invalid, or the timestamp has expired", error.clone()),
+                "403": reply("the hash-key was used, or the user may not store vaults", error.clone()),
+                "422": reply("the account is not valid", errors.clone()),
+                "429": reply("too many requests", error.clone()) } } }),
+    );
+    paths.insert(
+        "/hostedpaymentpage".into(),
+        json!({ "get": { "summary": "Open a hosted payment page from a link encrypted with the page's key",
+            "operationId": "hostedpaymentpage.open", "tags": ["hosted"], "security": [],
+            "parameters": [
+                { "name": "id", "in": "query", "required": true, "schema": { "type": "string", "maxLength": 36 } },
+                { "name": "data", "in": "query", "schema": { "type": "string", "maxLength": crate::hosted::page_cipher::MAX_DATA },
+                  "description": "base64 of OpenSSL enc -aes-256-cbc -md md5 output over {id, field_configuration, ...}" } ],
+            "responses": {
+                "200": html("the page"),
+                "400": html("id missing, or data not a JSON object"),
+                "401": html("data not sealed with this page's key, or an expired link"),
+                "404": html("no such active page"),
+                "422": html("field_configuration names fields wrongly"),
+                "429": html("too many requests") } } }),
+    );
+    paths
 }
 
 fn merge(mut a: Json, b: &Json) -> Json {

@@ -8,6 +8,7 @@ mod developer;
 mod devmail;
 pub mod docs;
 pub mod extract;
+mod hosted;
 mod json_body;
 pub mod metrics;
 mod postbacks;
@@ -69,6 +70,7 @@ pub static MOUNTED: &[(&Resource, crud::Verbs)] = &[
     (&resources::ACCOUNT_VAULT, crud::ALL),
     (&resources::RECURRING, crud::ALL),
     (&resources::TAG, crud::ALL),
+    (&resources::HOSTED_PAYMENT_PAGE, crud::ALL),
     (&resources::USER, crud::ALL.own_routes()),
     (
         &resources::AUTH_ROLE_USER,
@@ -102,6 +104,7 @@ pub fn app(state: AppState) -> Router {
         .merge(postbacks::routes())
         .merge(recurrings::routes())
         .merge(boarding::routes())
+        .merge(hosted::routes())
         .route(
             "/v2/accountvaultupdates",
             axum::routing::post(account_vault_updates),

@@ -299,6 +299,48 @@ fn api_id_taken(conn: &mut dyn Conn, cx: &Cx, record: &Record) -> ApiResult<bool
     }
 }
 
+/// Fills a new vault from a hosted page's ticket. It is redeemed inside
+/// the vault's own write job, so a vault refused after this point rolls
+/// the redemption back. The request may not also carry account data.
+fn from_ticket(cx: &Cx, conn: &mut dyn Conn, input: &mut CreateInput) -> ApiResult<()> {
+    let ticket = input
+        .transient
+        .get("ticket")
+        .and_then(Json::as_str)
+        .unwrap_or_default()
+        .trim()
+        .to_string();
+    let record = &mut input.record;
+    for field in ["account_number", "exp_date", "routing"] {
+        if !record.get(field).is_null() {
+            return Err(ApiError::field(
+                field,
+                format!("Send {field} or ticket, not both."),
+            ));
+        }
+    }
+    let location_id = record.text("location_id").unwrap_or_default().to_string();
+    let (method, account) = crate::hosted::tickets::redeem(conn, &cx.keyring, &ticket, &location_id, cx.now)?;
+    if let Some(sent) = record.text("payment_method") {
+        if sent != method {
+            return Err(ApiError::field(
+                "payment_method",
+                format!("The ticket holds a {method} account."),
+            ));
+        }
+    }
+    record.set("payment_method", method);
+    for (name, value) in account {
+        if let Json::String(v) = value {
+            let always = matches!(name.as_str(), "account_number" | "exp_date" | "routing");
+            if always || record.get(&name).is_null() {
+                record.set(&name, v);
+            }
+        }
+    }
+    Ok(())
+}
+
 /// Fills a new vault from the account of an earlier transaction (its
 /// sealed number, expiry or bank details); what the request sends wins.
 fn from_transaction(cx: &Cx, conn: &mut dyn Conn, input: &mut CreateInput) -> ApiResult<()> {
@@ -371,9 +413,7 @@ impl Rules for AccountVaultRules {
     ) -> ApiResult<Option<Record>> {
         match source(input) {
             Source::Direct => {}
-            // No ticket or transaction exists yet for these to name; the
-            // hosted-form and transaction features resolve them here.
-            Source::Ticket => return Err(ApiError::field("ticket", "ticket provided is not valid")),
+            Source::Ticket => from_ticket(cx, conn, input)?,
             Source::PreviousTransaction => from_transaction(cx, conn, input)?,
         }
         let record = &mut input.record;

@@ -5,6 +5,7 @@ pub mod accountvaults;
 pub mod accountvaultupdates;
 pub mod authroleusers;
 pub mod contacts;
+pub mod hostedpaymentpages;
 pub mod locationinfos;
 pub mod locations;
 pub mod notes;
@@ -19,6 +20,7 @@ pub mod users;
 pub use accountvaults::ACCOUNT_VAULT;
 pub use authroleusers::AUTH_ROLE_USER;
 pub use contacts::CONTACT;
+pub use hostedpaymentpages::HOSTED_PAYMENT_PAGE;
 pub use locationinfos::LOCATION_INFO;
 pub use locations::LOCATION;
 pub use notes::NOTE;
@@ -51,6 +53,7 @@ pub static ALL: &[&Resource] = &[
     &POSTBACK_CONFIG,
     &POSTBACK_DELIVERY,
     &TAG,
+    &HOSTED_PAYMENT_PAGE,
 ];
 
 #[cfg(test)]

@@ -41,6 +41,12 @@ fn ready() -> bool {
 
 /// Runs `script` with `env`; panics with its output when it fails.
 fn run_script(script: &str, env: &[(&str, String)]) {
+    run_script_output(script, env);
+}
+
+/// Runs `script` with `env` and answers what it printed; panics with its
+/// output when it fails.
+fn run_script_output(script: &str, env: &[(&str, String)]) -> String {
     let out = Command::new("node")
         .arg(scripts().join(script))
         .current_dir(scripts())
@@ -53,6 +59,7 @@ fn run_script(script: &str, env: &[(&str, String)]) {
         String::from_utf8_lossy(&out.stdout),
         String::from_utf8_lossy(&out.stderr)
     );
+    String::from_utf8_lossy(&out.stdout).into_owned()
 }
 
 #[test]
@@ -83,4 +90,100 @@ fn development_mailbox_in_a_browser() {
             ("SUBJECT", subject),
         ],
     );
+}
+
+#[test]
+fn hosted_forms_in_a_browser() {
+    if !ready() {
+        return;
+    }
+    let app = TestApp::start(Engine::Sqlite).expect("sqlite app");
+    let t = app.bootstrap();
+    let now = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .unwrap()
+        .as_secs() as i64;
+    let sale = |api_id: &str, amount: &str, extra: serde_json::Value| {
+        let mut tx = json!({ "payment_method": "cc", "action": "sale", "transaction_amount": amount,
+            "transaction_api_id": api_id });
+        tx.as_object_mut()
+            .unwrap()
+            .extend(extra.as_object().unwrap().clone());
+        json!({ "transaction": tx })
+    };
+    // Each link signed at its own second: a hash-key opens one form.
+    let link =
+        |path: &str, ago: i64, data: &serde_json::Value| crate::hosted::form_link(&t, path, now - ago, data);
+    let embedded = link(
+        "/v2/payform",
+        1,
+        &sale("web-1", "13.00", json!({ "parent_send_message": true })),
+    );
+    let keyboard = link(
+        "/v2/payform",
+        2,
+        &sale("web-2", "9.00", json!({ "show_cvv": false })),
+    );
+    let declined = link("/v2/payform", 3, &sale("web-3", "5.00", json!({})));
+    let account = link(
+        "/v2/accountform",
+        4,
+        &json!({ "accountvault": { "payment_method": "cc", "account_vault_api_id": "browservault1" } }),
+    );
+    let wrong_hash = {
+        // A good link with the first hex digit of its hash-key changed.
+        let good = link("/v2/payform", 5, &sale("web-5", "1.00", json!({})));
+        let at = good.find("hash-key=").unwrap() + "hash-key=".len();
+        let flipped = if &good[at..at + 1] == "0" { "1" } else { "0" };
+        format!("{}{}{}", &good[..at], flipped, &good[at + 1..])
+    };
+    let expired = link("/v2/payform", 600, &sale("web-6", "1.00", json!({})));
+    let printed = run_script_output(
+        "hosted.mjs",
+        &[
+            ("BASE", app.base.clone()),
+            ("EMBEDDED", embedded),
+            ("KEYBOARD", keyboard),
+            ("DECLINED", declined),
+            ("ACCOUNT", account),
+            ("WRONG_HASH", wrong_hash),
+            ("EXPIRED", expired),
+        ],
+    );
+    let seen: serde_json::Value = printed
+        .lines()
+        .find(|l| l.starts_with('{'))
+        .and_then(|l| serde_json::from_str(l).ok())
+        .unwrap_or_else(|| panic!("no result line in {printed}"));
+    // What the parent page received is the transaction the API finds by
+    // its api id.
+    assert_eq!(seen["embedded"]["api_id"], "web-1");
+    let found = t
+        .get("/v2/transactions?transaction_api_id=web-1")
+        .expect(200)
+        .body["transactions"]
+        .clone();
+    assert_eq!(found.as_array().map(Vec::len), Some(1));
+    assert_eq!(found[0]["id"], seen["embedded"]["id"]);
+    assert_eq!(found[0]["trx_source_id"], 9);
+    let keyed = t
+        .get("/v2/transactions?transaction_api_id=web-2")
+        .expect(200)
+        .body["transactions"][0]
+        .clone();
+    assert_eq!(
+        (keyed["last_four"].as_str(), keyed["reason_code_id"].as_i64()),
+        (Some("5454"), Some(1000))
+    );
+    let declined = t
+        .get("/v2/transactions?transaction_api_id=web-3")
+        .expect(200)
+        .body["transactions"][0]
+        .clone();
+    assert_eq!(declined["reason_code_id"], 1500);
+    let vault = t.get("/v2/accountvaults/browservault1?api_id=1").expect(200).body["accountvault"].clone();
+    assert_eq!(vault["last_four"], "1881");
+    for pan in ["4111111111111111", "5454545454545454", "4012888888881881"] {
+        assert!(!app.log().contains(pan), "a card number reached the log");
+    }
 }

@@ -28,6 +28,8 @@ struct World {
     contact_api_id: String,
     note: String,
     tag: String,
+    /// A hosted payment page on the cc product transaction.
+    page: String,
     admin: String,
     extra_user: String,
     extra_key: String,
@@ -154,6 +156,15 @@ fn world(app: &TestApp, tag: &str) -> World {
         .expect(201),
         "tag",
     );
+    let page = id_of(
+        &t.post(
+            "/v2/hostedpaymentpages",
+            json!({ "hostedpaymentpage": { "location_id": loc, "title": format!("{tag} page"),
+                "product_transaction_id": t.cred("cc_product_transaction_id") } }),
+        )
+        .expect(201),
+        "hostedpaymentpage",
+    );
     let (extra_user, extra_key) = t.user(&loc, None);
     let aru = id_of(
         &t.post(
@@ -249,6 +260,7 @@ fn world(app: &TestApp, tag: &str) -> World {
         contact_api_id,
         note,
         tag: tag_id,
+        page,
         admin,
         extra_user,
         extra_key,
@@ -307,6 +319,7 @@ impl World {
             ("/v2/producttransactions/{id}", self.ach.clone()),
             ("/v2/notes/{id}", self.note.clone()),
             ("/v2/tags/{id}", self.tag.clone()),
+            ("/v2/hostedpaymentpages/{id}", self.page.clone()),
             ("/v2/users/{id}", self.admin.clone()),
             ("/v2/users/{id}", self.extra_user.clone()),
             ("/v2/authroleusers/{id}", self.aru.clone()),
@@ -333,6 +346,7 @@ impl World {
                 "/v2/locations/",
                 "/v2/notes/",
                 "/v2/tags/",
+                "/v2/hostedpaymentpages/",
                 "/v2/users/",
                 "/v2/accountvaults/",
                 "/v2/transactions/",
@@ -365,6 +379,7 @@ impl World {
                 "/v2/producttransactions",
                 "/v2/notes",
                 "/v2/tags",
+                "/v2/hostedpaymentpages",
                 "/v2/users",
                 "/v2/authroleusers",
                 "/v2/accountvaults",
@@ -464,6 +479,9 @@ fn matrix(a: &World, b: &World) -> Vec<Case> {
             "/v2/locations/{id}" => json!({ "location": { "name": "Mallory", "parent_id": b.loc } }),
             "/v2/notes/{id}" => json!({ "note": { "note": "Mallory was here" } }),
             "/v2/tags/{id}" => json!({ "tag": { "title": "Mallory" } }),
+            "/v2/hostedpaymentpages/{id}" => {
+                json!({ "hostedpaymentpage": { "title": "Mallory", "redirect_url_on_approve": "https://mallory.example/" } })
+            }
             "/v2/users/{id}" => json!({ "user": { "first_name": "Mallory", "status": 0 } }),
             "/v2/locationinfos/{id}" => json!({ "locationinfo": { "name": "Mallory" } }),
             "/v2/producttransactions/{id}" => json!({ "producttransaction": { "title": "Mallory" } }),
@@ -486,6 +504,7 @@ fn matrix(a: &World, b: &World) -> Vec<Case> {
         "/v2/locations/{id}",
         "/v2/notes/{id}",
         "/v2/tags/{id}",
+        "/v2/hostedpaymentpages/{id}",
         "/v2/users/{id}",
         "/v2/transactions/{id}",
         "/v2/postbackconfigs/{id}",
@@ -497,6 +516,7 @@ fn matrix(a: &World, b: &World) -> Vec<Case> {
         "/v2/locations/{id}",
         "/v2/notes/{id}",
         "/v2/tags/{id}",
+        "/v2/hostedpaymentpages/{id}",
         "/v2/users/{id}",
         "/v2/authroleusers/{id}",
         "/v2/transactionlevel3s/{id}",
@@ -860,6 +880,15 @@ fn matrix(a: &World, b: &World) -> Vec<Case> {
             &[("id", &a.tag), ("location_id", &a.loc), ("title", "A tag")],
         ),
         (
+            "/v2/hostedpaymentpages",
+            &[
+                ("id", &a.page),
+                ("location_id", &a.loc),
+                ("product_transaction_id", &a.cc),
+                ("title", "A page"),
+            ],
+        ),
+        (
             "/v2/users",
             &[
                 ("id", &a.admin),
@@ -952,6 +981,10 @@ fn matrix(a: &World, b: &World) -> Vec<Case> {
         ("/v2/producttransactions", "?expand=location&page_size=100"),
         ("/v2/notes", "?expand=created_user&page_size=100"),
         ("/v2/tags", "?expand=created_user,changelogs&page_size=100"),
+        (
+            "/v2/hostedpaymentpages",
+            "?expand=location,product_transaction,created_user,changelogs&page_size=100",
+        ),
         ("/v2/users", "?expand=primary_location&page_size=100"),
         ("/v2/authroleusers", "?expand=user,created_user&page_size=100"),
         (
@@ -1050,6 +1083,12 @@ fn matrix(a: &World, b: &World) -> Vec<Case> {
             "/v2/tags",
             json!({ "tag": { "location_id": target, "title": "Mallory" } }),
             json!({ "tag": { "location_id": g, "title": "Mallory" } }),
+            Expect::Invalid("location_id"),
+        ));
+        cases.push(create(
+            "/v2/hostedpaymentpages",
+            json!({ "hostedpaymentpage": { "location_id": target, "title": "Mallory", "product_transaction_id": b.cc } }),
+            json!({ "hostedpaymentpage": { "location_id": g, "title": "Mallory", "product_transaction_id": b.cc } }),
             Expect::Invalid("location_id"),
         ));
         cases.push(create(
@@ -1158,6 +1197,14 @@ fn matrix(a: &World, b: &World) -> Vec<Case> {
         "/v2/transactions",
         debit(&a.ach),
         debit(&g),
+        Expect::Invalid("product_transaction_id"),
+    ));
+    // A page of B's own location on A's product transaction.
+    let page = |pt: &str| json!({ "hostedpaymentpage": { "location_id": b.loc, "title": "Mallory", "product_transaction_id": pt } });
+    cases.push(create(
+        "/v2/hostedpaymentpages",
+        page(&a.cc),
+        page(&g),
         Expect::Invalid("product_transaction_id"),
     ));
     // Recurrings that name A's records.
@@ -1444,10 +1491,15 @@ fn cells(t: &Tenant) -> BTreeSet<(String, String)> {
     // The boarding API (/v1) has no tenants: an application is reached by
     // its random id, an offer by an operator token (ADR 0010). Signing in
     // and out (/v2/token) touch no tenant's records; a session acts as its
-    // user (tests/it/sign_in.rs).
+    // user (tests/it/sign_in.rs). The hosted forms and tickets take no API
+    // key but a user's hash-key, which signs for that user only
+    // (tests/it/hosted.rs tries another tenant's key, data and tickets).
+    const HASH_KEY_ROUTES: &[&str] = &["/v2/payform", "/v2/accountform", "/v2/tickets"];
     let mut templates: Vec<String> = paths
         .keys()
-        .filter(|p| p.starts_with("/v2/") && !p.starts_with("/v2/token"))
+        .filter(|p| {
+            p.starts_with("/v2/") && !p.starts_with("/v2/token") && !HASH_KEY_ROUTES.contains(&p.as_str())
+        })
         .cloned()
         .collect();
     templates.push("/v2/users/me".into());
@@ -1480,8 +1532,8 @@ fn cross_tenant_matrix(app: &TestApp) {
     );
     assert_eq!(
         expected.len(),
-        (15 * 2 + 16) * 4,
-        "15 resources (collection and item) plus users/me, generateuserapikey, bins, \
+        (16 * 2 + 16) * 4,
+        "16 resources (collection and item) plus users/me, generateuserapikey, bins, \
          accountvaultupdates, a vault's bininfo, a transaction's bininfo, the ACH status \
          simulator, settle, the test clock and its advance, a postback config's deliveries and redeliver, \
          the four recurring actions, 4 verbs each"

@@ -16,6 +16,7 @@ mod contacts;
 mod conventions;
 mod exports;
 mod hardening;
+mod hosted;
 mod integrator;
 mod isolation;
 mod locations;

@@ -1,0 +1,724 @@
+//! Hosted pages over HTTP, as a browser without script uses them: the
+//! PayForm and AccountForm opened with a hash-key, submitted as an HTML
+//! form; the hosted payment page opened with a link encrypted by OpenSSL;
+//! tickets redeemed by a vault. (The same pages in a real browser:
+//! `browser.rs`.)
+
+use crate::engine_tests;
+use crate::support::{Client, Resp, Tenant, TestApp};
+use ferrogate::hosted::hash_key;
+use serde_json::{json, Value};
+
+engine_tests!(
+    payform_sale_is_found_by_its_api_id,
+    payform_refusals_are_pages_or_json,
+    a_mistyped_card_can_be_corrected_on_the_same_form,
+    a_declined_payform_and_an_ach_debit,
+    accountform_stores_a_vault,
+    tickets_fill_a_vault_once,
+    hosted_payment_page_links,
+    hosted_payment_page_resource_is_checked
+);
+
+fn now() -> i64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .unwrap()
+        .as_secs() as i64
+}
+
+/// A signed form link: `path?developer-id&user-id&timestamp&hash-key&data`.
+pub fn form_link(t: &Tenant, path: &str, timestamp: i64, data: &Value) -> String {
+    let ts = timestamp.to_string();
+    let hash = hash_key::compute(&t.cred("user_hash_key"), &t.user_id(), &ts);
+    format!(
+        "{path}?developer-id={}&user-id={}&timestamp={ts}&hash-key={hash}&data={}",
+        t.cred("developer_id"),
+        t.user_id(),
+        hex::encode(data.to_string())
+    )
+}
+
+fn client(app: &TestApp) -> Client {
+    Client {
+        base: app.base.clone(),
+    }
+}
+
+fn get_page(app: &TestApp, path: &str) -> Resp {
+    client(app).send("GET", path, &[("accept", "text/html")], None)
+}
+
+/// The form's action (`/hosted/<session>`) in a page.
+fn form_action(page: &Resp) -> String {
+    let at = page.text.find("action=\"/hosted/").expect("a form in the page") + "action=\"".len();
+    let end = page.text[at..].find('"').unwrap();
+    page.text[at..at + end].to_string()
+}
+
+fn submit(app: &TestApp, action: &str, fields: &[(&str, &str)]) -> Resp {
+    let body: String = form_urlencoded::Serializer::new(String::new())
+        .extend_pairs(fields.iter())
+        .finish();
+    client(app).send(
+        "POST",
+        action,
+        &[
+            ("content-type", "application/x-www-form-urlencoded"),
+            ("accept", "text/html"),
+        ],
+        Some(&body),
+    )
+}
+
+fn by_api_id(t: &Tenant, api_id: &str) -> Vec<Value> {
+    t.get(&format!("/v2/transactions?transaction_api_id={api_id}"))
+        .expect(200)
+        .body["transactions"]
+        .as_array()
+        .cloned()
+        .unwrap_or_default()
+}
+
+fn sale_data(api_id: &str) -> Value {
+    json!({ "transaction": { "payment_method": "cc", "action": "sale", "transaction_amount": "13.00",
+        "transaction_api_id": api_id, "parent_send_message": 1, "show_street": true,
+        "redirect_url_on_approval": "https://shop.example/thanks" } })
+}
+
+fn payform_sale_is_found_by_its_api_id(app: &TestApp) {
+    let t = app.bootstrap();
+    let link = form_link(&t, "/v2/payform", now() - 60, &sale_data("order-1001"));
+    let form = get_page(app, &link).expect(200);
+    let csp = form.header("content-security-policy").expect("a CSP").to_string();
+    assert!(
+        csp.contains("frame-ancestors *") && csp.contains("default-src 'none'"),
+        "{csp}"
+    );
+    assert!(
+        form.text.contains("<label for=\"fg-account_number\">Card number"),
+        "{}",
+        form.text
+    );
+    assert!(form.text.contains("Pay $13.00"));
+    assert!(
+        form.text.contains("fg-billing_street"),
+        "show_street adds the street"
+    );
+    let action = form_action(&form);
+
+    let done = submit(
+        app,
+        &action,
+        &[
+            ("account_holder_name", "Pat Payer"),
+            ("account_number", "4111 1111 1111 1111"),
+            ("exp_date", "12/39"),
+            ("cvv", "999"),
+            ("billing_street", "1 Main St"),
+            ("billing_zip", "12345"),
+        ],
+    )
+    .expect(200);
+    assert!(done.text.contains("Payment approved"), "{}", done.text);
+    assert!(
+        !done.text.contains("4111111111111111"),
+        "the number is never shown"
+    );
+    assert_eq!(done.header("refresh"), Some("0;url=https://shop.example/thanks"));
+    let found = by_api_id(&t, "order-1001");
+    assert_eq!(found.len(), 1);
+    let tx = &found[0];
+    assert_eq!(tx["trx_source_id"], 9, "a PayForm payment");
+    assert_eq!(tx["transaction_amount"], "13.00");
+    assert_eq!(tx["billing_street"], "1 Main St");
+    assert_eq!(tx["last_four"], "1111");
+    // The result the page posts to its parent is the API's answer.
+    assert!(done
+        .text
+        .contains(&format!("\"id\":\"{}\"", tx["id"].as_str().unwrap())));
+
+    // Sent again (a double click, a reload): the same result, no second charge.
+    let again = submit(
+        app,
+        &action,
+        &[("account_number", "4111111111111111"), ("exp_date", "1239")],
+    )
+    .expect(200);
+    assert!(again.text.contains("Payment approved"));
+    assert_eq!(by_api_id(&t, "order-1001").len(), 1);
+    // The hash-key has submitted its form: it opens nothing again.
+    let reused = get_page(app, &link).expect(403);
+    assert!(
+        reused.text.contains("Hash key has already been used"),
+        "{}",
+        reused.text
+    );
+    assert!(
+        !app.log().contains("4111111111111111"),
+        "no card number in the log"
+    );
+}
+
+fn payform_refusals_are_pages_or_json(app: &TestApp) {
+    let t = app.bootstrap();
+    let good = form_link(&t, "/v2/payform", now(), &sale_data("order-2"));
+    // A wrong hash-key: the reference's words, as a page and as JSON.
+    let wrong = good.replace("hash-key=", "hash-key=0");
+    let page = get_page(app, &wrong).expect(401);
+    assert!(page.text.contains("Hash key is invalid"));
+    assert!(page.header("content-type").unwrap().starts_with("text/html"));
+    let json = client(app)
+        .send("GET", &wrong, &[("accept", "application/json")], None)
+        .expect(401);
+    assert_eq!(json.body["message"], "Hash key is invalid");
+    // Another user's key does not sign for this user.
+    let other = app.bootstrap();
+    let mut forged = t.clone();
+    forged.creds["user_hash_key"] = other.creds["user_hash_key"].clone();
+    get_page(app, &form_link(&forged, "/v2/payform", now(), &sale_data("x"))).expect(401);
+    // A link of this tenant naming the other's product transaction.
+    let foreign = json!({ "transaction": { "payment_method": "cc", "action": "sale", "transaction_amount": "1.00",
+        "transaction_api_id": "o8", "product_transaction_id": other.cred("cc_product_transaction_id") } });
+    let r = get_page(app, &form_link(&t, "/v2/payform", now() - 2, &foreign)).expect(422);
+    assert!(
+        r.text.contains("product_transaction_id provided is not valid"),
+        "{}",
+        r.text
+    );
+    // Timestamps more than five minutes away, either side.
+    let old = get_page(app, &form_link(&t, "/v2/payform", now() - 600, &sale_data("o3"))).expect(401);
+    assert!(old.text.contains("timestamp has expired"), "{}", old.text);
+    get_page(app, &form_link(&t, "/v2/payform", now() + 600, &sale_data("o4"))).expect(401);
+    // Credentials in headers work like query parameters.
+    let ts = now().to_string();
+    let hash = hash_key::compute(&t.cred("user_hash_key"), &t.user_id(), &ts);
+    let data = hex::encode(sale_data("o5").to_string());
+    client(app)
+        .send(
+            "GET",
+            &format!("/v2/payform?data={data}"),
+            &[
+                ("developer-id", &t.cred("developer_id")),
+                ("user-id", &t.user_id()),
+                ("timestamp", &ts),
+                ("hash-key", &hash),
+            ],
+            None,
+        )
+        .expect(200);
+    // Bad data, each a clear 4xx that opens nothing.
+    let skew = std::cell::Cell::new(10);
+    let signed = |data: &str| {
+        // A new timestamp each: a hash-key opens one form.
+        skew.set(skew.get() + 1);
+        let ts = (now() - skew.get()).to_string();
+        let hash = hash_key::compute(&t.cred("user_hash_key"), &t.user_id(), &ts);
+        format!(
+            "/v2/payform?developer-id={}&user-id={}&timestamp={ts}&hash-key={hash}&data={data}",
+            t.cred("developer_id"),
+            t.user_id()
+        )
+    };
+    assert!(get_page(app, &signed("zz")).expect(400).text.contains("hex"));
+    get_page(app, &signed(&hex::encode("[1]"))).expect(400);
+    let with_card = json!({ "transaction": { "payment_method": "cc", "action": "sale", "transaction_amount": "1.00",
+        "transaction_api_id": "o6", "account_number": "4111111111111111" } });
+    let refused = get_page(app, &signed(&hex::encode(with_card.to_string()))).expect(422);
+    assert!(
+        refused.text.contains("account_number cannot be sent"),
+        "{}",
+        refused.text
+    );
+    assert!(!refused.text.contains("4111111111111111"));
+    let no_api_id =
+        json!({ "transaction": { "payment_method": "cc", "action": "sale", "transaction_amount": "1.00" } });
+    get_page(app, &signed(&hex::encode(no_api_id.to_string()))).expect(422);
+    let bad_flag = json!({ "transaction": { "payment_method": "cc", "action": "force", "transaction_amount": "1.00",
+        "transaction_api_id": "o7", "parent_close": "sometimes" } });
+    let r = client(app).send(
+        "GET",
+        &signed(&hex::encode(bad_flag.to_string())),
+        &[("accept", "application/json")],
+        None,
+    );
+    r.clone().expect(422);
+    assert!(
+        !r.errors("action").is_empty() && !r.errors("parent_close").is_empty(),
+        "{}",
+        r.text
+    );
+    get_page(app, "/v2/payform").expect(400);
+    assert!(submit(app, "/hosted/0123456789abcdef0123456789abcdef", &[]).status == 404);
+    assert!(by_api_id(&t, "o5").is_empty(), "opening a form charges nothing");
+}
+
+fn a_mistyped_card_can_be_corrected_on_the_same_form(app: &TestApp) {
+    let t = app.bootstrap();
+    let link = form_link(&t, "/v2/payform", now(), &sale_data("order-3"));
+    let action = form_action(&get_page(app, &link).expect(200));
+    let typo = submit(
+        app,
+        &action,
+        &[("account_number", "4111111111111112"), ("exp_date", "1239")],
+    )
+    .expect(422);
+    assert!(
+        typo.text.contains("role=\"alert\""),
+        "an error summary screen readers announce"
+    );
+    assert!(typo.text.contains("aria-invalid=\"true\""));
+    assert!(
+        !typo.text.contains("4111111111111112"),
+        "the typed number is not written back"
+    );
+    let missing = submit(app, &action, &[("exp_date", "1239")]).expect(422);
+    assert!(
+        missing.text.contains("Card number is required."),
+        "{}",
+        missing.text
+    );
+    assert!(by_api_id(&t, "order-3").is_empty());
+    submit(
+        app,
+        &action,
+        &[("account_number", "4111111111111111"), ("exp_date", "1239")],
+    )
+    .expect(200);
+    assert_eq!(by_api_id(&t, "order-3").len(), 1);
+}
+
+fn a_declined_payform_and_an_ach_debit(app: &TestApp) {
+    let t = app.bootstrap();
+    let data = json!({ "transaction": { "payment_method": "cc", "action": "sale", "transaction_amount": "5.00",
+        "transaction_api_id": "decline-1", "redirect_url_on_decline": "https://shop.example/sorry",
+        "redirect_url_delay": 3 } });
+    let action = form_action(&get_page(app, &form_link(&t, "/v2/payform", now(), &data)).expect(200));
+    let done = submit(
+        app,
+        &action,
+        &[("account_number", "4111111111111111"), ("exp_date", "1239")],
+    )
+    .expect(200);
+    assert!(done.text.contains("Payment declined"), "{}", done.text);
+    assert_eq!(done.header("refresh"), Some("3;url=https://shop.example/sorry"));
+    let tx = &by_api_id(&t, "decline-1")[0];
+    assert_eq!(tx["reason_code_id"], 1500);
+    // A decline spends the form like an approval.
+    let again = submit(
+        app,
+        &action,
+        &[("account_number", "4111111111111111"), ("exp_date", "1239")],
+    )
+    .expect(200);
+    assert!(again.text.contains("Payment declined"));
+    assert_eq!(by_api_id(&t, "decline-1").len(), 1);
+
+    let ach = json!({ "transaction": { "payment_method": "ach", "action": "debit", "transaction_amount": "20.00",
+        "ach_sec_code": "WEB", "transaction_api_id": "ach-1", "show_second_account_number": true,
+        "product_transaction_id": t.cred("ach_product_transaction_id") } });
+    let form = get_page(app, &form_link(&t, "/v2/payform", now() - 1, &ach)).expect(200);
+    assert!(form.text.contains("fg-confirm_account_number") && form.text.contains("fg-routing"));
+    let ach_action = form_action(&form);
+    let fields = [
+        ("account_holder_name", "Pat Payer"),
+        ("routing", "072000326"),
+        ("account_number", "123456789"),
+        ("account_type", "checking"),
+    ];
+    let mismatch = submit(
+        app,
+        &ach_action,
+        &[fields.as_slice(), &[("confirm_account_number", "123456780")]].concat(),
+    )
+    .expect(422);
+    assert!(mismatch.text.contains("do not match"));
+    submit(
+        app,
+        &ach_action,
+        &[fields.as_slice(), &[("confirm_account_number", "123456789")]].concat(),
+    )
+    .expect(200);
+    let tx = &by_api_id(&t, "ach-1")[0];
+    assert_eq!(
+        (tx["payment_method"].as_str(), tx["trx_source_id"].as_i64()),
+        (Some("ach"), Some(9))
+    );
+}
+
+fn accountform_stores_a_vault(app: &TestApp) {
+    let t = app.bootstrap();
+    let data = json!({ "accountvault": { "payment_method": "cc", "location_id": t.location_id(),
+        "account_vault_api_id": "vault77", "show_title": false, "parent_send_message": true } });
+    let form = get_page(app, &form_link(&t, "/v2/accountform", now(), &data)).expect(200);
+    assert!(
+        !form.text.contains("id=\"fg-title\""),
+        "show_title false hides the title"
+    );
+    assert!(!form.text.contains("fg-cvv"), "an account form asks no CVV");
+    let done = submit(
+        app,
+        &form_action(&form),
+        &[
+            ("account_holder_name", "Pat Payer"),
+            ("account_number", "5454545454545454"),
+            ("exp_date", "0131"),
+        ],
+    )
+    .expect(200);
+    assert!(done.text.contains("Account saved"), "{}", done.text);
+    let vault = t.get("/v2/accountvaults/vault77?api_id=1").expect(200).body["accountvault"].clone();
+    assert_eq!(vault["last_four"], "5454");
+    assert_eq!(vault["account_holder_name"], "Pat Payer");
+    assert!(!done.text.contains("5454545454545454"));
+    // A user without the vault permission (no role yet) cannot open one.
+    let reader = t
+        .post(
+            "/v2/users",
+            json!({ "user": { "username": format!("reader{}", now()), "email": "r@example.com",
+            "primary_location_id": t.location_id(), "user_hash_key": "a-reader-hash-key-0123456789" } }),
+        )
+        .expect(201)
+        .body["user"]
+        .clone();
+    let mut as_reader = t.clone();
+    as_reader.creds["user_id"] = reader["id"].clone();
+    as_reader.creds["user_hash_key"] = json!("a-reader-hash-key-0123456789");
+    let data = json!({ "accountvault": { "payment_method": "cc", "account_vault_api_id": "vault78" } });
+    get_page(app, &form_link(&as_reader, "/v2/accountform", now(), &data)).expect(403);
+}
+
+/// Each call signs with its own timestamp: a hash-key is spent once.
+fn ticket(app: &TestApp, t: &Tenant, body: Value) -> Resp {
+    static SKEW: std::sync::atomic::AtomicI64 = std::sync::atomic::AtomicI64::new(0);
+    let ts = (now() - SKEW.fetch_add(1, std::sync::atomic::Ordering::Relaxed) % 200).to_string();
+    let hash = hash_key::compute(&t.cred("user_hash_key"), &t.user_id(), &ts);
+    client(app).send(
+        "POST",
+        "/v2/tickets",
+        &[
+            ("developer-id", &t.cred("developer_id")),
+            ("user-id", &t.user_id()),
+            ("timestamp", &ts),
+            ("hash-key", &hash),
+            ("origin", "https://shop.example"),
+        ],
+        Some(&body.to_string()),
+    )
+}
+
+fn tickets_fill_a_vault_once(app: &TestApp) {
+    let t = app.bootstrap();
+    let made = ticket(
+        app,
+        &t,
+        json!({ "ticket": { "payment_method": "cc", "account_number": "4111111111111111",
+        "exp_date": "1239", "account_holder_name": "Pat Payer" } }),
+    )
+    .expect(201);
+    assert_eq!(made.header("access-control-allow-origin"), Some("*"));
+    let id = made.body["ticket"]["id"].as_str().unwrap().to_string();
+    assert_eq!(made.body["ticket"]["last_four"], "1111");
+    assert!(!made.text.contains("4111111111111111"));
+    let bad = ticket(
+        app,
+        &t,
+        json!({ "ticket": { "payment_method": "cc", "account_number": "4111111111111112",
+        "exp_date": "1239" } }),
+    )
+    .expect(422);
+    assert!(!bad.errors("account_number").is_empty());
+
+    // Another tenant cannot redeem it.
+    let other = app.bootstrap();
+    other
+        .post(
+            "/v2/accountvaults",
+            json!({ "accountvault": { "payment_method": "cc", "ticket": id,
+            "location_id": other.location_id() } }),
+        )
+        .expect(422);
+    let vault = t
+        .post(
+            "/v2/accountvaults",
+            json!({ "accountvault": { "payment_method": "cc", "ticket": id,
+            "location_id": t.location_id(), "title": "From a ticket" } }),
+        )
+        .expect(201)
+        .body["accountvault"]
+        .clone();
+    assert_eq!(
+        (vault["last_four"].as_str(), vault["account_holder_name"].as_str()),
+        (Some("1111"), Some("Pat Payer"))
+    );
+    // The vault charges like any other.
+    t.post(
+        "/v2/transactions",
+        json!({ "transaction": { "action": "sale", "payment_method": "cc",
+        "account_vault_id": vault["id"], "transaction_amount": "2.00" } }),
+    )
+    .expect(201);
+    // Once only.
+    let again = t
+        .post(
+            "/v2/accountvaults",
+            json!({ "accountvault": { "payment_method": "cc", "ticket": id,
+            "location_id": t.location_id() } }),
+        )
+        .expect(422);
+    assert_eq!(again.errors("ticket"), ["ticket provided is not valid"]);
+    // A ticket expires after 15 minutes (the test clock moves the location).
+    let late = ticket(
+        app,
+        &t,
+        json!({ "ticket": { "payment_method": "cc", "account_number": "5454545454545454",
+        "exp_date": "1239" } }),
+    )
+    .expect(201)
+    .body["ticket"]["id"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    t.post(
+        "/v2/developer/testclock/advance",
+        json!({ "testclock": { "seconds": 16 * 60 } }),
+    )
+    .expect(200);
+    t.post(
+        "/v2/accountvaults",
+        json!({ "accountvault": { "payment_method": "cc", "ticket": late,
+        "location_id": t.location_id() } }),
+    )
+    .expect(422);
+    // Preflight from a merchant's page.
+    let pre = client(app).send(
+        "OPTIONS",
+        "/v2/tickets",
+        &[
+            ("origin", "https://shop.example"),
+            ("access-control-request-method", "POST"),
+        ],
+        None,
+    );
+    assert_eq!(pre.status, 204);
+    assert!(pre
+        .header("access-control-allow-headers")
+        .unwrap()
+        .contains("hash-key"));
+}
+
+/// A payment page link encrypted by OpenSSL itself, as the reference's
+/// clients make them.
+fn sealed_link(key: &str, data: &Value) -> String {
+    use std::io::Write;
+    let mut child = std::process::Command::new("openssl")
+        .args([
+            "enc",
+            "-aes-256-cbc",
+            "-md",
+            "md5",
+            "-a",
+            "-A",
+            "-pass",
+            &format!("pass:{key}"),
+        ])
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .expect("openssl");
+    child
+        .stdin
+        .take()
+        .unwrap()
+        .write_all(data.to_string().as_bytes())
+        .unwrap();
+    let out = child.wait_with_output().unwrap();
+    assert!(out.status.success());
+    form_urlencoded::byte_serialize(String::from_utf8(out.stdout).unwrap().trim().as_bytes()).collect()
+}
+
+fn new_page(t: &Tenant, extra: Value) -> Value {
+    let pt = t
+        .get("/v2/producttransactions?payment_method=cc")
+        .expect(200)
+        .body["producttransactions"][0]["id"]
+        .clone();
+    let mut body =
+        json!({ "location_id": t.location_id(), "product_transaction_id": pt, "title": "Donations" });
+    if let (Some(b), Some(e)) = (body.as_object_mut(), extra.as_object()) {
+        b.extend(e.clone());
+    }
+    t.post("/v2/hostedpaymentpages", json!({ "hostedpaymentpage": body }))
+        .expect(201)
+        .body["hostedpaymentpage"]
+        .clone()
+}
+
+fn hosted_payment_page_links(app: &TestApp) {
+    let t = app.bootstrap();
+    let page = new_page(
+        &t,
+        json!({ "min_payment_amount": "1.00", "redirect_url_on_approve": "https://shop.example/ok" }),
+    );
+    let (id, key) = (
+        page["id"].as_str().unwrap(),
+        page["encryption_key"].as_str().unwrap(),
+    );
+    assert_eq!(key.len(), 36);
+
+    // The base link: the payer types the amount, within the page's bounds.
+    let open = get_page(
+        app,
+        &format!(
+            "/hostedpaymentpage?id={id}&data={}",
+            sealed_link(key, &json!({ "id": id }))
+        ),
+    )
+    .expect(200);
+    assert!(open.text.contains("Donations") && open.text.contains("fg-transaction_amount"));
+    let action_url = form_action(&open);
+    let low = submit(
+        app,
+        &action_url,
+        &[
+            ("transaction_amount", "0.50"),
+            ("account_number", "4111111111111111"),
+            ("exp_date", "1239"),
+        ],
+    )
+    .expect(422);
+    assert!(low.text.contains("at least 1.00"), "{}", low.text);
+    let ok = submit(
+        app,
+        &action_url,
+        &[
+            ("transaction_amount", "25.00"),
+            ("account_number", "4111111111111111"),
+            ("exp_date", "1239"),
+        ],
+    )
+    .expect(200);
+    assert_eq!(ok.header("refresh"), Some("0;url=https://shop.example/ok"));
+    let list = t.get("/v2/transactions?trx_source_id=10").expect(200).body["transactions"].clone();
+    assert_eq!(list.as_array().unwrap().len(), 1);
+    assert_eq!(list[0]["transaction_amount"], "25.00");
+
+    // A fixed amount the payer cannot change, a hidden description.
+    let fixed = json!({ "id": id, "timestamp": now(), "field_configuration": { "body": { "fields": [
+        { "id": "transaction_amount", "value": "7.00", "label": "Amount due", "readonly": true, "visible": true },
+        { "id": "description", "value": "Invoice 42", "visible": false } ] } } });
+    let open = get_page(
+        app,
+        &format!("/hostedpaymentpage?id={id}&data={}", sealed_link(key, &fixed)),
+    )
+    .expect(200);
+    assert!(open.text.contains("Amount due") && open.text.contains("readonly"));
+    submit(
+        app,
+        &form_action(&open),
+        &[
+            ("transaction_amount", "0.01"),
+            ("account_number", "4111111111111111"),
+            ("exp_date", "1239"),
+        ],
+    )
+    .expect(200);
+    let tx = t
+        .get("/v2/transactions?trx_source_id=10&transaction_amount=7.00")
+        .expect(200)
+        .body["transactions"][0]
+        .clone();
+    assert_eq!(tx["description"], "Invoice 42");
+
+    // Refusals: another key, an old link, card data preset, another page's id.
+    get_page(
+        app,
+        &format!(
+            "/hostedpaymentpage?id={id}&data={}",
+            sealed_link("not-the-key", &json!({ "id": id }))
+        ),
+    )
+    .expect(401);
+    let old = json!({ "id": id, "timestamp": now() - 16 * 60 });
+    assert!(get_page(
+        app,
+        &format!("/hostedpaymentpage?id={id}&data={}", sealed_link(key, &old))
+    )
+    .expect(401)
+    .text
+    .contains("expired"));
+    let preset = json!({ "id": id, "field_configuration": { "body": { "fields": [
+        { "id": "account_number", "value": "4111111111111111" } ] } } });
+    get_page(
+        app,
+        &format!("/hostedpaymentpage?id={id}&data={}", sealed_link(key, &preset)),
+    )
+    .expect(422);
+    let other = new_page(&t, json!({}));
+    let cross = sealed_link(
+        other["encryption_key"].as_str().unwrap(),
+        &json!({ "id": other["id"] }),
+    );
+    get_page(app, &format!("/hostedpaymentpage?id={id}&data={cross}")).expect(401);
+    get_page(app, "/hostedpaymentpage?id=0123456789abcdef0123456789abcdef").expect(404);
+    // An inactive page opens nothing.
+    t.put(
+        &format!("/v2/hostedpaymentpages/{id}"),
+        json!({ "hostedpaymentpage": { "active": false } }),
+    )
+    .expect(200);
+    get_page(app, &format!("/hostedpaymentpage?id={id}")).expect(404);
+}
+
+fn hosted_payment_page_resource_is_checked(app: &TestApp) {
+    let t = app.bootstrap();
+    let pt = t
+        .get("/v2/producttransactions?payment_method=cc")
+        .expect(200)
+        .body["producttransactions"][0]["id"]
+        .clone();
+    let bad = t
+        .post(
+            "/v2/hostedpaymentpages",
+            json!({ "hostedpaymentpage": { "location_id": t.location_id(),
+            "product_transaction_id": pt, "title": "X", "redirect_url_on_approve": "javascript:alert(1)",
+            "min_payment_amount": "10.00", "max_payment_amount": "5.00" } }),
+        )
+        .expect(422);
+    assert!(
+        !bad.errors("redirect_url_on_approve").is_empty() && !bad.errors("min_payment_amount").is_empty(),
+        "{}",
+        bad.text
+    );
+    let other = app.bootstrap();
+    let foreign_pt = other
+        .get("/v2/producttransactions?payment_method=cc")
+        .expect(200)
+        .body["producttransactions"][0]["id"]
+        .clone();
+    t.post(
+        "/v2/hostedpaymentpages",
+        json!({ "hostedpaymentpage": { "location_id": t.location_id(),
+        "product_transaction_id": foreign_pt, "title": "X" } }),
+    )
+    .expect(422);
+    let page = new_page(&t, json!({}));
+    let id = page["id"].as_str().unwrap();
+    // A partial update keeps the rest; the key never changes by PUT.
+    let updated = t
+        .put(
+            &format!("/v2/hostedpaymentpages/{id}"),
+            json!({ "hostedpaymentpage": { "title": "Renamed" } }),
+        )
+        .expect(200)
+        .body["hostedpaymentpage"]
+        .clone();
+    assert_eq!(
+        (updated["title"].as_str(), updated["encryption_key"].clone()),
+        (Some("Renamed"), page["encryption_key"].clone())
+    );
+    other.get(&format!("/v2/hostedpaymentpages/{id}")).expect(404);
+    t.send("DELETE", &format!("/v2/hostedpaymentpages/{id}"), None)
+        .expect(204);
+}
