@@ -55,6 +55,15 @@ pub fn check_exp(exp: &str, now: i64) -> Result<(), String> {
 /// The SEC codes of the reference's ACH processor profiles.
 pub const ACH_SEC_CODES: &[&str] = &["CCD", "PPD", "TEL", "WEB", "POP", "C21"];
 
+/// The SEC codes whose debits may be payroll checks (`ach_identifier` P):
+/// the person cashing a business or payroll check is not its owner.
+pub const PAYROLL_SEC_CODES: &[&str] = &["POP", "C21"];
+/// The SEC codes whose "Manager Needed" (1663) results can be overridden.
+pub const OVERRIDE_SEC_CODES: &[&str] = &["TEL", "POP", "C21"];
+/// The SEC codes of checks read at the point of sale (a MICR line in
+/// `track_data`), whose debits can be corrected by an ACH update.
+pub const CHECK_SEC_CODES: &[&str] = &["POP", "C21"];
+
 pub fn check_sec_code(code: &str) -> Result<(), String> {
     if ACH_SEC_CODES.contains(&code) {
         Ok(())

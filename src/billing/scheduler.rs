@@ -407,6 +407,7 @@ impl Schedules {
                 recurring_id: Some(RecurringId::new(r.id())),
                 recurring_run: Some(key.to_string()),
                 quick_invoice_id: None,
+                replaces: None,
             },
             idempotency: None,
         };

@@ -53,6 +53,8 @@ pub enum Pattern {
     TimeZone,
     /// An absolute http(s) URL or a bare host name.
     Domain,
+    /// Standard base64 with its padding (a Check 21 image).
+    Base64,
 }
 
 /// A closed set of accepted values, checked exactly (no trimming, no case

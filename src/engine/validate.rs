@@ -408,6 +408,7 @@ fn check_pattern(field: &Field, s: &str) -> Result<(), String> {
         Pattern::Email => is_email(s),
         Pattern::TimeZone => s.parse::<chrono_tz::Tz>().is_ok(),
         Pattern::Domain => is_domain_or_url(s),
+        Pattern::Base64 => is_base64(s),
     };
     if ok {
         Ok(())
@@ -421,9 +422,25 @@ fn check_pattern(field: &Field, s: &str) -> Result<(), String> {
             Pattern::Token => format!("{name} may contain only letters, digits, '-' and '_'."),
             Pattern::Email => format!("{name} is not a valid email address."),
             Pattern::TimeZone => format!("{name} must be a time zone name such as America/New_York."),
+            // Never the value itself: an image can be 64 KB.
+            Pattern::Base64 => format!("{name} must be base64 (A-Z, a-z, 0-9, + and /, padded with =)."),
             _ => format!("{name} is invalid."),
         })
     }
+}
+
+/// Standard base64: groups of four alphabet characters, the last group
+/// possibly ending in `=` or `==` (the document's pattern says the same).
+fn is_base64(s: &str) -> bool {
+    let bytes = s.as_bytes();
+    if bytes.len() % 4 != 0 {
+        return false;
+    }
+    let padding = bytes.iter().rev().take_while(|b| **b == b'=').count();
+    padding <= 2
+        && bytes[..bytes.len() - padding]
+            .iter()
+            .all(|b| b.is_ascii_alphanumeric() || *b == b'+' || *b == b'/')
 }
 
 fn is_email(s: &str) -> bool {

@@ -5,6 +5,7 @@ use super::{AppState, MOUNTED};
 use crate::engine::query::MAX_PAGE_SIZE;
 use crate::engine::resource::{Choices, Field, Kind, Pattern, Resource};
 use crate::payments::actions::{Action, POST_ACTIONS, PUT_ACTIONS};
+use crate::resources::TRANSACTION;
 use axum::extract::State;
 use axum::response::{Html, IntoResponse, Response};
 use axum::routing::get;
@@ -35,6 +36,7 @@ fn pattern_regex(p: Pattern) -> Option<&'static str> {
         Pattern::Token => "^[A-Za-z0-9_-]*$",
         Pattern::Email => "^[^@\\s]+@[^@\\s.][^@\\s]*\\.[^@\\s]*[^@\\s.]$",
         Pattern::Domain => "^(https?://)?[A-Za-z0-9.:-]+(/[\\s\\S]*)?$",
+        Pattern::Base64 => "^(?:[A-Za-z0-9+/]{4})*(?:[A-Za-z0-9+/]{2}==|[A-Za-z0-9+/]{3}=)?$",
     })
 }
 
@@ -584,7 +586,7 @@ pub fn openapi(public_url: &str) -> Json {
         if let Some(op) = p.get_mut("put") {
             op["requestBody"]["content"]["application/json"]["schema"]["properties"]["transaction"]
                 ["properties"]["action"] = json!({ "type": "string", "enum": action_names(PUT_ACTIONS) });
-            op["parameters"] = json!([idem]);
+            op["parameters"] = json!([idem.clone()]);
             op["responses"]["409"] = reply(
                 "the same Idempotency-Key is still being processed",
                 errors.clone(),
@@ -607,6 +609,41 @@ pub fn openapi(public_url: &str) -> Json {
         json!({ "get": { "summary": "BIN information of a card transaction", "tags": ["transactions"],
             "parameters": id_param.clone(),
             "responses": merge(json!({ "200": reply("the bininfo record", json!({ "type": "object" })) }), &read_errors) } }),
+    );
+    // The grammar of a transaction field, as POST /v2/transactions states it.
+    let field_input = |name: &str| TRANSACTION.field(name).map(input_schema).unwrap_or(Json::Null);
+    let mut idem_param = id_param.as_array().cloned().unwrap_or_default();
+    idem_param.push(idem.clone());
+    paths.insert(
+        "/v2/transactions/{id}/override".into(),
+        json!({ "post": { "summary": "Manager override of an ACH debit held with reason 1663", "tags": ["transactions"],
+            "description": "Permission transactions.update. Only TEL, POP and C21 debits that ended in Manager Needed \
+                (status 301, reason 1663; the sandbox holds such debits of 6.63) are overridden: the debit is approved \
+                as sent (status 131, reason 1000, a new auth_code). Anything else (another SEC code, another result, \
+                an override already done, a card transaction) is a 422 that changes nothing. The body is empty \
+                (no body, {} or {\"transaction\": {}}).",
+            "parameters": idem_param.clone(),
+            "requestBody": { "required": false, "content": { "application/json": { "schema":
+                envelope("transaction", json!({ "type": "object", "additionalProperties": false, "properties": {} })) } } },
+            "responses": merge(json!({ "200": reply("the approved transaction", tx_ref.clone()),
+                "409": reply("the same Idempotency-Key is still being processed", errors.clone()) }), &write_errors) } }),
+    );
+    paths.insert(
+        "/v2/transactions/{id}/achupdate".into(),
+        json!({ "post": { "summary": "Correct a POP or C21 debit: void it and debit again", "tags": ["transactions"],
+            "description": "Permissions transactions.create and transactions.update. The same calendar day (the location's) \
+                only, while the original can still be voided (131): the original is voided and a new debit is made \
+                with the corrected MICR line (track_data: T<routing>T <account>O <check number>) and amount, taking \
+                the original's other details (SEC code, holder, account type, payroll identifier, contact, billing). \
+                Check 21 images stay the original's. Answers 201 with the new transaction; its previous_transaction_id \
+                names the voided one. Refusals (422) change nothing; on another day refund the debit and POST a new one.",
+            "parameters": idem_param,
+            "requestBody": body(envelope("transaction", json!({ "type": "object", "additionalProperties": false,
+                "required": ["track_data", "transaction_amount"], "properties": {
+                "track_data": field_input("track_data"),
+                "transaction_amount": field_input("transaction_amount") } }))),
+            "responses": merge(json!({ "201": reply("the new transaction", tx_ref.clone()),
+                "409": reply("the same Idempotency-Key is still being processed", errors.clone()) }), &write_errors) } }),
     );
     paths.insert(
         "/v2/developer/transactions/{id}".into(),

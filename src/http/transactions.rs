@@ -8,7 +8,8 @@ use super::AppState;
 use crate::auth::Caller;
 use crate::engine::{query, render};
 use crate::error::{ApiError, ApiResult};
-use crate::payments::{actions, idempotency, level3};
+use crate::payments::actions::Action;
+use crate::payments::{ach_update, actions, idempotency, level3};
 use crate::payments::{BatchId, FollowUp, Idempotency, NewPayment, Origin, Reply, TransactionId};
 use crate::resources::{TRANSACTION, TRANSACTION_BATCH};
 use axum::extract::{RawQuery, State};
@@ -35,6 +36,8 @@ pub fn routes() -> Router<AppState> {
                 .post(update),
         )
         .route("/v2/transactions/{id}/bininfo", get(bininfo))
+        .route("/v2/transactions/{id}/override", post(override_hold))
+        .route("/v2/transactions/{id}/achupdate", post(ach_update))
         .merge(crud::routes(batch, crud::READ_ONLY))
         .route("/v2/transactionbatches/{id}/settle", post(settle))
         .route("/v2/transactionlevel3s", post(level3_post))
@@ -111,6 +114,73 @@ async fn update(
         idempotency,
     };
     Ok(reply(app.payments.update(cx, request).await?))
+}
+
+/// `POST /v2/transactions/{id}/override`: a manager approves a TEL, POP
+/// or C21 debit held with 1663. The body is empty: nothing, `{}` or
+/// `{"transaction": {}}`.
+async fn override_hold(
+    State(app): State<AppState>,
+    caller: Caller,
+    IdPath(id): IdPath,
+    headers: HeaderMap,
+    RawBody(raw): RawBody,
+) -> ApiResult<Response> {
+    caller.perms.require("transactions.update")?;
+    let path = format!("/v2/transactions/{id}/override");
+    let idempotency = idempotency(&headers, "POST", &path, &raw)?;
+    let cx = app.cx(&caller);
+    let input = match empty_body(&raw).and_then(|body| actions::parse_for(Action::Override, &body)) {
+        Ok(input) => input,
+        Err(e) => return Ok(reply(app.payments.refuse(cx, idempotency, e).await?)),
+    };
+    let request = FollowUp {
+        transaction: TransactionId::new(id),
+        input,
+        idempotency,
+    };
+    Ok(reply(app.payments.update(cx, request).await?))
+}
+
+/// The fields of a body that should carry none: an empty body and `{}`
+/// are the empty record; otherwise the usual `{"transaction": {...}}`.
+fn empty_body(raw: &[u8]) -> ApiResult<serde_json::Map<String, JsonValue>> {
+    if raw.iter().all(|b| b.is_ascii_whitespace()) {
+        return Ok(Default::default());
+    }
+    if let Ok(JsonValue::Object(o)) = serde_json::from_slice::<JsonValue>(raw) {
+        if o.is_empty() {
+            return Ok(o);
+        }
+    }
+    envelope(raw, "transaction")
+}
+
+/// `POST /v2/transactions/{id}/achupdate`: a POP or C21 debit voided and
+/// made again with a corrected MICR line and amount; answers 201 with the
+/// new transaction (its previous_transaction_id names the voided one).
+async fn ach_update(
+    State(app): State<AppState>,
+    caller: Caller,
+    IdPath(id): IdPath,
+    headers: HeaderMap,
+    RawBody(raw): RawBody,
+) -> ApiResult<Response> {
+    caller.perms.require("transactions.create")?;
+    caller.perms.require("transactions.update")?;
+    let path = format!("/v2/transactions/{id}/achupdate");
+    let idempotency = idempotency(&headers, "POST", &path, &raw)?;
+    let cx = app.cx(&caller);
+    let input = match envelope(&raw, "transaction").and_then(|body| ach_update::parse(&body)) {
+        Ok(input) => input,
+        Err(e) => return Ok(reply(app.payments.refuse(cx, idempotency, e).await?)),
+    };
+    let request = FollowUp {
+        transaction: TransactionId::new(id),
+        input,
+        idempotency,
+    };
+    Ok(reply(app.payments.ach_update(cx, request).await?))
 }
 
 /// `GET /v2/transactions/{id}/bininfo`: the issuer facts of the card.

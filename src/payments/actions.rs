@@ -21,6 +21,12 @@ pub enum Action {
     PartialReversal,
     TipAdjust,
     Edit,
+    /// `POST /v2/transactions/{id}/override`: a manager approves an ACH
+    /// debit held with 1663.
+    Override,
+    /// `POST /v2/transactions/{id}/achupdate`: a POP or C21 debit voided
+    /// and run again with a corrected MICR line or amount.
+    AchUpdate,
 }
 
 pub const POST_ACTIONS: &[Action] = &[
@@ -61,6 +67,8 @@ impl Action {
             Action::PartialReversal => "partialreversal",
             Action::TipAdjust => "tipadjust",
             Action::Edit => "edit",
+            Action::Override => "override",
+            Action::AchUpdate => "achupdate",
         }
     }
 
@@ -87,12 +95,14 @@ impl Action {
             Action::Force => FORCE,
             Action::AvsOnly => AVS_ONLY,
             Action::Refund => REFUND,
-            Action::Debit => ACH_CREATE,
+            Action::Debit => ACH_DEBIT,
             Action::Credit => ACH_CREDIT,
             Action::AuthComplete | Action::AuthIncrement => &[COMPLETE, FOLLOW_UP],
             Action::Void | Action::PartialReversal => &[VOID, FOLLOW_UP],
             Action::TipAdjust => &[&["transaction_amount"]],
             Action::Edit => &[EDIT],
+            Action::Override => &[],
+            Action::AchUpdate => &[&["track_data", "transaction_amount"]],
         }
     }
 
@@ -119,6 +129,7 @@ impl Action {
                 | Action::AuthIncrement
                 | Action::PartialReversal
                 | Action::TipAdjust
+                | Action::AchUpdate
         )
     }
 }
@@ -205,8 +216,11 @@ const CARD_CREATE: &[&[&str]] = &[COMMON_CREATE, CARD_ONLY];
 const FORCE: &[&[&str]] = &[COMMON_CREATE, CARD_ONLY, &["auth_code"]];
 const AVS_ONLY: &[&[&str]] = &[COMMON_CREATE, CARD_ONLY];
 const REFUND: &[&[&str]] = &[COMMON_CREATE, CARD_ONLY, ACH_ONLY];
-const ACH_CREATE: &[&[&str]] = &[COMMON_CREATE, ACH_ONLY];
-const ACH_CREDIT: &[&[&str]] = ACH_CREATE;
+/// A check read at the point of sale (POP, C21): its MICR line and, for
+/// Check 21, its images. Debits only: credits use SEC code CCD.
+const CHECK_CAPTURE: &[&str] = &["track_data", "image_front", "image_back"];
+const ACH_DEBIT: &[&[&str]] = &[COMMON_CREATE, ACH_ONLY, CHECK_CAPTURE];
+const ACH_CREDIT: &[&[&str]] = &[COMMON_CREATE, ACH_ONLY];
 const COMPLETE: &[&str] = &[
     "transaction_amount",
     "exp_date",
@@ -282,7 +296,7 @@ impl Parsed {
 /// action, and the fields that action accepts.
 pub fn parse(body: &Map<String, Json>, put: bool) -> ApiResult<Parsed> {
     let action_raw = body.get("action");
-    let mut input = for_create(&TRANSACTION, body).map_err(ApiError::Validation)?;
+    let input = for_create(&TRANSACTION, body).map_err(ApiError::Validation)?;
     let name = match action_raw {
         Some(Json::String(s)) => s.clone(),
         _ => String::new(),
@@ -309,6 +323,31 @@ pub fn parse(body: &Map<String, Json>, put: bool) -> ApiResult<Parsed> {
             ))
         }
     };
+    check_fields(action, input, put)
+}
+
+/// Checks the body of an action that has an endpoint of its own
+/// (override, achupdate): the fields it takes and their bounds.
+pub fn parse_for(action: Action, body: &Map<String, Json>) -> ApiResult<Parsed> {
+    // The path names the action; the body must not name another.
+    if body.contains_key("action") {
+        return Err(ApiError::field(
+            "action",
+            format!(
+                "Action is not accepted for the {} action: the path names it.",
+                action.name()
+            ),
+        ));
+    }
+    let mut body = body.clone();
+    body.insert("action".into(), Json::String(action.name().into()));
+    let input = for_create(&TRANSACTION, &body).map_err(ApiError::Validation)?;
+    check_fields(action, input, true)
+}
+
+/// The fields `action` accepts and the rules on its amount, method and
+/// auth code. `put`: the action works on an existing transaction.
+fn check_fields(action: Action, mut input: CreateInput, put: bool) -> ApiResult<Parsed> {
     let mut errors = FieldErrors::new();
     let accepts = action.accepts();
     // A card's account type comes from its number; clients that send one

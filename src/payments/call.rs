@@ -20,6 +20,7 @@ pub enum Call {
     Increment(IncrementRequest),
     Void(VoidRequest),
     PartialReversal(PartialReversalRequest),
+    AchOverride(OverrideRequest),
     /// Refused by the gateway itself (a velocity limit): a decline with
     /// this reason and text, no processor call.
     Decline(ReasonCode, String),
@@ -41,6 +42,7 @@ impl Call {
             Call::Increment(r) => p.increment(r),
             Call::Void(r) => p.void(r),
             Call::PartialReversal(r) => p.partial_reversal(r),
+            Call::AchOverride(r) => p.ach_override(r),
             Call::Decline(reason, text) => Ok(local_decline(*reason, text)),
             Call::Nothing => Err(ProcessorError::Unsupported("nothing to call")),
         }
@@ -49,7 +51,7 @@ impl Call {
     /// The payment method of the money this call moves.
     fn method(&self) -> PaymentMethod {
         match self {
-            Call::AchDebit(_) | Call::AchCredit(_) => PaymentMethod::Ach,
+            Call::AchDebit(_) | Call::AchCredit(_) | Call::AchOverride(_) => PaymentMethod::Ach,
             Call::Refund(r) => r.original.method,
             _ => PaymentMethod::Cc,
         }

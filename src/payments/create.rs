@@ -19,20 +19,24 @@ use super::source::{self, Resolved, Source};
 use super::state::{self, Facts, DONE, PENDING};
 use super::velocity::{self, Breach, Class};
 use super::{batches, idempotency};
+use crate::cards::PAYROLL_SEC_CODES;
 use crate::clock::{date_text, timestamp_text};
 use crate::db::{Conn, Sql, Value};
 use crate::engine::events::{self, Action as EventAction};
 use crate::engine::record::Record;
 use crate::engine::validate::blank;
+use crate::engine::validate::label;
 use crate::engine::{insert, query, Cx};
 use crate::error::{ApiError, ApiResult, FieldErrors};
 use crate::ids::new_id;
 use crate::processor::*;
-use crate::resources::product_transactions::{ach_profiles, check_identity, default_for, settings};
+use crate::resources::product_transactions::{
+    ach_profiles, check_identity, default_for, settings, AchProfile,
+};
 use crate::resources::{CONTACT, LOCATION, PRODUCT_TRANSACTION, TRANSACTION};
 use serde_json::Value as Json;
 
-fn location_tz(conn: &mut dyn Conn, location_id: &str) -> ApiResult<chrono_tz::Tz> {
+pub(super) fn location_tz(conn: &mut dyn Conn, location_id: &str) -> ApiResult<chrono_tz::Tz> {
     let tz = conn
         .query_one(&Sql::with(
             "SELECT tz FROM locations WHERE id = ?",
@@ -87,12 +91,14 @@ fn product_transaction(
 }
 
 /// Checks an ACH request against its product transaction's profile.
+/// `replacing`: an ACH update, whose check images are the original's.
 fn check_ach(
     settings: &Json,
     action: Action,
     record: &Record,
     parsed: &Parsed,
     bank: &mut AchData,
+    replacing: bool,
     errors: &mut FieldErrors,
 ) {
     if bank.sec_code.is_empty() {
@@ -131,13 +137,54 @@ fn check_ach(
     }
     let has = |f: &str| !record.get(f).is_null() || parsed.text(f).is_some();
     check_identity(&profile.required, has, errors);
-    if profile.required.iter().any(|f| f == "check_number") && bank.check_number.is_none() {
-        errors.add("check_number", blank("check_number"));
-    }
+    check_entry(profile, record, parsed, bank, replacing, errors);
     if let Some(date) = &bank.effective_date {
         if *date < date_text(record.int("created_ts").unwrap_or(0), chrono_tz::UTC) {
             errors.add("effective_date", "Effective Date cannot be in the past.");
         }
+    }
+}
+
+/// What a profile asks of the entry itself: TEL's check number, the MICR
+/// line of a check read at the till (POP, C21) and C21's images, none of
+/// them where the profile has no use for them; and payroll checks
+/// (`ach_identifier` P) only where the processor takes them.
+fn check_entry(
+    profile: &AchProfile,
+    record: &Record,
+    parsed: &Parsed,
+    bank: &AchData,
+    replacing: bool,
+    errors: &mut FieldErrors,
+) {
+    let sec = bank.sec_code.as_str();
+    let required = |field: &str| profile.required.iter().any(|r| r == field);
+    if required("check_number") && bank.check_number.is_none() {
+        errors.add("check_number", blank("check_number"));
+    }
+    if required("account_holder_name") && bank.account_holder_name.is_empty() {
+        errors.add("account_holder_name", blank("account_holder_name"));
+    }
+    for field in ["track_data", "image_front", "image_back"] {
+        let sent = parsed.text(field).is_some();
+        let images_kept = replacing && field != "track_data";
+        if required(field) && !sent && !images_kept {
+            errors.add(field, blank(field));
+        } else if sent && !required(field) {
+            errors.add(
+                field,
+                format!("{} is not taken with SEC code {sec}.", label(field)),
+            );
+        }
+    }
+    if record.text("ach_identifier") == Some("P") && !PAYROLL_SEC_CODES.contains(&sec) {
+        errors.add(
+            "ach_identifier",
+            format!(
+                "Payroll (ach_identifier P) is for SEC codes {} only; this one is {sec}.",
+                PAYROLL_SEC_CODES.join(" and ")
+            ),
+        );
     }
 }
 
@@ -199,7 +246,19 @@ pub fn prepare(
             .and_then(|v| v.text("contact_id").map(str::to_string))
     });
     record.set("contact_id", contact_id.clone());
-    describe_funding(cx, parsed, &mut record, &mut funding, &place, &mut errors);
+    if let Some(original) = &origin.replaces {
+        record.set("previous_transaction_id", original.to_string());
+    }
+    let replacing = origin.replaces.is_some();
+    describe_funding(
+        cx,
+        parsed,
+        &mut record,
+        &mut funding,
+        &place,
+        replacing,
+        &mut errors,
+    );
     if let (Source::Card(card), Action::Sale | Action::AuthOnly) = (&funding.source, action) {
         super::surcharge::apply(conn, &place.settings, &card.data.pan, &mut record, &mut errors)?;
     }
@@ -234,7 +293,13 @@ pub fn prepare(
     record_pending(cx, conn, &record, idem_key)?;
     let call = match breach {
         Some(b) => Call::Decline(b.reason, b.message),
-        None => processor_call(parsed, &record, &funding, &place)?,
+        None => {
+            let replaces = match &origin.replaces {
+                Some(original) => Some(processor_ref(&load(conn, original.as_str())?)),
+                None => None,
+            };
+            processor_call(parsed, &record, &funding, &place, replaces)?
+        }
     };
     let id = record.id().to_string();
     let save_account = match (save, contact_id) {
@@ -386,6 +451,7 @@ fn describe_funding(
     record: &mut Record,
     funding: &mut Funding,
     place: &Place,
+    replacing: bool,
     errors: &mut FieldErrors,
 ) {
     if let Some(v) = &funding.vault {
@@ -428,13 +494,23 @@ fn describe_funding(
             // Without a valid product transaction there is no profile to
             // check against (its own error already says so).
             if place.product_transaction.is_some() {
-                check_ach(&place.settings, parsed.action, record, parsed, bank, errors);
+                check_ach(
+                    &place.settings,
+                    parsed.action,
+                    record,
+                    parsed,
+                    bank,
+                    replacing,
+                    errors,
+                );
             }
+            record.set("check_number", bank.check_number.clone());
             record.set("account_type", bank.account_type.as_str());
             record.set("routing", bank.routing.clone());
             record.set("ach_sec_code", bank.sec_code.clone());
             record.set("effective_date", bank.effective_date.clone());
-            if record.get("account_holder_name").is_null() {
+            // A check read at the till may name no holder (POP, C21).
+            if record.get("account_holder_name").is_null() && !bank.account_holder_name.is_empty() {
                 record.set("account_holder_name", bank.account_holder_name.clone());
             }
             bank.account_number.clone()
@@ -605,7 +681,13 @@ fn record_pending(cx: &Cx, conn: &mut dyn Conn, record: &Record, idem_key: Optio
 }
 
 /// The processor request this payment needs.
-fn processor_call(parsed: &Parsed, record: &Record, funding: &Funding, place: &Place) -> ApiResult<Call> {
+fn processor_call(
+    parsed: &Parsed,
+    record: &Record,
+    funding: &Funding,
+    place: &Place,
+    replaces: Option<ProcessorRef>,
+) -> ApiResult<Call> {
     let action = parsed.action;
     let settings = &place.settings;
     let option = |name: &str, setting: &str| {
@@ -656,11 +738,13 @@ fn processor_call(parsed: &Parsed, record: &Record, funding: &Funding, place: &P
             gateway_id,
             amount,
             account: bank.clone(),
+            replaces,
         }),
         (Source::Bank(bank), _, _) => Call::AchCredit(AchRequest {
             gateway_id,
             amount,
             account: bank.clone(),
+            replaces: None,
         }),
         (Source::Card(_), _, _) => {
             return Err(ApiError::field("action", "This action does not take a card."));

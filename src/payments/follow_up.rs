@@ -1,5 +1,5 @@
 //! An action on an existing transaction (authcomplete, authincrement,
-//! void, partialreversal, tipadjust, edit): step 1, [`prepare`], checks
+//! void, partialreversal, tipadjust, edit, and the ACH override): step 1, [`prepare`], checks
 //! the action against the transaction's state and, when the processor is
 //! involved, marks the transaction so no other action runs on it
 //! meanwhile; step 3, [`complete`], records the outcome.
@@ -213,6 +213,16 @@ fn action_call(tx: &Record, parsed: &Parsed, facts: &Facts) -> ApiResult<(Call, 
             }
             (Call::Nothing, Some(amount))
         }
+        Action::Override => {
+            state::overridable(tx).map_err(refuse)?;
+            (
+                Call::AchOverride(OverrideRequest {
+                    original: processor_ref(tx),
+                    amount: current,
+                }),
+                Some(current),
+            )
+        }
         Action::Edit => {
             if tx.text("state") == Some(PENDING) {
                 return Err(refuse(
@@ -378,6 +388,13 @@ pub fn complete(
                         changes.push(("transaction_amount", new.into()));
                         changes.push(("auth_amount", new.into()));
                         batch_change = Some((0, new - current));
+                    }
+                    // The held debit is now the approved one: it takes the
+                    // approval's code and the processor's handle.
+                    Action::Override => {
+                        changes.push(("auth_amount", new.into()));
+                        changes.push(("auth_code", answer.auth_code.clone().into()));
+                        changes.push(("processor_reference", answer.processor_reference.clone().into()));
                     }
                     _ => {}
                 }

@@ -24,6 +24,7 @@
 //! declines it ([`reconcile`]).
 
 pub mod ach_status;
+pub mod ach_update;
 pub mod actions;
 pub mod batches;
 pub mod call;
@@ -143,6 +144,25 @@ impl Payments {
         })
     }
 
+    /// An ACH update (`POST /v2/transactions/{id}/achupdate`): the POP or
+    /// C21 debit voided and a corrected one created, as one operation
+    /// ([`ach_update`]). Answers 201 with the new transaction.
+    pub fn ach_update(
+        &self,
+        cx: Cx,
+        request: FollowUp,
+    ) -> impl Future<Output = ApiResult<Reply>> + Send + 'static {
+        let this = self.clone();
+        self.detached(async move {
+            let idempotency = request.idempotency.clone();
+            let key = idempotency.as_ref().map(|i| i.key.clone());
+            this.claim_then(&cx, idempotency.as_ref(), 201, move |this, cx| async move {
+                this.replace_debit(&cx, request, key).await
+            })
+            .await
+        })
+    }
+
     /// A request refused before it became an operation (a malformed body,
     /// fields the action does not take). With an `Idempotency-Key` the
     /// refusal is the key's answer, replayed like any other; a key that
@@ -252,19 +272,58 @@ impl Payments {
             Err(e) => {
                 let p = prepared.clone();
                 self.store.write(move |conn| follow_up::abandon(conn, &p)).await?;
-                return Err(match e {
-                    crate::processor::ProcessorError::Unavailable(m) => {
-                        tracing::warn!(error = %m, "processor unavailable");
-                        ApiError::Unavailable("The processor is not reachable; retry shortly.".into())
-                    }
-                    other => ApiError::field("action", other.to_string()),
-                });
+                return Err(follow_up_failure(e));
             }
         };
         let cx3 = cx.clone();
         let completed = self
             .store
             .write(move |conn| follow_up::complete(&cx3, conn, &prepared, Some(&answer), key.as_deref()))
+            .await?;
+        Ok(completed.into_body(cx))
+    }
+
+    async fn replace_debit(&self, cx: &Cx, request: FollowUp, key: Option<String>) -> ApiResult<Json> {
+        let node = self.node_id.clone();
+        let (cx1, key1) = (cx.clone(), key.clone());
+        let FollowUp {
+            transaction, input, ..
+        } = request;
+        let (void, debit) = self
+            .store
+            .write(move |conn| ach_update::prepare(&cx1, conn, &transaction, &input, &node, key1.as_deref()))
+            .await?;
+        // The original first: if it cannot be voided, nothing else happens.
+        let void_answer = match call::ask(&self.processor, void.call.clone()).await {
+            Ok(a) if a.status_id == StatusId::Voided => Ok(a),
+            Ok(a) => Err(ApiError::field(
+                "action",
+                format!("The original could not be voided: {}", a.response_message),
+            )),
+            Err(e) => Err(follow_up_failure(e)),
+        };
+        let void_answer = match void_answer {
+            Ok(a) => a,
+            Err(e) => {
+                let (v, debit_id) = (void.clone(), debit.id.clone());
+                self.store
+                    .write(move |conn| ach_update::abandon(conn, &v, &debit_id))
+                    .await?;
+                return Err(e);
+            }
+        };
+        let answer = match call::ask(&self.processor, debit.call.clone()).await {
+            Ok(a) => a,
+            Err(e) => call::failure_answer(&self.processor, &debit.id, &debit.call, e).await,
+        };
+        // Both outcomes in one transaction: the void and the new debit.
+        let cx3 = cx.clone();
+        let completed = self
+            .store
+            .write(move |conn| {
+                follow_up::complete(&cx3, conn, &void, Some(&void_answer), None)?;
+                create::complete(&cx3, conn, &debit, &answer, key.as_deref())
+            })
             .await?;
         Ok(completed.into_body(cx))
     }
@@ -348,6 +407,17 @@ impl Payments {
             }
         });
         Ok(())
+    }
+}
+
+/// The answer to a follow-up whose processor call failed outright.
+fn follow_up_failure(error: crate::processor::ProcessorError) -> ApiError {
+    match error {
+        crate::processor::ProcessorError::Unavailable(m) => {
+            tracing::warn!(error = %m, "processor unavailable");
+            ApiError::Unavailable("The processor is not reachable; retry shortly.".into())
+        }
+        other => ApiError::field("action", other.to_string()),
     }
 }
 

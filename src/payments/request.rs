@@ -90,6 +90,9 @@ pub struct Origin {
     /// unique among transactions, so one attempt can never charge twice.
     pub recurring_run: Option<String>,
     pub quick_invoice_id: Option<QuickInvoiceId>,
+    /// An ACH update: the POP or C21 debit this one replaces (voided in
+    /// the same operation; `previous_transaction_id` of the new one).
+    pub replaces: Option<TransactionId>,
 }
 
 impl Origin {
@@ -106,6 +109,7 @@ impl From<TrxSource> for Origin {
             recurring_id: None,
             recurring_run: None,
             quick_invoice_id: None,
+            replaces: None,
         }
     }
 }

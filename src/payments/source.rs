@@ -9,7 +9,7 @@ use crate::engine::record::Record;
 use crate::engine::validate::blank;
 use crate::engine::{query, Cx};
 use crate::error::{ApiResult, FieldErrors};
-use crate::processor::{AchAccountType, AchData, CardData, EntryMode};
+use crate::processor::{AchAccountType, AchData, CardData, CheckImages, EntryMode};
 use crate::resources::{ACCOUNT_VAULT, TRANSACTION};
 
 /// A resolved card.
@@ -48,6 +48,44 @@ pub fn parse_track(track: &str) -> Option<(String, String, Option<String>)> {
     let (pan, tail) = rest.split_once('=')?;
     let yymm = tail.get(..4)?;
     Some((pan.to_string(), format!("{}{}", &yymm[2..], &yymm[..2]), None))
+}
+
+/// A check's MICR line as POP and C21 send it in `track_data`.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Micr {
+    pub routing: String,
+    pub account_number: String,
+    pub check_number: Option<String>,
+}
+
+/// Reads a MICR line: the routing number between transit symbols `T`,
+/// then the account number ending at the on-us symbol `O`, then the check
+/// number (`T051904524T 741025349520O 8520748520963`). A check number
+/// printed before the first `T` (business checks) is read too. Spaces
+/// are ignored.
+pub fn parse_micr(line: &str) -> Option<Micr> {
+    let digits = |s: &str| -> Option<String> {
+        let d: String = s.chars().filter(|c| *c != ' ').collect();
+        d.bytes().all(|b| b.is_ascii_digit()).then_some(d)
+    };
+    let (leading, rest) = line.split_once('T')?;
+    let (routing, rest) = rest.split_once('T')?;
+    let (account, trailing) = rest.split_once('O')?;
+    let routing = digits(routing).filter(|r| r.len() == 9)?;
+    let account_number = digits(account).filter(|a| (4..=17).contains(&a.len()))?;
+    let check = match (digits(trailing)?, digits(leading)?) {
+        (t, _) if !t.is_empty() => Some(t),
+        (_, l) if !l.is_empty() => Some(l),
+        _ => None,
+    };
+    if check.as_ref().is_some_and(|c| c.len() > 15) {
+        return None;
+    }
+    Some(Micr {
+        routing,
+        account_number,
+        check_number: check,
+    })
 }
 
 fn open(cx: &Cx, sealed: Option<&str>) -> Option<String> {
@@ -107,7 +145,13 @@ pub fn resolve(
             parsed.text("account_vault_api_id").is_some(),
         ),
         ("account_number", r.text("account_number").is_some()),
-        ("track_data", parsed.text("track_data").is_some()),
+        // A bank account sent with a check's MICR line is the account;
+        // the line stays check data (the reference's payroll sample sends
+        // both).
+        (
+            "track_data",
+            parsed.text("track_data").is_some() && !(method == "ach" && r.text("account_number").is_some()),
+        ),
         (
             "previous_transaction_id",
             r.text("previous_transaction_id").is_some(),
@@ -180,6 +224,21 @@ pub fn resolve(
                 source,
                 vault: None,
                 previous: Some(prev),
+            }))
+        }
+        "track_data" if method == "ach" => {
+            let Some(micr) = parse_micr(&parsed.text("track_data").unwrap_or_default()) else {
+                errors.add(
+                    "track_data",
+                    "Track Data is not a readable MICR line (T<routing>T <account>O <check number>).",
+                );
+                return Ok(None);
+            };
+            let bank = bank_fields(r, parsed, holder, Some(micr), errors);
+            Ok(bank.map(|b| Resolved {
+                source: Source::Bank(b),
+                vault: None,
+                previous: None,
             }))
         }
         "track_data" => {
@@ -256,7 +315,12 @@ pub fn resolve(
                 if !(4..=17).contains(&number.len()) {
                     errors.add("account_number", "Account Number must be 4 to 17 digits for ach.");
                 }
-                let bank = bank_fields(r, holder, number, errors);
+                let micr = Micr {
+                    routing: String::new(),
+                    account_number: number,
+                    check_number: None,
+                };
+                let bank = bank_fields(r, parsed, holder, Some(micr), errors);
                 Ok(bank.map(|b| Resolved {
                     source: Source::Bank(b),
                     vault: None,
@@ -267,14 +331,17 @@ pub fn resolve(
     }
 }
 
-/// The ACH fields of a request with a bank number in it.
+/// The ACH fields of a request with a bank number in it, or a check's
+/// MICR line: what the request sends wins over what the line says.
 fn bank_fields(
     r: &Record,
+    parsed: &Parsed,
     holder: Option<String>,
-    number: String,
+    micr: Option<Micr>,
     errors: &mut FieldErrors,
 ) -> Option<AchData> {
-    let routing = text(r, "routing");
+    let micr = micr?;
+    let routing = text(r, "routing").or((!micr.routing.is_empty()).then_some(micr.routing));
     match &routing {
         None => errors.add("routing", blank("routing")),
         Some(x) if !aba_ok(x) => errors.add("routing", "Routing is not a valid ABA routing number."),
@@ -291,17 +358,30 @@ fn bank_fields(
             None
         }
     };
-    if holder.is_none() {
+    let sec_code = text(r, "ach_sec_code").unwrap_or_default();
+    // A check at the point of sale names no holder unless the profile
+    // verifies identity (reference 3.4); the profile check says so then.
+    let check_at_till = crate::cards::CHECK_SEC_CODES.contains(&sec_code.as_str());
+    if holder.is_none() && !check_at_till {
         errors.add("account_holder_name", blank("account_holder_name"));
     }
+    let check_images = match (parsed.text("image_front"), parsed.text("image_back")) {
+        (Some(front), Some(back)) => Some(CheckImages { front, back }),
+        _ => None,
+    };
     Some(AchData {
-        account_holder_name: holder?,
-        account_number: number,
+        account_holder_name: if check_at_till {
+            holder.unwrap_or_default()
+        } else {
+            holder?
+        },
+        account_number: micr.account_number,
         routing: routing?,
         account_type: account_type?,
-        sec_code: text(r, "ach_sec_code").unwrap_or_default(),
-        check_number: text(r, "check_number"),
+        sec_code,
+        check_number: text(r, "check_number").or(micr.check_number),
         effective_date: text(r, "effective_date"),
+        check_images,
     })
 }
 
@@ -348,6 +428,7 @@ fn from_stored(
             .unwrap_or_default(),
         check_number: sent("check_number"),
         effective_date: sent("effective_date"),
+        check_images: None,
     }))
 }
 
@@ -381,5 +462,44 @@ mod tests {
         );
         assert_eq!(parse_track("garbage"), None);
         assert_eq!(parse_track("%B4111^X"), None);
+    }
+
+    #[test]
+    fn micr_lines_read_like_the_reference_samples() {
+        let micr = |r: &str, a: &str, c: Option<&str>| {
+            Some(Micr {
+                routing: r.into(),
+                account_number: a.into(),
+                check_number: c.map(str::to_string),
+            })
+        };
+        assert_eq!(
+            parse_micr("T051904524T 741025349520O 8520748520963"),
+            micr("051904524", "741025349520", Some("8520748520963"))
+        );
+        assert_eq!(
+            parse_micr("T211287447T 234565432678O 4567890234567"),
+            micr("211287447", "234565432678", Some("4567890234567"))
+        );
+        assert_eq!(
+            parse_micr("001234 T072000326T 123456789O"),
+            micr("072000326", "123456789", Some("001234"))
+        );
+        assert_eq!(
+            parse_micr("T072000326T 123456789O"),
+            micr("072000326", "123456789", None)
+        );
+        for bad in [
+            "",
+            "garbage",
+            "T07200032T 123456789O 1",
+            "T072000326T 123O 1",
+            "T072000326T 12345678901234567890O 1",
+            "T072000326T 12x456789O 1",
+            "T072000326T 123456789 1",
+            "T072000326T 123456789O 1234567890123456",
+        ] {
+            assert_eq!(parse_micr(bad), None, "{bad}");
+        }
     }
 }

@@ -3,10 +3,11 @@
 //! `is_completable`, `is_reversible` and `is_settled` expands. One place,
 //! so the expands never disagree with what the actions do.
 
+use crate::cards::{CHECK_SEC_CODES, OVERRIDE_SEC_CODES};
 use crate::db::{Conn, Sql};
 use crate::engine::record::Record;
 use crate::error::ApiResult;
-use crate::processor::{ProcessingStatus, StatusId, TypeId};
+use crate::processor::{ProcessingStatus, ReasonCode, StatusId, TypeId};
 
 /// `state` of a transaction written before its processor call.
 pub const PENDING: &str = "pending";
@@ -107,6 +108,63 @@ pub fn voidable(record: &Record, facts: &Facts) -> Result<(), String> {
         ));
     }
     Ok(())
+}
+
+/// override: an ACH debit held for a manager's approval (1663, status 301)
+/// on a profile that takes overrides (TEL, POP, C21). Once overridden its
+/// reason is no longer 1663, so a second override is refused.
+pub fn overridable(record: &Record) -> Result<(), String> {
+    not_in_flight(record)?;
+    let codes = OVERRIDE_SEC_CODES.join(", ");
+    if is_card(record) {
+        return Err(format!(
+            "Only ACH transactions (SEC codes {codes}) can be overridden."
+        ));
+    }
+    let sec = record.text("ach_sec_code").unwrap_or_default();
+    if !OVERRIDE_SEC_CODES.contains(&sec) {
+        return Err(format!(
+            "Only ACH transactions with SEC codes {codes} can be overridden; this one is {sec}."
+        ));
+    }
+    let reason = record.int("reason_code_id").unwrap_or(0);
+    if status(record) != Some(StatusId::Declined) || reason != ReasonCode::MANAGER_NEEDED.code() as i64 {
+        return Err(format!(
+            "Only transactions waiting for a manager's approval (reason 1663) can be overridden; \
+             this one is {} with reason {reason}.",
+            status_text(record)
+        ));
+    }
+    Ok(())
+}
+
+/// achupdate: a POP or C21 debit that can still be voided, on the calendar
+/// day (`today`, the location's) it was made (`made_on`).
+pub fn updatable(record: &Record, made_on: &str, today: &str) -> Result<(), String> {
+    not_in_flight(record)?;
+    let codes = CHECK_SEC_CODES.join(" and ");
+    let sec = record.text("ach_sec_code").unwrap_or_default();
+    let refusal = |what: String| {
+        Err(format!(
+            "Only ACH debits with SEC codes {codes} can be updated; {what}."
+        ))
+    };
+    if is_card(record) {
+        return refusal("this is a card transaction".into());
+    }
+    if type_id(record) != Some(TypeId::Debit) {
+        return refusal("this is not a debit".into());
+    }
+    if !CHECK_SEC_CODES.contains(&sec) {
+        return refusal(format!("this one is {sec}"));
+    }
+    if made_on != today {
+        return Err(format!(
+            "An ACH update is possible on the day of the debit only ({made_on}); today is {today}. \
+             Refund it and send a new debit instead."
+        ));
+    }
+    voidable(record, &Facts::default())
 }
 
 /// refund: settled card sales (and completions, forces) with something

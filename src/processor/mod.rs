@@ -88,6 +88,26 @@ pub struct AchData {
     pub check_number: Option<String>,
     /// `YYYY-MM-DD`; default today.
     pub effective_date: Option<String>,
+    /// C21: the check's images, for the processor only.
+    pub check_images: Option<CheckImages>,
+}
+
+/// The front and back images of a Check 21 item, base64 as sent.
+#[derive(Clone, PartialEq, Eq)]
+pub struct CheckImages {
+    pub front: String,
+    pub back: String,
+}
+
+/// Sizes only: an image shows the account number and can be 64 KB, so
+/// it never reaches a log line through `{:?}`.
+impl std::fmt::Debug for CheckImages {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("CheckImages")
+            .field("front_len", &self.front.len())
+            .field("back_len", &self.back.len())
+            .finish()
+    }
 }
 
 /// The payment method of the transaction an operation refers to.
@@ -225,6 +245,17 @@ pub struct AchRequest {
     pub gateway_id: String,
     pub amount: Money,
     pub account: AchData,
+    /// An ACH update (POP, C21): the voided item this debit replaces, with
+    /// its MICR line or amount corrected. Its images stay the original's.
+    pub replaces: Option<ProcessorRef>,
+}
+
+/// Manager override of an ACH debit held with "Manager Needed" (1663):
+/// the merchant's manager approves it as it was sent.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct OverrideRequest {
+    pub original: ProcessorRef,
+    pub amount: Money,
 }
 
 /// avsonly: the address (and CVV) checked without an amount.
@@ -363,6 +394,12 @@ pub trait Processor: Send + Sync {
 
     /// avsonly.
     fn avs_only(&self, req: &AvsOnlyRequest) -> ProcessorResult;
+
+    /// Manager override of a TEL, POP or C21 debit held with 1663. A
+    /// processor without manager holds never has anything to override.
+    fn ach_override(&self, _req: &OverrideRequest) -> ProcessorResult {
+        Err(ProcessorError::Unsupported("ach override"))
+    }
 
     /// force.
     fn force(&self, req: &ForceRequest) -> ProcessorResult;

@@ -12,6 +12,10 @@
 //!   rule above declines it.
 //! - ACH (3.4): any valid routing number and a 4-17 digit account number;
 //!   debits, credits and refunds answer 131 Pending Origination.
+//! - ACH "Manager Needed": a TEL, POP or C21 debit of $6.63 is held with
+//!   reason 1663 (status 301) until `POST /v2/transactions/{id}/override`,
+//!   which answers 131. The amount follows the card triggers' rule (reason
+//!   `1000 + amount x 100`); the reference names no ACH trigger for it.
 //! - Settlement (3.6): see [`super::settlement::settle_outcome`].
 
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -89,6 +93,10 @@ pub const DECLINE_TRIGGERS: &[(i64, &str)] = &[
     (630, "REJECTED_BATCH"),
     (631, "ACCOUNT_CLOSED"),
 ];
+
+/// $6.63: an ACH debit with SEC code TEL, POP or C21 is held for a
+/// manager's approval (reason 1663, "Manager Needed").
+pub const MANAGER_NEEDED_AMOUNT: i64 = 663;
 
 /// $2.01: PARTIAL_AUTH.
 pub const PARTIAL_AUTH_AMOUNT: i64 = 201;
@@ -410,6 +418,11 @@ impl SandboxProcessor {
         if !(4..=17).contains(&digits) || !account.account_number.bytes().all(|b| b.is_ascii_digit()) {
             return Ok(self.decline(ReasonCode::INVALID_CARD_NUMBER, "No account"));
         }
+        if req.amount.cents() == MANAGER_NEEDED_AMOUNT
+            && crate::cards::OVERRIDE_SEC_CODES.contains(&account.sec_code.as_str())
+        {
+            return Ok(self.decline(ReasonCode::MANAGER_NEEDED, "MANAGER_NEEDED"));
+        }
         Ok(self.answer(
             StatusId::PendingOrigination,
             ReasonCode::APPROVED,
@@ -604,6 +617,16 @@ impl Processor for SandboxProcessor {
         self.ach(req)
     }
 
+    fn ach_override(&self, req: &OverrideRequest) -> ProcessorResult {
+        positive(req.amount, "amount")?;
+        Ok(self.answer(
+            StatusId::PendingOrigination,
+            ReasonCode::APPROVED,
+            req.amount,
+            Some(ach_auth_code()),
+        ))
+    }
+
     fn ach_credit(&self, req: &AchRequest) -> ProcessorResult {
         self.ach(req)
     }
@@ -700,6 +723,7 @@ mod tests {
             sec_code: "PPD".into(),
             check_number: None,
             effective_date: None,
+            check_images: None,
         }
     }
 
@@ -1041,6 +1065,7 @@ mod tests {
                 gateway_id: "t1".into(),
                 amount: Money::from_cents(1500),
                 account: ach_account(routing, number),
+                replaces: None,
             };
             for r in [
                 sandbox.ach_debit(&req).unwrap(),
@@ -1059,6 +1084,46 @@ mod tests {
                 }
             }
         }
+    }
+
+    /// $6.63 holds a TEL, POP or C21 debit for a manager (1663); other SEC
+    /// codes and amounts are not held; the override answers 131.
+    #[test]
+    fn manager_needed_and_override() {
+        let sandbox = SandboxProcessor::default();
+        for (sec, amount, held) in [
+            ("TEL", 663, true),
+            ("POP", 663, true),
+            ("C21", 663, true),
+            ("WEB", 663, false),
+            ("CCD", 663, false),
+            ("POP", 664, false),
+        ] {
+            let mut account = ach_account("072000326", "123456789");
+            account.sec_code = sec.into();
+            let r = sandbox
+                .ach_debit(&AchRequest {
+                    gateway_id: "t1".into(),
+                    amount: Money::from_cents(amount),
+                    account,
+                    replaces: None,
+                })
+                .unwrap();
+            let expected = if held { (301, 1663) } else { (131, 1000) };
+            assert_eq!(
+                (r.status_id.code(), r.reason_code_id.code()),
+                expected,
+                "{sec} {amount}"
+            );
+        }
+        let r = sandbox
+            .ach_override(&OverrideRequest {
+                original: original(PaymentMethod::Ach),
+                amount: Money::from_cents(663),
+            })
+            .unwrap();
+        assert_eq!((r.status_id.code(), r.reason_code_id.code()), (131, 1000));
+        assert!(r.auth_code.unwrap().starts_with("AUTH NUM "));
     }
 
     /// 1.1: the outcome of every action on the sandbox.

@@ -97,11 +97,19 @@ pub fn default_velocity() -> Json {
     Json::Object(names.iter().map(|n| (n.to_string(), json!(0))).collect())
 }
 
-/// Settings of a new sandbox product transaction. ACH accounts carry two
-/// terminal profiles of the reference's ACH processor: WEB block 2310
-/// (base requirements, debit/refund/void) and CCD block 2910, which adds
-/// credit (merchant-initiated credits use SEC code CCD). The request's
-/// `ach_sec_code` picks the profile.
+/// Settings of a new sandbox product transaction. ACH accounts carry five
+/// terminal profiles of the reference's ACH processor (3.4), one per SEC
+/// code; the request's `ach_sec_code` picks one:
+///
+/// - WEB block 2310 and CCD block 2910 (CCD adds credit: merchant-initiated
+///   credits use SEC code CCD), with the base requirements;
+/// - TEL block 2210: the base requirements and `check_number`;
+/// - POP block 1110: `account_type` and the check's MICR line
+///   (`track_data`), no holder (no identity verification in the block);
+/// - C21 block 1610: POP's and the check's `image_front`, `image_back`.
+///
+/// POP and C21 list avsonly as the reference's table does (an ACH
+/// verification, not served by this gateway yet).
 pub fn default_settings(payment_method: &str) -> Json {
     let mut s = json!({
         "receipt_header": null,
@@ -139,6 +147,9 @@ pub fn default_settings(payment_method: &str) -> Json {
     });
     if payment_method == "ach" {
         let base = ["account_holder_name", "routing", "account_number", "account_type"];
+        let check = ["account_type", "track_data"];
+        let tel = [&base[..], &["check_number"]].concat();
+        let c21 = [&check[..], &["image_front", "image_back"]].concat();
         s["processor_data"] = json!({
             "terminals": [{
                 "terminal_id": "2310",
@@ -150,6 +161,21 @@ pub fn default_settings(payment_method: &str) -> Json {
                 "sec_code": "CCD",
                 "actions": ["debit", "credit", "refund", "void"],
                 "required": base,
+            }, {
+                "terminal_id": "2210",
+                "sec_code": "TEL",
+                "actions": ["debit", "refund", "void"],
+                "required": tel,
+            }, {
+                "terminal_id": "1110",
+                "sec_code": "POP",
+                "actions": ["debit", "refund", "void", "avsonly"],
+                "required": check,
+            }, {
+                "terminal_id": "1610",
+                "sec_code": "C21",
+                "actions": ["debit", "refund", "void", "avsonly"],
+                "required": c21,
             }]
         });
     }

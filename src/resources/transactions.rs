@@ -105,7 +105,11 @@ pub static TRANSACTION: Resource = Resource {
         Field::text("clerk_number", 1, 16).post().filter(),
         Field::id("created_user_id").exact(),
         Field::id("modified_user_id").exact(),
-        Field::text("ach_identifier", 1, 1).post().exact().doc("P: payroll"),
+        Field::text("ach_identifier", 1, 1)
+            .post()
+            .exact()
+            .one_of(&["P"])
+            .doc("P: payroll (SEC codes POP and C21)"),
         Field::text("check_number", 1, 15).post().filter(),
         Field::date("settle_date").filter().sort(),
         Field::date("charge_back_date").filter(),
@@ -179,7 +183,22 @@ pub static TRANSACTION: Resource = Resource {
             .transient()
             .pattern(Pattern::Digits)
             .doc("never stored"),
-        Field::text("track_data", 1, 256).post().transient().doc("swiped track 1 and/or 2"),
+        Field::text("track_data", 1, 256)
+            .post()
+            .transient()
+            .doc("cc: swiped track 1 and/or 2; ach POP and C21: the check's MICR line, T<routing>T <account>O <check number>"),
+        // Check 21 images go to the processor only: 64 KB each would
+        // weigh on every row, and a check image shows the account number.
+        Field::text("image_front", 4, 65535)
+            .post()
+            .transient()
+            .pattern(Pattern::Base64)
+            .doc("ach C21: the check's front, base64; never stored or shown"),
+        Field::text("image_back", 4, 65535)
+            .post()
+            .transient()
+            .pattern(Pattern::Base64)
+            .doc("ach C21: the check's back, base64; never stored or shown"),
         Field::flag("save_account").post().transient(),
         Field::text("save_account_title", 1, 16).post().transient(),
         Field::flag("allow_partial_authorization_override").post().transient(),

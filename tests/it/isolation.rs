@@ -613,6 +613,35 @@ fn matrix(a: &World, b: &World) -> Vec<Case> {
             }
             cases.push(c);
         }
+        // The ACH override and update, with valid bodies: the answer must
+        // be the scope's 404, never what A's transaction would allow.
+        for (template, body) in [
+            ("/v2/transactions/{id}/override", json!({})),
+            (
+                "/v2/transactions/{id}/achupdate",
+                json!({ "transaction": { "track_data": "T072000326T 123456789012O 1001",
+                    "transaction_amount": "21.00" } }),
+            ),
+        ] {
+            for method in ["POST", "GET", "PUT", "DELETE"] {
+                let served = method == "POST";
+                let mut c = case(
+                    method,
+                    template,
+                    template.replace("{id}", id),
+                    if served {
+                        not_found.clone()
+                    } else {
+                        not_served.clone()
+                    },
+                );
+                c.ghost_path = Some(template.replace("{id}", &ghost()));
+                if method == "POST" || method == "PUT" {
+                    c.body = Some(body.clone());
+                }
+                cases.push(c);
+            }
+        }
         let bininfo = "/v2/transactions/{id}/bininfo";
         let mut c = case("GET", bininfo, bininfo.replace("{id}", id), not_found.clone());
         c.ghost_path = Some(bininfo.replace("{id}", &ghost()));
@@ -1532,9 +1561,9 @@ fn cross_tenant_matrix(app: &TestApp) {
     );
     assert_eq!(
         expected.len(),
-        (16 * 2 + 16) * 4,
+        (16 * 2 + 18) * 4,
         "16 resources (collection and item) plus users/me, generateuserapikey, bins, \
-         accountvaultupdates, a vault's bininfo, a transaction's bininfo, the ACH status \
+         accountvaultupdates, a vault's bininfo, a transaction's bininfo, override and achupdate, the ACH status \
          simulator, settle, the test clock and its advance, a postback config's deliveries and redeliver, \
          the four recurring actions, 4 verbs each"
     );

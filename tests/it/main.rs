@@ -7,6 +7,7 @@
 mod support;
 
 mod accountvaults;
+mod ach_entries;
 mod auth;
 mod bad_input;
 mod bins;
