@@ -157,6 +157,12 @@ pub struct ServeArgs {
     #[arg(long, env = "FERROGATE_SMTP_CA")]
     pub smtp_ca: Option<std::path::PathBuf>,
 
+    /// Directory of stored files (quick-invoice attachments); a shared
+    /// mount when several nodes serve. Default: ferrogate-files beside the
+    /// SQLite file, or in the working directory for PostgreSQL.
+    #[arg(long, env = "FERROGATE_FILES_DIR")]
+    pub files_dir: Option<std::path::PathBuf>,
+
     /// The sender address of mail (the merchant's name is shown with it).
     /// Default: no-reply@ the host of the public URL.
     #[arg(long, env = "FERROGATE_MAIL_FROM")]

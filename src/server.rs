@@ -73,6 +73,11 @@ pub async fn serve(args: ServeArgs) -> anyhow::Result<()> {
         ),
         None => None,
     };
+    let files_dir = args
+        .files_dir
+        .clone()
+        .unwrap_or_else(|| crate::files::default_dir(&args.db.database_url));
+    let files: Arc<dyn crate::files::FileStore> = Arc::new(crate::files::LocalDir::new(files_dir));
     let mailer = crate::mail::smtp::Mailer::new(
         store.clone(),
         clock.clone(),
@@ -80,6 +85,7 @@ pub async fn serve(args: ServeArgs) -> anyhow::Result<()> {
         args.smtp_url.as_deref(),
         smtp_ca.as_deref(),
         mail_from,
+        files.clone(),
     )?;
     mailer.start();
     if !mailer.delivers() {
@@ -116,6 +122,7 @@ pub async fn serve(args: ServeArgs) -> anyhow::Result<()> {
         )),
         sink,
         outbound,
+        files,
     };
     let shutdown = shutdown_signal();
     // The contract: the first stdout line names the address.

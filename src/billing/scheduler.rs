@@ -246,12 +246,22 @@ impl Schedules {
             .read(move |conn| {
                 let row = conn.query_one(&Sql::with(
                     "SELECT MIN(due_ts), MIN(notify_ts) FROM recurrings WHERE location_id = ? AND status = 'active'",
-                    vec![location.into()],
+                    vec![location.clone().into()],
                 ))?;
-                Ok(row.and_then(|r| match (r[0].as_int(), r[1].as_int()) {
+                let reminder = conn
+                    .query_one(&Sql::with(
+                        "SELECT MIN(remind_ts) FROM quick_invoices WHERE location_id = ?",
+                        vec![location.into()],
+                    ))?
+                    .and_then(|r| r[0].as_int());
+                let recurring = row.and_then(|r| match (r[0].as_int(), r[1].as_int()) {
                     (Some(a), Some(b)) => Some(a.min(b)),
                     (a, b) => a.or(b),
-                }))
+                });
+                Ok(match (recurring, reminder) {
+                    (Some(a), Some(b)) => Some(a.min(b)),
+                    (a, b) => a.or(b),
+                })
             })
             .await
     }
@@ -259,7 +269,8 @@ impl Schedules {
     /// One round: notices, then one batch of runs, their outcomes recorded
     /// together. Returns what was done and how many schedules were claimed.
     async fn round(&self, location_id: Option<&str>) -> ApiResult<(Report, usize)> {
-        let notices = self.send_notices(location_id).await?;
+        let notices =
+            self.send_notices(location_id).await? + self.send_invoice_reminders(location_id).await?;
         let claiming = InFlight::claiming(&self.in_flight);
         let claimed = self.claim(location_id).await?;
         let _in_flight = InFlight::new(&self.in_flight, &claimed);
@@ -533,6 +544,65 @@ impl Schedules {
                         "UPDATE recurrings SET notified_date = ?, notify_ts = NULL WHERE id = ?",
                         vec![next.into(), r.id().into()],
                     ))?;
+                }
+                Ok(sent)
+            })
+            .await
+    }
+
+    /// Writes the quick-invoice reminders that fell due to the mail outbox
+    /// and moves each invoice's `remind_ts` to its next reminder, in one
+    /// write job (a reminder claimed is a reminder written).
+    async fn send_invoice_reminders(&self, location_id: Option<&str>) -> ApiResult<usize> {
+        let now_ms = self.clock.now_ms();
+        let location = location_id.map(str::to_string);
+        let due_sql = move |conn: &mut dyn crate::db::Conn, location: Option<&str>| -> ApiResult<Sql> {
+            let wall = now_ms.div_euclid(1000);
+            let horizon = wall + max_offset(conn)?;
+            let mut sql = Sql::new(
+                "SELECT q.id, l.clock_offset_s FROM quick_invoices q JOIN locations l ON l.id = q.location_id \
+                 WHERE q.remind_ts <= ",
+            );
+            sql.bind(horizon)
+                .push(" AND q.remind_ts <= l.clock_offset_s + ")
+                .bind(wall);
+            if let Some(location) = location {
+                sql.push(" AND q.location_id = ").bind(location.to_string());
+            }
+            Ok(sql)
+        };
+        let any = {
+            let location = location.clone();
+            self.store
+                .read(move |conn| {
+                    let mut sql = due_sql(conn, location.as_deref())?;
+                    sql.push(" LIMIT 1");
+                    Ok(conn.query_one(&sql)?.is_some())
+                })
+                .await?
+        };
+        if !any {
+            return Ok(0);
+        }
+        let public_url = self.public_url.clone();
+        self.store
+            .write(move |conn| {
+                let mut sql = due_sql(conn, location.as_deref())?;
+                sql.push(" ORDER BY q.remind_ts LIMIT 200");
+                if conn.dialect() == Dialect::Postgres {
+                    sql.push(" FOR UPDATE OF q SKIP LOCKED");
+                }
+                let due: Vec<(String, i64)> = conn
+                    .query(&sql)?
+                    .into_iter()
+                    .filter_map(|r| Some((r[0].as_str()?.to_string(), r[1].as_int().unwrap_or(0))))
+                    .collect();
+                let mut sent = 0;
+                for (id, offset_s) in due {
+                    let now = now_ms.div_euclid(1000) + offset_s;
+                    if crate::invoices::remind(conn, &id, now, &public_url)? {
+                        sent += 1;
+                    }
                 }
                 Ok(sent)
             })

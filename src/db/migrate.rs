@@ -88,6 +88,12 @@ pub const MIGRATIONS: &[Migration] = &[
         include_str!("../../migrations/0015_hosted_forms.sql"),
         "",
     ),
+    (
+        17,
+        "quick_invoices",
+        include_str!("../../migrations/0017_quick_invoices.sql"),
+        "",
+    ),
 ];
 
 /// Applies every migration not yet recorded. Returns how many ran.

@@ -88,6 +88,18 @@ pub fn select_unscoped(res: &Resource) -> Sql {
     sql
 }
 
+/// The record with this id, outside any tenant scope (system jobs only,
+/// like [`select_unscoped`]).
+pub fn find_unscoped(
+    conn: &mut dyn Conn,
+    res: &'static Resource,
+    id: &str,
+) -> Result<Option<Record>, DbError> {
+    let mut sql = select_unscoped(res);
+    sql.push(" AND t.id = ").bind(id.to_string());
+    Ok(conn.query_one(&sql)?.map(|row| Record::from_row(res, row)))
+}
+
 /// The record with this id, if it exists inside the scope.
 pub fn find(
     conn: &mut dyn Conn,

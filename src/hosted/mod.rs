@@ -13,8 +13,11 @@ pub mod tickets;
 use crate::error::{ApiError, ApiResult};
 use serde_json::{Map, Value as Json};
 
-/// The longest `data` a form link may carry (hex doubles its size).
-pub const MAX_DATA_HEX: usize = 32 * 1024;
+/// The longest `data` a form link may carry: 2 KiB of JSON as hex. A
+/// request line cannot pass 64 KiB (hyper's limit), and a query value
+/// percent-encoded from any UTF-8 takes up to 12 bytes a character, so
+/// every value the document allows reaches the handler.
+pub const MAX_DATA_HEX: usize = 4096;
 
 /// Reads a form's `data`: the hex of a UTF-8 JSON object holding one
 /// object under `envelope` (`{"transaction": {...}}`).

@@ -733,6 +733,81 @@ pub fn openapi(public_url: &str) -> Json {
                 "responses": merge(json!({ "200": reply("the recurring", recurring_ref.clone()) }), &write_errors) } }),
         );
     }
+    let invoice_ref = envelope(
+        "quickinvoice",
+        json!({ "$ref": "#/components/schemas/quickinvoice" }),
+    );
+    let transaction_body = body(envelope(
+        "quickinvoice",
+        json!({ "type": "object", "required": ["transaction_id"],
+        "properties": { "transaction_id": { "type": "string", "minLength": 1, "maxLength": 36 } } }),
+    ));
+    for (action, summary, description) in [
+        (
+            "addTransaction",
+            "Count a payment collected elsewhere towards a quick invoice",
+            "Permission quickinvoices.update. An approved sale or ACH debit of the invoice's location that pays no \
+             other invoice. Answers the invoice with its transactions, remaining_balance and payment_status_id \
+             (1 unpaid, 2 paid, 3 partially paid, 4 overpaid) brought up to date.",
+        ),
+        (
+            "removeTransaction",
+            "Stop counting a payment towards a quick invoice",
+            "Permission quickinvoices.update. The payment stays; the invoice's balance is restored.",
+        ),
+    ] {
+        let mut op = json!({ "summary": summary, "tags": ["quickinvoices"], "description": description,
+            "parameters": id_param.clone(), "requestBody": transaction_body.clone(),
+            "responses": merge(json!({ "200": reply("the invoice with its transactions", invoice_ref.clone()) }), &write_errors) });
+        op["operationId"] = json!(format!("quickinvoice.{action}"));
+        paths.insert(format!("/v2/quickinvoices/{{id}}/{action}"), json!({ "put": op }));
+    }
+    paths.insert(
+        "/v2/quickinvoices/{id}/resend".into(),
+        json!({ "post": { "summary": "Email a quick invoice again", "tags": ["quickinvoices"],
+            "operationId": "quickinvoice.resend",
+            "description": "Permission quickinvoices.update. 204; 422 when the invoice has no email address.",
+            "parameters": id_param.clone(),
+            "responses": merge(json!({ "204": { "description": "queued for mail" } }), &write_errors) } }),
+    );
+    let file_part = json!({ "type": "object", "required": ["file[file]"], "properties": {
+        "file[file]": { "type": "string", "format": "binary",
+            "description": "a PDF, PNG, JPEG, GIF or text file of at most 5 MB (judged by its content)" } } });
+    paths.insert(
+        "/v2/quickinvoices/{id}/files".into(),
+        json!({ "post": { "summary": "Add a file to a quick invoice", "tags": ["quickinvoices"],
+            "operationId": "quickinvoice.addFile",
+            "description": "Permission quickinvoices.update; the location needs file storage (POST /v2/productfiles). \
+                At most 4 files per invoice. Shown on the pay page; mailed with the invoice when \
+                attach_files_to_email is 1. Answers the invoice with its files and transactions.",
+            "parameters": id_param.clone(),
+            "requestBody": { "required": true, "content": { "multipart/form-data": { "schema": file_part } } },
+            "responses": merge(json!({ "200": reply("the invoice with its files", invoice_ref.clone()),
+                "413": reply("a body over 21 MB", error.clone()) }), &write_errors) } }),
+    );
+    let mut file_params = id_param.as_array().cloned().unwrap_or_default();
+    file_params
+        .push(json!({ "name": "file_id", "in": "path", "required": true, "schema": { "type": "string" } }));
+    paths.insert(
+        "/v2/quickinvoices/{id}/files/{file_id}".into(),
+        json!({ "delete": { "summary": "Remove a file from a quick invoice", "tags": ["quickinvoices"],
+            "operationId": "quickinvoice.removeFile",
+            "description": "Permission quickinvoices.update. 204, or 404 when the invoice has no such file.",
+            "parameters": file_params,
+            "responses": merge(json!({ "204": { "description": "removed" } }), &write_errors) } }),
+    );
+    paths.insert(
+        "/quickinvoice/pay/{token}".into(),
+        json!({ "get": { "summary": "The page a customer pays a quick invoice on (the emailed link)",
+            "tags": ["quickinvoices"], "operationId": "quickinvoice.payPage", "security": [],
+            "parameters": [
+                { "name": "token", "in": "path", "required": true, "schema": { "type": "string", "pattern": "^[A-Za-z0-9]{40}$" } },
+                { "name": "method", "in": "query", "schema": { "type": "string", "enum": ["cc", "ach"] } } ],
+            "responses": {
+                "200": { "description": "the page", "content": { "text/html": { "schema": { "type": "string" } } } },
+                "404": { "description": "no such invoice", "content": { "text/html": { "schema": { "type": "string" } },
+                    "application/json": { "schema": error.clone() } } } } } }),
+    );
     paths.insert(
         "/v2/transactionbatches/{id}/settle".into(),
         json!({ "post": { "summary": "Settle (close) a batch", "tags": ["transactionbatches"],
@@ -860,6 +935,21 @@ pub fn openapi(public_url: &str) -> Json {
             "responses": { "204": { "description": "ended" }, "404": reply("no such session", error.clone()) } } }),
     );
     paths.extend(hosted_paths(&error, &errors));
+    // Quick invoices are also created from a multipart form, with files.
+    if let Some(content) = paths
+        .get_mut("/v2/quickinvoices")
+        .and_then(|p| p.pointer_mut("/post/requestBody/content"))
+        .and_then(Json::as_object_mut)
+    {
+        content.insert(
+            "multipart/form-data".into(),
+            json!({ "schema": { "type": "object",
+                "description": "quickinvoice[field] for each field, quickinvoice[item_list][name] for each item, \
+                    quickinvoice[tags][n], and up to 4 files as quickinvoice[files][n] (PDF, PNG, JPEG, GIF or \
+                    text, 5 MB each; the location needs POST /v2/productfiles first)",
+                "additionalProperties": { "type": "string" } } }),
+        );
+    }
     let mut security_schemes = Map::new();
     for h in ["developer-id", "user-id", "user-api-key", "access-token"] {
         security_schemes.insert(h.into(), json!({ "type": "apiKey", "in": "header", "name": h }));
@@ -949,11 +1039,12 @@ fn hosted_paths(error: &Json, errors: &Json) -> Map<String, Json> {
             "operationId": "hostedpaymentpage.open", "tags": ["hosted"], "security": [],
             "parameters": [
                 { "name": "id", "in": "query", "required": true, "schema": { "type": "string", "maxLength": 36 } },
-                { "name": "data", "in": "query", "schema": { "type": "string", "maxLength": crate::hosted::page_cipher::MAX_DATA },
+                { "name": "data", "in": "query", "schema": { "type": "string", "maxLength": crate::hosted::page_cipher::MAX_DATA,
+                    "pattern": "^[A-Za-z0-9+/= ]*$" },
                   "description": "base64 of OpenSSL enc -aes-256-cbc -md md5 output over {id, field_configuration, ...}" } ],
             "responses": {
                 "200": html("the page"),
-                "400": html("id missing, or data not a JSON object"),
+                "400": html("id missing, data too long, or data not a JSON object"),
                 "401": html("data not sealed with this page's key, or an expired link"),
                 "404": html("no such active page"),
                 "422": html("field_configuration names fields wrongly"),

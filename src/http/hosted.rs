@@ -74,7 +74,7 @@ fn asset(content_type: &'static str, body: &'static str) -> Response {
 // Responses
 
 /// A caller that asked for JSON gets the API's error bodies.
-fn wants_json(headers: &HeaderMap) -> bool {
+pub fn wants_json(headers: &HeaderMap) -> bool {
     let accept = headers
         .get(header::ACCEPT)
         .and_then(|v| v.to_str().ok())
@@ -126,7 +126,7 @@ struct RefusedPage<'a> {
 }
 
 /// A refusal as a page (the API's message, in words a payer can follow).
-fn refused(json: bool, error: ApiError) -> Response {
+pub fn refused(json: bool, error: ApiError) -> Response {
     if json || matches!(error, ApiError::Internal(_)) {
         return error.into_response();
     }
@@ -639,7 +639,7 @@ async fn open_form_inner(
         .ok_or_else(|| ApiError::BadRequest("data is required: the hex of the form's JSON.".into()))?;
     let parent = parent_origin(headers);
     let (app2, keyring, clock) = (app.clone(), app.keyring.clone(), app.clock.clone());
-    let (session, prepared, cx) = app
+    let (session, prepared) = app
         .store
         .write(move |conn| {
             let (caller, timestamp) = authenticate_hash_key(conn, &keyring, &creds, &clock)?;
@@ -654,7 +654,7 @@ async fn open_form_inner(
             // shows the form as first opened, whatever data it now carries.
             if let Some(session) = sessions::opened_by(conn, &digest, kind)? {
                 let prepared = prepare_form(conn, &cx, kind, &session.data, false)?;
-                return Ok((session, prepared, cx));
+                return Ok((session, prepared));
             }
             let data = decode_data(&data_hex, kind.envelope())?;
             let prepared = prepare_form(conn, &cx, kind, &Json::Object(data.clone()), true)?;
@@ -673,13 +673,12 @@ async fn open_form_inner(
                     expires_ts: timestamp + hash_key::HASH_LIFETIME_S,
                 },
             )?;
-            Ok((session, prepared, cx))
+            Ok((session, prepared))
         })
         .await?;
     Ok(render_form(
         &session,
         &prepared,
-        &cx,
         &FieldErrors::new(),
         &[],
         StatusCode::OK,
@@ -713,10 +712,19 @@ async fn open_payment_page_inner(
     let id =
         param("id").ok_or_else(|| ApiError::BadRequest("id is required: the payment page's id.".into()))?;
     let data = param("data");
+    if data.as_ref().is_some_and(|d| d.len() > page_cipher::MAX_DATA) {
+        return Err(ApiError::BadRequest(format!(
+            "data must be at most {} characters.",
+            page_cipher::MAX_DATA
+        )));
+    }
+    if id.len() > 36 {
+        return Err(ApiError::NotFound("No payment page has this id.".into()));
+    }
     let parent = parent_origin(headers);
     let (app2, keyring) = (app.clone(), app.keyring.clone());
     let not_found = || ApiError::NotFound("No payment page has this id.".into());
-    let (session, prepared, cx) = app
+    let (session, prepared) = app
         .store
         .write(move |conn| {
             let page = load_payment_page(conn, &keyring, &id)?.ok_or_else(not_found)?;
@@ -738,7 +746,15 @@ async fn open_payment_page_inner(
                             "data could not be decrypted with this page's encryption key.".into(),
                         )
                     })?;
-                    serde_json::from_slice::<Json>(&plain)
+                    // CBC has no integrity check: another key can pass the
+                    // padding by chance and yield bytes that are not text.
+                    // Only UTF-8 text counts as decrypted.
+                    let text = String::from_utf8(plain).map_err(|_| {
+                        ApiError::Unauthorized(
+                            "data could not be decrypted with this page's encryption key.".into(),
+                        )
+                    })?;
+                    serde_json::from_str::<Json>(&text)
                         .ok()
                         .filter(Json::is_object)
                         .ok_or_else(|| ApiError::BadRequest("data must decrypt to a JSON object.".into()))?
@@ -777,34 +793,43 @@ async fn open_payment_page_inner(
                     expires_ts: cx.now + PAGE_LINK_S,
                 },
             )?;
-            Ok((session, prepared, cx))
+            Ok((session, prepared))
         })
         .await?;
     Ok(render_form(
         &session,
         &prepared,
-        &cx,
         &FieldErrors::new(),
         &[],
         StatusCode::OK,
     ))
 }
 
-fn render_form(
-    session: &Session,
-    prepared: &Prepared,
-    _cx: &Cx,
+/// A form as the pages render it, whoever serves it (the hosted forms,
+/// the quick-invoice pay page).
+pub struct FormView<'a> {
+    /// Where the form posts.
+    pub session_action: String,
+    pub heading: String,
+    pub fields: &'a [form::Field],
+    pub flags: &'a Flags,
+    pub method: &'a str,
+    pub submit_label: String,
+    pub parent_origin: String,
+}
+
+/// The fields and the error summary of a form, with what the payer typed
+/// written back (never card or bank data).
+fn form_parts(
+    fields: &[form::Field],
     errors: &FieldErrors,
     posted: &[(String, String)],
-    status: StatusCode,
-) -> Response {
+) -> (Vec<FieldView>, Vec<ErrorLine>) {
     let posted_value = |name: &str| posted.iter().find(|(k, _)| k == name).map(|(_, v)| v.clone());
-    let fields: Vec<FieldView> = prepared
-        .fields
+    let views = fields
         .iter()
         .map(|f| {
             let error = errors.0.get(f.name).map(|m| m.join(" "));
-            // Card and bank data are never written back into a page.
             let value = if f.sensitive {
                 String::new()
             } else if f.readonly {
@@ -840,8 +865,8 @@ fn render_form(
             }
         })
         .collect();
-    let on_form = |name: &str| prepared.fields.iter().any(|f| f.name == name && f.visible);
-    let errors_list = errors
+    let on_form = |name: &str| fields.iter().any(|f| f.name == name && f.visible);
+    let lines = errors
         .0
         .iter()
         .flat_map(|(field, messages)| {
@@ -852,6 +877,16 @@ fn render_form(
             })
         })
         .collect();
+    (views, lines)
+}
+
+fn render_form(
+    session: &Session,
+    prepared: &Prepared,
+    errors: &FieldErrors,
+    posted: &[(String, String)],
+    status: StatusCode,
+) -> Response {
     let amount = prepared
         .base
         .get("transaction_amount")
@@ -878,27 +913,90 @@ fn render_form(
             ("Payment".to_string(), label)
         }
     };
-    let body = FormPage {
-        title: heading.clone(),
-        stylesheet_url: prepared.flags.stylesheet_url.clone(),
+    let view = FormView {
+        session_action: format!("/hosted/{}", session.id),
         heading,
-        amount_text: if prepared.kind == Kind::PaymentPage {
-            None
-        } else {
-            amount
-        },
-        errors: errors_list,
-        terminal_note: prepared.flags.entry_method != EntryMethod::Manual,
-        action: format!("/hosted/{}", session.id),
-        fields,
+        fields: &prepared.fields,
+        flags: &prepared.flags,
+        method: &prepared.method,
         submit_label,
-        close_button: prepared.flags.display_close_button,
-        ach: prepared.method == "ach",
         parent_origin: session.parent_origin.clone().unwrap_or_default(),
-        send_message: prepared.flags.parent_send_message,
+    };
+    let amount_text = if prepared.kind == Kind::PaymentPage {
+        None
+    } else {
+        amount
+    };
+    render_form_view(&view, amount_text, errors, posted, status)
+}
+
+fn render_form_view(
+    view: &FormView,
+    amount_text: Option<String>,
+    errors: &FieldErrors,
+    posted: &[(String, String)],
+    status: StatusCode,
+) -> Response {
+    let (fields, errors) = form_parts(view.fields, errors, posted);
+    let body = FormPage {
+        title: view.heading.clone(),
+        stylesheet_url: view.flags.stylesheet_url.clone(),
+        heading: view.heading.clone(),
+        amount_text,
+        errors,
+        terminal_note: view.flags.entry_method != EntryMethod::Manual,
+        action: view.session_action.clone(),
+        fields,
+        submit_label: view.submit_label.clone(),
+        close_button: view.flags.display_close_button,
+        ach: view.method == "ach",
+        parent_origin: view.parent_origin.clone(),
+        send_message: view.flags.parent_send_message,
     }
     .render();
-    page(status, body, prepared.flags.stylesheet_url.as_deref())
+    page(status, body, view.flags.stylesheet_url.as_deref())
+}
+
+#[derive(Template)]
+#[template(path = "hosted/invoice.html")]
+struct InvoicePage {
+    title: String,
+    stylesheet_url: Option<String>,
+    heading: String,
+    invoice: super::quickinvoices::InvoiceView,
+    errors: Vec<ErrorLine>,
+    terminal_note: bool,
+    action: String,
+    fields: Vec<FieldView>,
+    submit_label: String,
+    close_button: bool,
+    ach: bool,
+}
+
+/// The quick-invoice pay page: the invoice, then its payment form.
+pub fn render_invoice_page(
+    view: &FormView,
+    errors: &FieldErrors,
+    posted: &[(String, String)],
+    status: StatusCode,
+    invoice: super::quickinvoices::InvoiceView,
+) -> Response {
+    let (fields, errors) = form_parts(view.fields, errors, posted);
+    let body = InvoicePage {
+        title: view.heading.clone(),
+        stylesheet_url: None,
+        heading: view.heading.clone(),
+        invoice,
+        errors,
+        terminal_note: false,
+        action: view.session_action.clone(),
+        fields,
+        submit_label: view.submit_label.clone(),
+        close_button: false,
+        ach: view.method == "ach",
+    }
+    .render();
+    page(status, body, None)
 }
 
 // ---------------------------------------------------------------------
@@ -947,7 +1045,6 @@ async fn submit_inner(app: &AppState, id: String, body: &[u8]) -> ApiResult<Resp
                 return Ok(render_form(
                     &session,
                     &prepared,
-                    &cx,
                     &errors,
                     &posted,
                     StatusCode::UNPROCESSABLE_ENTITY,
@@ -1002,7 +1099,6 @@ async fn submit_inner(app: &AppState, id: String, body: &[u8]) -> ApiResult<Resp
                 ApiError::Validation(errors) | ApiError::Conflict(errors) => Ok(render_form(
                     &session,
                     &prepared,
-                    &cx,
                     &errors,
                     &posted,
                     StatusCode::UNPROCESSABLE_ENTITY,
@@ -1017,7 +1113,7 @@ async fn submit_inner(app: &AppState, id: String, body: &[u8]) -> ApiResult<Resp
                             .unwrap_or("The payment could not be made.")
                             .to_string(),
                     );
-                    Ok(render_form(&session, &prepared, &cx, &errors, &posted, status))
+                    Ok(render_form(&session, &prepared, &errors, &posted, status))
                 }
             }
         }
@@ -1061,7 +1157,13 @@ fn script_json(value: &Json) -> String {
 }
 
 fn render_result(session: &Session, prepared: &Prepared, result: &Json) -> Response {
-    let flags = &prepared.flags;
+    render_result_page(result, &prepared.flags, session.parent_origin.as_deref())
+}
+
+/// The page after a payment or a stored vault: what happened, the
+/// redirect and close the flags ask for, and the API's answer for the
+/// embedding page.
+pub fn render_result_page(result: &Json, flags: &Flags, parent_origin: Option<&str>) -> Response {
     let (approved, heading, message, details) = match result.get("transaction") {
         Some(tx) => {
             let approved = tx["reason_code_id"].as_i64() == Some(1000);
@@ -1137,7 +1239,7 @@ fn render_result(session: &Session, prepared: &Prepared, result: &Json) -> Respo
         redirect_delay: flags.redirect_url_delay,
         close_button: flags.display_close_button,
         result_json: script_json(result),
-        parent_origin: session.parent_origin.clone().unwrap_or_default(),
+        parent_origin: parent_origin.unwrap_or_default().to_string(),
         send_message: flags.parent_send_message,
         parent_close: flags.parent_close,
         close_delay: flags.parent_close_delay,

@@ -12,6 +12,7 @@ mod hosted;
 mod json_body;
 pub mod metrics;
 mod postbacks;
+mod quickinvoices;
 pub mod ratelimit;
 mod recurrings;
 mod tokens;
@@ -55,6 +56,8 @@ pub struct AppState {
     pub mailer: crate::mail::smtp::Mailer,
     /// Told of every change, in its transaction (the postback outbox).
     pub sink: Arc<dyn crate::engine::events::EventSink>,
+    /// Where file bytes live (quick-invoice attachments).
+    pub files: Arc<dyn crate::files::FileStore>,
 }
 
 /// The declared resources served by the generic routes, with their verbs.
@@ -71,6 +74,8 @@ pub static MOUNTED: &[(&Resource, crud::Verbs)] = &[
     (&resources::RECURRING, crud::ALL),
     (&resources::TAG, crud::ALL),
     (&resources::HOSTED_PAYMENT_PAGE, crud::ALL),
+    (&resources::QUICK_INVOICE, crud::ALL),
+    (&resources::PRODUCT_FILE, crud::ALL),
     (&resources::USER, crud::ALL.own_routes()),
     (
         &resources::AUTH_ROLE_USER,
@@ -105,6 +110,7 @@ pub fn app(state: AppState) -> Router {
         .merge(recurrings::routes())
         .merge(boarding::routes())
         .merge(hosted::routes())
+        .merge(quickinvoices::routes())
         .route(
             "/v2/accountvaultupdates",
             axum::routing::post(account_vault_updates),
@@ -114,9 +120,19 @@ pub fn app(state: AppState) -> Router {
         api = api.merge(developer::routes()).merge(devmail::routes());
     }
     for (res, verbs) in MOUNTED {
-        if !verbs.own_routes {
-            api = api.merge(crud::routes(res, *verbs));
+        if verbs.own_routes {
+            continue;
         }
+        let routes = crud::routes(res, *verbs);
+        // Quick invoices are also created from multipart forms with files.
+        api = if std::ptr::eq(*res, &resources::QUICK_INVOICE) {
+            api.merge(routes.layer(middleware::from_fn_with_state(
+                state.clone(),
+                quickinvoices::multipart_create,
+            )))
+        } else {
+            api.merge(routes)
+        };
     }
     Router::new()
         .merge(api)

@@ -35,6 +35,8 @@ pub struct Mailer {
     transport: Option<AsyncSmtpTransport<Tokio1Executor>>,
     from_address: Arc<str>,
     wake: Arc<Notify>,
+    /// Where attached files are read from.
+    files: Arc<dyn crate::files::FileStore>,
 }
 
 struct Outgoing {
@@ -46,6 +48,8 @@ struct Outgoing {
     text: String,
     html: String,
     attempts: i64,
+    /// Files to attach: name, content type, bytes.
+    attachments: Vec<(String, String, Vec<u8>)>,
 }
 
 /// How an attempt ended.
@@ -68,6 +72,7 @@ impl Mailer {
         smtp_url: Option<&str>,
         ca_pem: Option<&[u8]>,
         from_address: String,
+        files: Arc<dyn crate::files::FileStore>,
     ) -> anyhow::Result<Mailer> {
         let transport = match smtp_url.map(str::trim).filter(|u| !u.is_empty()) {
             Some(url) => Some(transport(url, ca_pem)?),
@@ -83,6 +88,7 @@ impl Mailer {
             transport,
             from_address: Arc::from(from_address.as_str()),
             wake: Arc::new(Notify::new()),
+            files,
         })
     }
 
@@ -137,7 +143,8 @@ impl Mailer {
         let claimed = self.claim(location_id).await?;
         let n = claimed.len();
         let mut sends = tokio::task::JoinSet::new();
-        for message in claimed {
+        for mut message in claimed {
+            self.attach(&mut message).await?;
             let (transport, from) = (transport.clone(), self.from_address.clone());
             sends.spawn(async move {
                 let sent = send(&transport, &from, &message).await;
@@ -190,11 +197,42 @@ impl Mailer {
                             text: text(&r[5]),
                             html: text(&r[6]),
                             attempts: r[7].as_int().unwrap_or(0),
+                            attachments: Vec::new(),
                         }
                     })
                     .collect())
             })
             .await
+    }
+
+    /// Reads the files `message` carries from the file store. A file gone
+    /// from the store is left out (and logged); the message still goes.
+    async fn attach(&self, message: &mut Outgoing) -> ApiResult<()> {
+        let id = message.id.clone();
+        let rows = self
+            .store
+            .read(move |conn| {
+                Ok(conn.query(&Sql::with(
+                    "SELECT name, content_type, storage_key FROM mail_attachments WHERE mail_id = ? ORDER BY position",
+                    vec![id.into()],
+                ))?)
+            })
+            .await?;
+        for row in rows {
+            let text = |v: &Value| v.as_str().unwrap_or_default().to_string();
+            let (name, content_type, key) = (text(&row[0]), text(&row[1]), text(&row[2]));
+            let files = self.files.clone();
+            let read = tokio::task::spawn_blocking(move || files.get(&key))
+                .await
+                .map_err(ApiError::internal)?;
+            match read {
+                Ok(bytes) => message.attachments.push((name, content_type, bytes)),
+                Err(e) => {
+                    tracing::warn!(message = %message.id, error = %e, "mail: an attached file is missing")
+                }
+            }
+        }
+        Ok(())
     }
 
     async fn record(&self, id: String, attempts: i64, sent: Sent) -> ApiResult<()> {
@@ -295,9 +333,18 @@ async fn send(transport: &AsyncSmtpTransport<Tokio1Executor>, from: &str, m: &Ou
                 builder = builder.reply_to(mb);
             }
         }
-        builder
-            .multipart(MultiPart::alternative_plain_html(m.text.clone(), m.html.clone()))
-            .map_err(|e| e.to_string())
+        let body = MultiPart::alternative_plain_html(m.text.clone(), m.html.clone());
+        if m.attachments.is_empty() {
+            return builder.multipart(body).map_err(|e| e.to_string());
+        }
+        let mut mixed = MultiPart::mixed().multipart(body);
+        for (name, content_type, bytes) in &m.attachments {
+            let kind =
+                lettre::message::header::ContentType::parse(content_type).map_err(|e| e.to_string())?;
+            mixed =
+                mixed.singlepart(lettre::message::Attachment::new(name.clone()).body(bytes.clone(), kind));
+        }
+        builder.multipart(mixed).map_err(|e| e.to_string())
     })();
     let message = match built {
         Ok(message) => message,

@@ -61,5 +61,7 @@ pub fn apply(
         _ => {}
     }
     let input = UpdateInput::named(&TRANSACTION, changes)?;
-    update_record(cx, conn, tx, input)
+    let record = update_record(cx, conn, tx, input)?;
+    crate::invoices::payment_changed(cx, conn, &record, false)?;
+    Ok(record)
 }

@@ -284,6 +284,16 @@ pub fn prepare(
     if action == Action::Refund {
         check_refund(cx, conn, &funding, method, amount, &place, &mut errors)?;
     }
+    if let Some(invoice) = &origin.quick_invoice_id {
+        crate::invoices::check_new_payment(
+            conn,
+            invoice.as_str(),
+            &place.location_id,
+            amount,
+            cx.now,
+            &mut errors,
+        )?;
+    }
     errors.into_result()?;
 
     if action == Action::Refund {
@@ -831,5 +841,6 @@ pub fn complete(
         ));
     }
     events::record(conn, cx, EventAction::Create, &record, &[])?;
+    crate::invoices::payment_changed(cx, conn, &record, true)?;
     Completed::answer(cx, conn, record, idem_key, 201)
 }

@@ -429,6 +429,7 @@ pub fn complete(
     if let Some((move_vault, move_txs)) = vault_moves {
         move_with_vault(cx, conn, &record, move_vault, move_txs)?;
     }
+    crate::invoices::payment_changed(cx, conn, &record, false)?;
     Completed::answer(cx, conn, record, idem_key, 200)
 }
 

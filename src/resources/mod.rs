@@ -11,6 +11,8 @@ pub mod locations;
 pub mod notes;
 pub mod postbackconfigs;
 pub mod product_transactions;
+pub mod productfiles;
+pub mod quickinvoices;
 pub mod recurrings;
 pub mod tags;
 pub mod transactionbatches;
@@ -26,6 +28,8 @@ pub use locations::LOCATION;
 pub use notes::NOTE;
 pub use postbackconfigs::{POSTBACK_CONFIG, POSTBACK_DELIVERY};
 pub use product_transactions::PRODUCT_TRANSACTION;
+pub use productfiles::PRODUCT_FILE;
+pub use quickinvoices::QUICK_INVOICE;
 pub use recurrings::RECURRING;
 pub use tags::TAG;
 pub use transactionbatches::TRANSACTION_BATCH;
@@ -54,6 +58,8 @@ pub static ALL: &[&Resource] = &[
     &POSTBACK_DELIVERY,
     &TAG,
     &HOSTED_PAYMENT_PAGE,
+    &QUICK_INVOICE,
+    &PRODUCT_FILE,
 ];
 
 #[cfg(test)]

@@ -187,3 +187,62 @@ fn hosted_forms_in_a_browser() {
         assert!(!app.log().contains(pan), "a card number reached the log");
     }
 }
+
+#[test]
+fn quick_invoice_pay_page_in_a_browser() {
+    if !ready() {
+        return;
+    }
+    let app = TestApp::start(Engine::Sqlite).expect("sqlite app");
+    let t = app.bootstrap();
+    let invoice = |extra: serde_json::Value| {
+        let mut q = json!({ "location_id": t.location_id(), "title": "Bakery order", "due_date": "2030-01-15",
+            "item_list": { "Bread": "10.00", "Cake": "11.00" }, "email": "pat@example.com" });
+        q.as_object_mut()
+            .unwrap()
+            .extend(extra.as_object().unwrap().clone());
+        t.post("/v2/quickinvoices", json!({ "quickinvoice": q }))
+            .expect(201)
+            .body["quickinvoice"]
+            .clone()
+    };
+    let full = invoice(json!({ "send_email": 1 }));
+    // The link as the customer gets it: from the captured mail.
+    let mail = t.get("/dev/mail?format=json").expect(200).body["messages"][0]["text"]
+        .as_str()
+        .expect("the invoice mail")
+        .to_string();
+    let at = mail.find("http").expect("a link in the mail");
+    let link: String = mail[at..].chars().take_while(|c| !c.is_whitespace()).collect();
+    assert!(link.contains("/quickinvoice/pay/"), "{link}");
+    let partial = invoice(json!({ "allow_partial_pay": 1 }));
+    run_script(
+        "quickinvoice.mjs",
+        &[
+            ("BASE", app.base.clone()),
+            ("FULL", link),
+            (
+                "PARTIAL",
+                partial["_links"]["pay"]["href"].as_str().unwrap().to_string(),
+            ),
+        ],
+    );
+    let id = full["id"].as_str().unwrap();
+    let paid = t.get(&format!("/v2/quickinvoices/{id}")).expect(200).body["quickinvoice"].clone();
+    assert_eq!(
+        (paid["status_id"].as_i64(), paid["payment_status_id"].as_i64()),
+        (Some(2), Some(2))
+    );
+    let id = partial["id"].as_str().unwrap();
+    let part = t
+        .get(&format!("/v2/quickinvoices/{id}?expand=transactions"))
+        .expect(200)
+        .body["quickinvoice"]
+        .clone();
+    assert_eq!(part["remaining_balance"], "17.00");
+    assert_eq!(
+        part["transactions"].as_array().map(Vec::len),
+        Some(2),
+        "the partial payment and the decline"
+    );
+}

@@ -149,10 +149,20 @@ fn ts_keywords_use_the_location_time_zone(app: &TestApp) {
     let kiritimati: chrono_tz::Tz = "Pacific/Kiritimati".parse().unwrap();
     let now = chrono::Utc::now();
     let today_there = now.with_timezone(&kiritimati).date_naive();
-    let ts = kiritimati
-        .from_local_datetime(&today_there.and_hms_opt(1, 0, 0).unwrap())
+    let midnight = kiritimati
+        .from_local_datetime(&today_there.and_hms_opt(0, 0, 0).unwrap())
         .single()
         .unwrap();
+    // 01:00 in Kiritimati (UTC+14), when some zone further west still
+    // has yesterday's date; in Kiritimati's first hour that is still to
+    // come, so then a minute before its midnight (yesterday there,
+    // today in UTC).
+    let one_am = midnight + chrono::Duration::hours(1);
+    let ts = if one_am.with_timezone(&chrono::Utc) <= now {
+        one_am
+    } else {
+        midnight - chrono::Duration::minutes(1)
+    };
     crate::support::db::db(app).exec(
         "UPDATE contacts SET created_ts = CAST(CAST(? AS TEXT) AS BIGINT) WHERE id = ?",
         &[&ts.timestamp().to_string(), &id],

@@ -30,6 +30,10 @@ struct World {
     tag: String,
     /// A hosted payment page on the cc product transaction.
     page: String,
+    /// A quick invoice for the contact.
+    invoice: String,
+    /// The location's file storage.
+    productfile: String,
     admin: String,
     extra_user: String,
     extra_key: String,
@@ -165,6 +169,23 @@ fn world(app: &TestApp, tag: &str) -> World {
         .expect(201),
         "hostedpaymentpage",
     );
+    let invoice = id_of(
+        &t.post(
+            "/v2/quickinvoices",
+            json!({ "quickinvoice": { "location_id": loc, "title": format!("{tag} invoice"), "due_date": "2030-01-15",
+                "item_list": { "Bread": "4.00" }, "contact_id": contact, "allow_partial_pay": 1 } }),
+        )
+        .expect(201),
+        "quickinvoice",
+    );
+    let productfile = id_of(
+        &t.post(
+            "/v2/productfiles",
+            json!({ "productfile": { "location_id": loc, "title": format!("{tag} files") } }),
+        )
+        .expect(201),
+        "productfile",
+    );
     let (extra_user, extra_key) = t.user(&loc, None);
     let aru = id_of(
         &t.post(
@@ -261,6 +282,8 @@ fn world(app: &TestApp, tag: &str) -> World {
         note,
         tag: tag_id,
         page,
+        invoice,
+        productfile,
         admin,
         extra_user,
         extra_key,
@@ -320,6 +343,8 @@ impl World {
             ("/v2/notes/{id}", self.note.clone()),
             ("/v2/tags/{id}", self.tag.clone()),
             ("/v2/hostedpaymentpages/{id}", self.page.clone()),
+            ("/v2/quickinvoices/{id}", self.invoice.clone()),
+            ("/v2/productfiles/{id}", self.productfile.clone()),
             ("/v2/users/{id}", self.admin.clone()),
             ("/v2/users/{id}", self.extra_user.clone()),
             ("/v2/authroleusers/{id}", self.aru.clone()),
@@ -347,6 +372,7 @@ impl World {
                 "/v2/notes/",
                 "/v2/tags/",
                 "/v2/hostedpaymentpages/",
+                "/v2/quickinvoices/",
                 "/v2/users/",
                 "/v2/accountvaults/",
                 "/v2/transactions/",
@@ -380,6 +406,8 @@ impl World {
                 "/v2/notes",
                 "/v2/tags",
                 "/v2/hostedpaymentpages",
+                "/v2/quickinvoices",
+                "/v2/productfiles",
                 "/v2/users",
                 "/v2/authroleusers",
                 "/v2/accountvaults",
@@ -479,6 +507,10 @@ fn matrix(a: &World, b: &World) -> Vec<Case> {
             "/v2/locations/{id}" => json!({ "location": { "name": "Mallory", "parent_id": b.loc } }),
             "/v2/notes/{id}" => json!({ "note": { "note": "Mallory was here" } }),
             "/v2/tags/{id}" => json!({ "tag": { "title": "Mallory" } }),
+            "/v2/productfiles/{id}" => json!({ "productfile": { "title": "Mallory" } }),
+            "/v2/quickinvoices/{id}" => {
+                json!({ "quickinvoice": { "title": "Mallory", "item_list": { "x": "1.00" } } })
+            }
             "/v2/hostedpaymentpages/{id}" => {
                 json!({ "hostedpaymentpage": { "title": "Mallory", "redirect_url_on_approve": "https://mallory.example/" } })
             }
@@ -505,6 +537,8 @@ fn matrix(a: &World, b: &World) -> Vec<Case> {
         "/v2/notes/{id}",
         "/v2/tags/{id}",
         "/v2/hostedpaymentpages/{id}",
+        "/v2/quickinvoices/{id}",
+        "/v2/productfiles/{id}",
         "/v2/users/{id}",
         "/v2/transactions/{id}",
         "/v2/postbackconfigs/{id}",
@@ -517,6 +551,8 @@ fn matrix(a: &World, b: &World) -> Vec<Case> {
         "/v2/notes/{id}",
         "/v2/tags/{id}",
         "/v2/hostedpaymentpages/{id}",
+        "/v2/quickinvoices/{id}",
+        "/v2/productfiles/{id}",
         "/v2/users/{id}",
         "/v2/authroleusers/{id}",
         "/v2/transactionlevel3s/{id}",
@@ -677,6 +713,63 @@ fn matrix(a: &World, b: &World) -> Vec<Case> {
             cases.push(c);
         }
     }
+    // The actions on A's quick invoice (naming B's own sale).
+    for (action, verb) in [
+        ("addTransaction", "PUT"),
+        ("removeTransaction", "PUT"),
+        ("resend", "POST"),
+    ] {
+        let template: &'static str = Box::leak(format!("/v2/quickinvoices/{{id}}/{action}").into_boxed_str());
+        for method in ["POST", "GET", "PUT", "DELETE"] {
+            let mut c = case(
+                method,
+                template,
+                template.replace("{id}", &a.invoice),
+                if method == verb {
+                    not_found.clone()
+                } else {
+                    not_served.clone()
+                },
+            );
+            c.ghost_path = Some(template.replace("{id}", &ghost()));
+            if method == "PUT" || method == "POST" {
+                c.body = Some(json!({ "quickinvoice": { "transaction_id": b.sale } }));
+            }
+            cases.push(c);
+        }
+    }
+    // A's invoice's files: neither added nor removed by B.
+    let files = "/v2/quickinvoices/{id}/files";
+    for method in ["POST", "GET", "PUT", "DELETE"] {
+        let mut c = case(
+            method,
+            files,
+            files.replace("{id}", &a.invoice),
+            if method == "POST" {
+                not_found.clone()
+            } else {
+                not_served.clone()
+            },
+        );
+        c.ghost_path = Some(files.replace("{id}", &ghost()));
+        cases.push(c);
+    }
+    let file = "/v2/quickinvoices/{id}/files/{file_id}";
+    let file_path = |invoice: &str| file.replace("{id}", invoice).replace("{file_id}", &ghost());
+    for method in ["DELETE", "GET", "PUT", "POST"] {
+        let mut c = case(
+            method,
+            file,
+            file_path(&a.invoice),
+            if method == "DELETE" {
+                not_found.clone()
+            } else {
+                not_served.clone()
+            },
+        );
+        c.ghost_path = Some(file_path(&ghost()));
+        cases.push(c);
+    }
     // A's test clock: neither read nor moved by B.
     let clock = "/v2/developer/testclock";
     let mut c = case(
@@ -773,6 +866,23 @@ fn matrix(a: &World, b: &World) -> Vec<Case> {
         expect: Expect::Invalid(field),
     };
     let g = ghost();
+    for action in ["addTransaction", "removeTransaction"] {
+        let template: &'static str = Box::leak(format!("/v2/quickinvoices/{{id}}/{action}").into_boxed_str());
+        cases.push(own(
+            template,
+            &b.invoice,
+            json!({ "quickinvoice": { "transaction_id": a.sale } }),
+            json!({ "quickinvoice": { "transaction_id": g } }),
+            "transaction_id",
+        ));
+    }
+    cases.push(own(
+        "/v2/quickinvoices/{id}",
+        &b.invoice,
+        json!({ "quickinvoice": { "contact_id": a.contact } }),
+        json!({ "quickinvoice": { "contact_id": g } }),
+        "contact_id",
+    ));
     cases.push(own(
         "/v2/locations/{id}",
         &b.child,
@@ -909,6 +1019,24 @@ fn matrix(a: &World, b: &World) -> Vec<Case> {
             &[("id", &a.tag), ("location_id", &a.loc), ("title", "A tag")],
         ),
         (
+            "/v2/productfiles",
+            &[
+                ("id", &a.productfile),
+                ("location_id", &a.loc),
+                ("title", "A files"),
+            ],
+        ),
+        (
+            "/v2/quickinvoices",
+            &[
+                ("id", &a.invoice),
+                ("location_id", &a.loc),
+                ("contact_id", &a.contact),
+                ("cc_product_transaction_id", &a.cc),
+                ("title", "A invoice"),
+            ],
+        ),
+        (
             "/v2/hostedpaymentpages",
             &[
                 ("id", &a.page),
@@ -1014,6 +1142,11 @@ fn matrix(a: &World, b: &World) -> Vec<Case> {
             "/v2/hostedpaymentpages",
             "?expand=location,product_transaction,created_user,changelogs&page_size=100",
         ),
+        (
+            "/v2/quickinvoices",
+            "?expand=contact,location,created_user,transactions,changelogs&page_size=100",
+        ),
+        ("/v2/productfiles", "?expand=location,created_user&page_size=100"),
         ("/v2/users", "?expand=primary_location&page_size=100"),
         ("/v2/authroleusers", "?expand=user,created_user&page_size=100"),
         (
@@ -1112,6 +1245,20 @@ fn matrix(a: &World, b: &World) -> Vec<Case> {
             "/v2/tags",
             json!({ "tag": { "location_id": target, "title": "Mallory" } }),
             json!({ "tag": { "location_id": g, "title": "Mallory" } }),
+            Expect::Invalid("location_id"),
+        ));
+        cases.push(create(
+            "/v2/productfiles",
+            json!({ "productfile": { "location_id": target, "title": "Mallory" } }),
+            json!({ "productfile": { "location_id": g, "title": "Mallory" } }),
+            Expect::Invalid("location_id"),
+        ));
+        cases.push(create(
+            "/v2/quickinvoices",
+            json!({ "quickinvoice": { "location_id": target, "title": "Mallory", "due_date": "2030-01-01",
+                "item_list": { "x": "1.00" } } }),
+            json!({ "quickinvoice": { "location_id": g, "title": "Mallory", "due_date": "2030-01-01",
+                "item_list": { "x": "1.00" } } }),
             Expect::Invalid("location_id"),
         ));
         cases.push(create(
@@ -1236,6 +1383,25 @@ fn matrix(a: &World, b: &World) -> Vec<Case> {
         page(&g),
         Expect::Invalid("product_transaction_id"),
     ));
+    // B's invoice on A's product transaction or for A's contact.
+    let invoice = |field: &str, value: &str| {
+        let mut q = json!({ "location_id": b.loc, "title": "Mallory", "due_date": "2030-01-01", "item_list": { "x": "1.00" } });
+        q[field] = json!(value);
+        json!({ "quickinvoice": q })
+    };
+    for (field, value) in [
+        ("cc_product_transaction_id", &a.cc),
+        ("ach_product_transaction_id", &a.ach),
+        ("contact_id", &a.contact),
+    ] {
+        let name: &'static str = Box::leak(field.to_string().into_boxed_str());
+        cases.push(create(
+            "/v2/quickinvoices",
+            invoice(field, value),
+            invoice(field, &g),
+            Expect::Invalid(name),
+        ));
+    }
     // Recurrings that name A's records.
     let plan = |fields: Value| {
         let mut r = json!({ "location_id": b.loc, "account_vault_id": b.vault, "transaction_amount": "4.00",
@@ -1561,11 +1727,11 @@ fn cross_tenant_matrix(app: &TestApp) {
     );
     assert_eq!(
         expected.len(),
-        (16 * 2 + 18) * 4,
-        "16 resources (collection and item) plus users/me, generateuserapikey, bins, \
+        (18 * 2 + 23) * 4,
+        "18 resources (collection and item) plus users/me, generateuserapikey, bins, \
          accountvaultupdates, a vault's bininfo, a transaction's bininfo, override and achupdate, the ACH status \
          simulator, settle, the test clock and its advance, a postback config's deliveries and redeliver, \
-         the four recurring actions, 4 verbs each"
+         the four recurring actions, the three quick invoice actions and its files, 4 verbs each"
     );
     // The verbs the matrix expects to be served agree with the OpenAPI document.
     let doc = b.t.get("/v2/openapi.json").body;

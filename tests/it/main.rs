@@ -27,6 +27,7 @@ mod ops;
 mod payment_safety;
 mod pg_tls;
 mod postbacks;
+mod quickinvoices;
 mod recurrings;
 mod reference_samples;
 mod sign_in;

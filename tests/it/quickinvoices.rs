@@ -1,0 +1,792 @@
+//! Quick invoices: the resource and its defaults, payments counted by
+//! addTransaction and the pay page alike, the pay page's rules, the mail
+//! (read back from a real SMTP sink) and reminders driven by the test
+//! clock.
+
+use crate::engine_tests;
+use crate::support::smtp::SmtpSink;
+use crate::support::{Client, Resp, Tenant, TestApp};
+use serde_json::{json, Value};
+use std::time::Duration;
+
+engine_tests!(
+    create_with_defaults_and_sums,
+    bad_invoices_are_refused,
+    add_and_remove_transactions,
+    product_transactions_fixed_once_paid,
+    pay_page_pays_within_the_rules,
+    reminders_follow_the_test_clock,
+    invoice_mail_by_smtp,
+    files_need_storage_and_are_checked,
+    multipart_create_with_files
+);
+
+const PDF: &str = "%PDF-1.4\n1 0 obj << /Type /Catalog >> endobj\ntrailer << /Root 1 0 R >>\n%%EOF\n";
+
+/// A multipart/form-data body: its content type and text.
+fn multipart(fields: &[(&str, &str)], files: &[(&str, &str, &str)]) -> (String, String) {
+    let boundary = "----ferrogate-test-boundary";
+    let mut body = String::new();
+    for (name, value) in fields {
+        body.push_str(&format!(
+            "--{boundary}\r\nContent-Disposition: form-data; name=\"{name}\"\r\n\r\n{value}\r\n"
+        ));
+    }
+    for (name, file_name, content) in files {
+        body.push_str(&format!(
+            "--{boundary}\r\nContent-Disposition: form-data; name=\"{name}\"; filename=\"{file_name}\"\r\n\
+             Content-Type: application/octet-stream\r\n\r\n{content}\r\n"
+        ));
+    }
+    body.push_str(&format!("--{boundary}--\r\n"));
+    (format!("multipart/form-data; boundary={boundary}"), body)
+}
+
+fn send_multipart(
+    app: &TestApp,
+    t: &Tenant,
+    path: &str,
+    fields: &[(&str, &str)],
+    files: &[(&str, &str, &str)],
+) -> Resp {
+    let (content_type, body) = multipart(fields, files);
+    let mut headers: Vec<(&str, String)> = vec![("content-type", content_type)];
+    for key in ["developer_id", "user_id", "user_api_key"] {
+        headers.push((
+            match key {
+                "developer_id" => "developer-id",
+                "user_id" => "user-id",
+                _ => "user-api-key",
+            },
+            t.cred(key),
+        ));
+    }
+    let headers: Vec<(&str, &str)> = headers.iter().map(|(k, v)| (*k, v.as_str())).collect();
+    Client {
+        base: app.base.clone(),
+    }
+    .send("POST", path, &headers, Some(&body))
+}
+
+fn invoice(t: &Tenant, extra: Value) -> Resp {
+    let mut body = json!({ "title": "Invoice with min fields", "due_date": "2030-01-15",
+        "item_list": { "item1xx": 10, "item2yy": "11" }, "location_id": t.location_id() });
+    for (k, v) in extra.as_object().unwrap() {
+        body[k] = v.clone();
+    }
+    t.post("/v2/quickinvoices", json!({ "quickinvoice": body }))
+}
+
+fn sale(t: &Tenant, amount: &str) -> String {
+    t.post(
+        "/v2/transactions",
+        json!({ "transaction": { "action": "sale", "payment_method": "cc", "transaction_amount": amount,
+            "account_number": "4111111111111111", "exp_date": "1239" } }),
+    )
+    .expect(201)
+    .body["transaction"]["id"]
+        .as_str()
+        .unwrap()
+        .to_string()
+}
+
+fn create_with_defaults_and_sums(app: &TestApp) {
+    let t = app.bootstrap();
+    let q = invoice(&t, json!({})).expect(201).body["quickinvoice"].clone();
+    assert_eq!(q["amount_due"], "21.00");
+    assert_eq!(q["remaining_balance"], "21.00");
+    assert_eq!(
+        (q["status_id"].as_i64(), q["payment_status_id"].as_i64()),
+        (Some(1), Some(1))
+    );
+    assert_eq!(q["single_payment_min_amount"], "0.00");
+    assert_eq!(q["single_payment_max_amount"], "9999999.99");
+    assert_eq!(q["notification_days_before_due_date"], 3);
+    assert_eq!(q["notification_days_after_due_date"], 7);
+    assert_eq!(
+        q["cc_product_transaction_id"],
+        t.cred("cc_product_transaction_id").as_str()
+    );
+    assert_eq!(
+        q["ach_product_transaction_id"],
+        t.cred("ach_product_transaction_id").as_str()
+    );
+    for flag in ["allow_partial_pay", "allow_overpayment", "attach_files_to_email"] {
+        assert!(
+            q[flag] == json!(false) || q[flag] == json!(0),
+            "{flag}: {}",
+            q[flag]
+        );
+    }
+    assert!(q["is_active"] == json!(true) || q["is_active"] == json!(1));
+    assert_eq!(q["active"], q["is_active"]);
+    let pay = q["_links"]["pay"]["href"].as_str().unwrap();
+    assert!(
+        pay.contains("/quickinvoice/pay/") && !pay.contains(q["id"].as_str().unwrap()),
+        "{pay}"
+    );
+    assert!(!q.as_object().unwrap().contains_key("pay_token"));
+    let id = q["id"].as_str().unwrap();
+    assert_eq!(
+        t.get(&format!("/v2/quickinvoices/{id}")).expect(200).body["quickinvoice"]["amount_due"],
+        "21.00"
+    );
+
+    // A contact by api id gives its email; PUT changes only what it sends.
+    let contact = t
+        .post(
+            "/v2/contacts",
+            json!({ "contact": { "location_id": t.location_id(), "last_name": "Payer",
+            "email": "pat@example.com", "contact_api_id": "cust-9" } }),
+        )
+        .expect(201)
+        .body["contact"]["id"]
+        .clone();
+    let q2 = invoice(
+        &t,
+        json!({ "contact_api_id": "cust-9", "title": "Second", "item_list": { "a": "1.50" } }),
+    )
+    .expect(201)
+    .body["quickinvoice"]
+        .clone();
+    assert_eq!(
+        (q2["contact_id"].clone(), q2["email"].as_str()),
+        (contact, Some("pat@example.com"))
+    );
+    let id2 = q2["id"].as_str().unwrap();
+    let put = t
+        .put(
+            &format!("/v2/quickinvoices/{id2}"),
+            json!({ "quickinvoice": { "item_list": { "a": "2", "b": "3.25" } } }),
+        )
+        .expect(200)
+        .body["quickinvoice"]
+        .clone();
+    assert_eq!(
+        (put["amount_due"].as_str(), put["remaining_balance"].as_str()),
+        (Some("5.25"), Some("5.25"))
+    );
+    assert_eq!(put["title"], "Second");
+
+    // The list: newest first, filters.
+    let list = t.get("/v2/quickinvoices").expect(200).body.clone();
+    let created: Vec<i64> = list["quickinvoices"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|q| q["created_ts"].as_i64().unwrap())
+        .collect();
+    assert!(
+        created.windows(2).all(|w| w[0] >= w[1]) && created.len() == 2,
+        "{created:?}"
+    );
+    assert_eq!(list["meta"]["sort"]["attributes"]["created_ts"], "desc");
+    let filtered = t.get("/v2/quickinvoices?title=Second").expect(200).body["quickinvoices"].clone();
+    assert_eq!(filtered.as_array().unwrap().len(), 1);
+    t.send("DELETE", &format!("/v2/quickinvoices/{id2}"), None)
+        .expect(204);
+    t.send("DELETE", &format!("/v2/quickinvoices/{id2}"), None)
+        .expect(404);
+}
+
+fn bad_invoices_are_refused(app: &TestApp) {
+    let t = app.bootstrap();
+    let r = t
+        .post(
+            "/v2/quickinvoices",
+            json!({ "quickinvoice": { "location_id": t.location_id() } }),
+        )
+        .expect(422);
+    for f in ["title", "due_date", "item_list"] {
+        assert!(!r.errors(f).is_empty(), "{f}: {}", r.text);
+    }
+    for bad in [
+        json!({}),
+        json!({ "a": "ten" }),
+        json!({ "a": -1 }),
+        json!(["a", 1]),
+    ] {
+        invoice(&t, json!({ "item_list": bad })).expect(422);
+    }
+    let r = invoice(
+        &t,
+        json!({ "single_payment_min_amount": "10.00", "single_payment_max_amount": "5.00" }),
+    )
+    .expect(422);
+    assert!(!r.errors("single_payment_min_amount").is_empty());
+    invoice(&t, json!({ "contact_api_id": "nobody" })).expect(422);
+    invoice(&t, json!({ "status_id": 2 })).expect(422);
+    let r = invoice(&t, json!({ "send_email": 1 })).expect(422);
+    assert!(!r.errors("email").is_empty(), "send_email needs an address");
+    let other = app.bootstrap();
+    invoice(
+        &t,
+        json!({ "cc_product_transaction_id": other.cred("cc_product_transaction_id") }),
+    )
+    .expect(422);
+    invoice(
+        &t,
+        json!({ "cc_product_transaction_id": t.cred("ach_product_transaction_id") }),
+    )
+    .expect(422);
+    assert_eq!(
+        t.get("/v2/quickinvoices").expect(200).body["quickinvoices"]
+            .as_array()
+            .unwrap()
+            .len(),
+        0
+    );
+}
+
+fn add_and_remove_transactions(app: &TestApp) {
+    let t = app.bootstrap();
+    let id = invoice(&t, json!({ "allow_partial_pay": 1 })).expect(201).body["quickinvoice"]["id"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    let path = |action: &str| format!("/v2/quickinvoices/{id}/{action}");
+    let first = sale(&t, "10.00");
+    let q = t
+        .put(
+            &path("addTransaction"),
+            json!({ "quickinvoice": { "transaction_id": first } }),
+        )
+        .expect(200)
+        .body["quickinvoice"]
+        .clone();
+    assert_eq!(
+        (q["payment_status_id"].as_i64(), q["remaining_balance"].as_str()),
+        (Some(3), Some("11.00"))
+    );
+    assert_eq!(q["transactions"][0]["id"], first.as_str());
+    let tx = t.get(&format!("/v2/transactions/{first}")).expect(200).body["transaction"].clone();
+    assert_eq!(tx["quick_invoice_id"], id.as_str());
+    // Not twice, not a declined sale, not an unknown one.
+    t.put(
+        &path("addTransaction"),
+        json!({ "quickinvoice": { "transaction_id": first } }),
+    )
+    .expect(422);
+    let declined = sale(&t, "5.00");
+    t.put(
+        &path("addTransaction"),
+        json!({ "quickinvoice": { "transaction_id": declined } }),
+    )
+    .expect(422);
+    t.put(
+        &path("addTransaction"),
+        json!({ "quickinvoice": { "transaction_id": "0123456789abcdef0123456789abcdef" } }),
+    )
+    .expect(422);
+    t.put(&path("addTransaction"), json!({ "quickinvoice": {} }))
+        .expect(422);
+    let second = sale(&t, "11.00");
+    let paid = t
+        .put(
+            &path("addTransaction"),
+            json!({ "quickinvoice": { "transaction_id": second } }),
+        )
+        .expect(200)
+        .body["quickinvoice"]
+        .clone();
+    assert_eq!(
+        (
+            paid["status_id"].as_i64(),
+            paid["payment_status_id"].as_i64(),
+            paid["remaining_balance"].as_str()
+        ),
+        (Some(2), Some(2), Some("0.00"))
+    );
+    // A void takes the payment back off the invoice.
+    t.put(
+        &format!("/v2/transactions/{second}"),
+        json!({ "transaction": { "action": "void" } }),
+    )
+    .expect(200);
+    let after_void = t.get(&format!("/v2/quickinvoices/{id}")).expect(200).body["quickinvoice"].clone();
+    assert_eq!(
+        (
+            after_void["status_id"].as_i64(),
+            after_void["remaining_balance"].as_str()
+        ),
+        (Some(1), Some("11.00"))
+    );
+    let removed = t
+        .put(
+            &path("removeTransaction"),
+            json!({ "quickinvoice": { "transaction_id": first } }),
+        )
+        .expect(200)
+        .body["quickinvoice"]
+        .clone();
+    assert_eq!(
+        (
+            removed["payment_status_id"].as_i64(),
+            removed["remaining_balance"].as_str()
+        ),
+        (Some(1), Some("21.00"))
+    );
+    t.put(
+        &path("removeTransaction"),
+        json!({ "quickinvoice": { "transaction_id": first } }),
+    )
+    .expect(422);
+    let expanded = t
+        .get(&format!("/v2/quickinvoices/{id}?expand=transactions"))
+        .expect(200)
+        .body["quickinvoice"]
+        .clone();
+    assert_eq!(
+        expanded["transactions"].as_array().unwrap().len(),
+        1,
+        "the voided payment still names it"
+    );
+    // Another tenant sees none of it.
+    let other = app.bootstrap();
+    other
+        .put(
+            &path("addTransaction"),
+            json!({ "quickinvoice": { "transaction_id": first } }),
+        )
+        .expect(404);
+    other.send("POST", &path("resend"), None).expect(404);
+}
+
+fn product_transactions_fixed_once_paid(app: &TestApp) {
+    let t = app.bootstrap();
+    let id = invoice(&t, json!({ "allow_partial_pay": 1 })).expect(201).body["quickinvoice"]["id"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    t.put(
+        &format!("/v2/quickinvoices/{id}"),
+        json!({ "quickinvoice": { "ach_product_transaction_id": null } }),
+    )
+    .expect(200);
+    let tx = sale(&t, "1.00");
+    t.put(
+        &format!("/v2/quickinvoices/{id}/addTransaction"),
+        json!({ "quickinvoice": { "transaction_id": tx } }),
+    )
+    .expect(200);
+    let r = t
+        .put(
+            &format!("/v2/quickinvoices/{id}"),
+            json!({ "quickinvoice": { "ach_product_transaction_id": t.cred("ach_product_transaction_id") } }),
+        )
+        .expect(422);
+    assert!(!r.errors("cc_product_transaction_id").is_empty(), "{}", r.text);
+    t.put(
+        &format!("/v2/quickinvoices/{id}"),
+        json!({ "quickinvoice": { "note": "Thanks!" } }),
+    )
+    .expect(200);
+}
+
+/// The pay link of an invoice, as a path.
+fn pay_path(q: &Value) -> String {
+    let href = q["_links"]["pay"]["href"].as_str().unwrap();
+    href[href.find("/quickinvoice/pay/").unwrap()..].to_string()
+}
+
+fn page(app: &TestApp, path: &str, form: Option<&[(&str, &str)]>) -> Resp {
+    let client = Client {
+        base: app.base.clone(),
+    };
+    match form {
+        None => client.send("GET", path, &[("accept", "text/html")], None),
+        Some(fields) => {
+            let body: String = form_urlencoded::Serializer::new(String::new())
+                .extend_pairs(fields.iter())
+                .finish();
+            client.send(
+                "POST",
+                path,
+                &[
+                    ("content-type", "application/x-www-form-urlencoded"),
+                    ("accept", "text/html"),
+                ],
+                Some(&body),
+            )
+        }
+    }
+}
+
+const CARD: [(&str, &str); 2] = [("account_number", "4111111111111111"), ("exp_date", "1239")];
+
+fn with_amount(amount: &str) -> Vec<(&str, &str)> {
+    let mut v = vec![("transaction_amount", amount)];
+    v.extend(CARD);
+    v
+}
+
+fn pay_page_pays_within_the_rules(app: &TestApp) {
+    let t = app.bootstrap();
+    // In full: the amount is the balance and cannot be changed.
+    let q = invoice(
+        &t,
+        json!({ "item_header": "Bakery order", "invoice_number": "INV-7" }),
+    )
+    .expect(201)
+    .body["quickinvoice"]
+        .clone();
+    let link = pay_path(&q);
+    let shown = page(app, &link, None).expect(200);
+    assert!(
+        shown.text.contains("item1xx") && shown.text.contains("Bakery order") && shown.text.contains("INV-7")
+    );
+    assert!(shown.text.contains("readonly"), "the amount is the balance");
+    let paid = page(app, &link, Some(&with_amount("1.00"))).expect(200);
+    assert!(paid.text.contains("Payment approved"), "{}", paid.text);
+    let q_after = t
+        .get(&format!(
+            "/v2/quickinvoices/{}?expand=transactions",
+            q["id"].as_str().unwrap()
+        ))
+        .expect(200)
+        .body["quickinvoice"]
+        .clone();
+    assert_eq!(
+        (
+            q_after["status_id"].as_i64(),
+            q_after["payment_status_id"].as_i64()
+        ),
+        (Some(2), Some(2))
+    );
+    let tx = &q_after["transactions"][0];
+    assert_eq!(
+        (tx["trx_source_id"].as_i64(), tx["transaction_amount"].as_str()),
+        (Some(8), Some("21.00"))
+    );
+    assert!(page(app, &link, None).expect(200).text.contains("paid in full"));
+    let again = page(app, &link, Some(&with_amount("21.00"))).expect(422);
+    assert!(again.text.contains("paid in full"), "{}", again.text);
+
+    // In parts, within the minimum and the balance.
+    let q = invoice(
+        &t,
+        json!({ "allow_partial_pay": 1, "single_payment_min_amount": "2.00" }),
+    )
+    .expect(201)
+    .body["quickinvoice"]
+        .clone();
+    let link = pay_path(&q);
+    assert!(page(app, &link, Some(&with_amount("1.00")))
+        .expect(422)
+        .text
+        .contains("at least 2.00"));
+    assert!(page(app, &link, Some(&with_amount("30.00")))
+        .expect(422)
+        .text
+        .contains("remaining balance"));
+    page(app, &link, Some(&with_amount("4.00"))).expect(200);
+    let part = t
+        .get(&format!("/v2/quickinvoices/{}", q["id"].as_str().unwrap()))
+        .expect(200)
+        .body["quickinvoice"]
+        .clone();
+    assert_eq!(
+        (
+            part["payment_status_id"].as_i64(),
+            part["remaining_balance"].as_str()
+        ),
+        (Some(3), Some("17.00"))
+    );
+    // A decline changes nothing.
+    let declined = page(app, &link, Some(&with_amount("5.00"))).expect(200);
+    assert!(declined.text.contains("Payment declined"));
+    let still = t
+        .get(&format!("/v2/quickinvoices/{}", q["id"].as_str().unwrap()))
+        .expect(200)
+        .body["quickinvoice"]
+        .clone();
+    assert_eq!(still["remaining_balance"], "17.00");
+    // By bank account.
+    let ach = page(app, &format!("{link}?method=ach"), None).expect(200);
+    assert!(ach.text.contains("fg-routing"));
+    let mut bank = vec![
+        ("transaction_amount", "3.00"),
+        ("account_holder_name", "Pat Payer"),
+        ("routing", "072000326"),
+        ("account_number", "123456789"),
+        ("account_type", "checking"),
+    ];
+    page(app, &format!("{link}?method=ach"), Some(&bank)).expect(200);
+    bank[0] = ("transaction_amount", "abc");
+    page(app, &format!("{link}?method=ach"), Some(&bank)).expect(422);
+    page(app, &format!("{link}?method=paypal"), None).expect(400);
+    // Inactive, expired and unknown links.
+    t.put(
+        &format!("/v2/quickinvoices/{}", q["id"].as_str().unwrap()),
+        json!({ "quickinvoice": { "is_active": 0 } }),
+    )
+    .expect(200);
+    assert!(page(app, &link, Some(&with_amount("3.00")))
+        .expect(422)
+        .text
+        .contains("no longer be paid"));
+    page(
+        app,
+        "/quickinvoice/pay/0000000000000000000000000000000000000000",
+        None,
+    )
+    .expect(404);
+    page(app, "/quickinvoice/pay/short", None).expect(404);
+    assert!(!app.log().contains("4111111111111111"));
+}
+
+fn mails(t: &Tenant) -> Vec<Value> {
+    t.get("/dev/mail?format=json").expect(200).body["messages"]
+        .as_array()
+        .cloned()
+        .unwrap_or_default()
+}
+
+fn reminders_follow_the_test_clock(app: &TestApp) {
+    let t = app.bootstrap();
+    let today = t.get("/v2/developer/testclock").expect(200).body["testclock"]["now"]
+        .as_i64()
+        .unwrap();
+    let due = chrono::DateTime::from_timestamp(today + 5 * 86_400, 0)
+        .unwrap()
+        .date_naive()
+        .to_string();
+    let q = invoice(
+        &t,
+        json!({ "due_date": due, "email": "pat@example.com", "send_email": true,
+        "notification_days_before_due_date": 3, "notification_days_after_due_date": 2 }),
+    )
+    .expect(201)
+    .body["quickinvoice"]
+        .clone();
+    let subjects = |t: &Tenant| -> Vec<String> {
+        mails(t)
+            .iter()
+            .filter_map(|m| m["subject"].as_str().map(str::to_string))
+            .collect()
+    };
+    assert_eq!(subjects(&t).len(), 1, "the invoice itself");
+    assert!(mails(&t)[0]["text"]
+        .as_str()
+        .unwrap()
+        .contains("/quickinvoice/pay/"));
+    let advance = |days: i64| {
+        t.post(
+            "/v2/developer/testclock/advance",
+            json!({ "testclock": { "seconds": days * 86_400 } }),
+        )
+        .expect(200)
+        .body["testclock"]["ran"]["notices"]
+            .as_i64()
+            .unwrap()
+    };
+    assert_eq!(advance(1), 0);
+    assert_eq!(advance(2), 1, "three days before the due date");
+    assert!(
+        subjects(&t)[0].contains(&format!("is due on {due}")),
+        "{:?}",
+        subjects(&t)
+    );
+    assert_eq!(advance(2), 1, "on the due date");
+    assert!(subjects(&t)[0].contains("due today"));
+    assert_eq!(advance(1), 0);
+    // Paid before the reminder after the due date: no reminder.
+    let tx = sale(&t, "21.00");
+    t.put(
+        &format!("/v2/quickinvoices/{}/addTransaction", q["id"].as_str().unwrap()),
+        json!({ "quickinvoice": { "transaction_id": tx } }),
+    )
+    .expect(200);
+    assert_eq!(advance(5), 0);
+    assert_eq!(subjects(&t).iter().filter(|s| s.contains("past due")).count(), 0);
+}
+
+fn invoice_mail_by_smtp(app: &mut TestApp) {
+    let sink = SmtpSink::start();
+    app.extra_env.push(("FERROGATE_SMTP_URL".into(), sink.url()));
+    app.kill();
+    app.spawn();
+    let t = app.bootstrap();
+    let q = invoice(
+        &t,
+        json!({ "email": "pat@example.com", "send_email": 1, "note": "Thank you for your order" }),
+    )
+    .expect(201)
+    .body["quickinvoice"]
+        .clone();
+    let mail = sink.wait_for(1, Duration::from_secs(20)).remove(0);
+    assert_eq!(mail.to, ["pat@example.com"]);
+    let body = mail.decoded();
+    assert!(body.contains("item1xx") && body.contains("21.00") && body.contains("Thank you for your order"));
+    let link = pay_path(&q);
+    assert!(body.contains(&link), "the mail holds the pay link");
+    // Paying from the mailed link: a thank-you follows.
+    page(app, &link, Some(&with_amount("21.00"))).expect(200);
+    let mails = sink.wait_for(2, Duration::from_secs(20));
+    let thanks = mails
+        .iter()
+        .find(|m| m.header("Subject").is_some_and(|s| s.contains("thank you")))
+        .expect("a thank-you");
+    assert!(thanks.decoded().contains("21.00"));
+    // With attach_files_to_email, the files go along.
+    t.post(
+        "/v2/productfiles",
+        json!({ "productfile": { "location_id": t.location_id(), "title": "Invoices" } }),
+    )
+    .expect(201);
+    let id = q["id"].as_str().unwrap();
+    send_multipart(
+        app,
+        &t,
+        &format!("/v2/quickinvoices/{id}/files"),
+        &[],
+        &[("file[file]", "terms.pdf", PDF)],
+    )
+    .expect(200);
+    t.put(
+        &format!("/v2/quickinvoices/{id}"),
+        json!({ "quickinvoice": { "attach_files_to_email": 1 } }),
+    )
+    .expect(200);
+    // Resend: the invoice again.
+    t.send(
+        "POST",
+        &format!("/v2/quickinvoices/{}/resend", q["id"].as_str().unwrap()),
+        None,
+    )
+    .expect(204);
+    let resent = sink.wait_for(3, Duration::from_secs(20)).remove(2).decoded();
+    assert!(
+        resent.contains("application/pdf") && resent.contains("terms.pdf"),
+        "the file attached"
+    );
+    assert!(!sink
+        .mails()
+        .iter()
+        .any(|m| m.decoded().contains("4111111111111111")));
+}
+
+fn files_need_storage_and_are_checked(app: &TestApp) {
+    let t = app.bootstrap();
+    let q = invoice(&t, json!({})).expect(201).body["quickinvoice"].clone();
+    let id = q["id"].as_str().unwrap();
+    let path = format!("/v2/quickinvoices/{id}/files");
+    let refused = send_multipart(app, &t, &path, &[], &[("file[file]", "terms.pdf", PDF)]).expect(422);
+    assert!(refused.text.contains("productfiles"), "{}", refused.text);
+    t.post(
+        "/v2/productfiles",
+        json!({ "productfile": { "location_id": t.location_id(), "title": "Invoices" } }),
+    )
+    .expect(201);
+    let added = send_multipart(app, &t, &path, &[], &[("file[file]", "../terms.pdf", PDF)])
+        .expect(200)
+        .body["quickinvoice"]
+        .clone();
+    assert_eq!(added["files"][0]["name"], "terms.pdf");
+    assert_eq!(added["files"][0]["content_type"], "application/pdf");
+    // The type comes from the content: an executable named .pdf is refused.
+    let r = send_multipart(
+        app,
+        &t,
+        &path,
+        &[],
+        &[("file[file]", "virus.pdf", "\u{7f}ELF\u{2}\u{1}\u{1}")],
+    )
+    .expect(422);
+    assert!(r.text.contains("judged by its content"), "{}", r.text);
+    // A JSON body is not a file.
+    t.post(&path, json!({ "file": "x" })).expect(400);
+    for n in 2..=4 {
+        send_multipart(
+            app,
+            &t,
+            &path,
+            &[],
+            &[("file[file]", &format!("note{n}.txt"), "Bread 4.00\n")],
+        )
+        .expect(200);
+    }
+    let fifth = send_multipart(app, &t, &path, &[], &[("file[file]", "five.txt", "x\n")]).expect(422);
+    assert!(fifth.text.contains("at most 4"), "{}", fifth.text);
+    // The pay page lists them; the customer downloads them.
+    let page_text = page(app, &pay_path(&q), None).expect(200).text;
+    let at = page_text.find("/files/").expect("a file link");
+    let start = page_text[..at].rfind('"').unwrap() + 1;
+    let end = at + page_text[at..].find('"').unwrap();
+    let download = Client {
+        base: app.base.clone(),
+    }
+    .send("GET", &page_text[start..end], &[], None)
+    .expect(200);
+    assert_eq!(download.header("content-type"), Some("application/pdf"));
+    assert!(download
+        .header("content-disposition")
+        .unwrap()
+        .contains("terms.pdf"));
+    assert_eq!(download.text, PDF);
+    // Removed once.
+    let file_id = added["files"][0]["id"].as_str().unwrap();
+    t.send("DELETE", &format!("{path}/{file_id}"), None).expect(204);
+    t.send("DELETE", &format!("{path}/{file_id}"), None).expect(404);
+    Client {
+        base: app.base.clone(),
+    }
+    .send(
+        "GET",
+        &page_text[start..end],
+        &[("accept", "application/json")],
+        None,
+    )
+    .expect(404);
+    let other = app.bootstrap();
+    send_multipart(app, &other, &path, &[], &[("file[file]", "x.txt", "x\n")]).expect(404);
+}
+
+fn multipart_create_with_files(app: &TestApp) {
+    let t = app.bootstrap();
+    t.post(
+        "/v2/productfiles",
+        json!({ "productfile": { "location_id": t.location_id(), "title": "Invoices" } }),
+    )
+    .expect(201);
+    let loc = t.location_id();
+    let fields = [
+        ("quickinvoice[title]", " quickinvoice_123"),
+        ("quickinvoice[due_date]", "2030-02-01"),
+        ("quickinvoice[location_id]", loc.as_str()),
+        ("quickinvoice[attach_files_to_email]", "1"),
+        ("quickinvoice[item_list][item1]", "1"),
+        ("quickinvoice[item_list][item2]", "1.50"),
+        ("quickinvoice[email]", "test@example.com"),
+        ("quickinvoice[send_email]", "1"),
+        ("quickinvoice[tags][0]", "Test tag1"),
+        ("quickinvoice[tags][1]", "Test tag2"),
+    ];
+    let files = [
+        ("quickinvoice[files][0]", "a.pdf", PDF),
+        ("quickinvoice[files][1]", "b.txt", "hello\n"),
+    ];
+    let q = send_multipart(app, &t, "/v2/quickinvoices", &fields, &files)
+        .expect(201)
+        .body["quickinvoice"]
+        .clone();
+    assert_eq!(q["amount_due"], "2.50");
+    assert_eq!(q["files"].as_array().unwrap().len(), 2);
+    assert_eq!(q["tags"].as_array().map(Vec::len), Some(2), "{}", q["tags"]);
+    let mail = &mails(&t)[0];
+    assert!(
+        mail["text"].as_str().unwrap().contains("Attached: a.pdf, b.txt"),
+        "{mail}"
+    );
+    // A refused file creates nothing.
+    let bad = [("quickinvoice[files][0]", "x.exe", "\u{7f}ELF\u{2}")];
+    send_multipart(app, &t, "/v2/quickinvoices", &fields, &bad).expect(422);
+    send_multipart(app, &t, "/v2/quickinvoices", &[("title", "x")], &[]).expect(422);
+    assert_eq!(
+        t.get("/v2/quickinvoices").expect(200).body["quickinvoices"]
+            .as_array()
+            .unwrap()
+            .len(),
+        1
+    );
+}
