@@ -88,6 +88,12 @@ pub const MIGRATIONS: &[Migration] = &[
         include_str!("../../migrations/0015_hosted_forms.sql"),
         "",
     ),
+    (
+        16,
+        "emulator_numbers",
+        include_str!("../../migrations/0016_emulator_numbers.sql"),
+        "",
+    ),
 ];
 
 /// Applies every migration not yet recorded. Returns how many ran.

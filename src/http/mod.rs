@@ -7,6 +7,7 @@ pub mod crud;
 mod developer;
 mod devmail;
 pub mod docs;
+mod emulator;
 pub mod extract;
 mod hosted;
 mod json_body;
@@ -105,6 +106,7 @@ pub fn app(state: AppState) -> Router {
         .merge(recurrings::routes())
         .merge(boarding::routes())
         .merge(hosted::routes())
+        .merge(emulator::routes())
         .route(
             "/v2/accountvaultupdates",
             axum::routing::post(account_vault_updates),
