@@ -10,6 +10,7 @@ pub mod clock;
 pub mod config;
 pub mod crypto;
 pub mod db;
+pub mod emulator;
 pub mod engine;
 pub mod error;
 pub mod files;

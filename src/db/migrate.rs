@@ -89,6 +89,12 @@ pub const MIGRATIONS: &[Migration] = &[
         "",
     ),
     (
+        16,
+        "emulator_numbers",
+        include_str!("../../migrations/0016_emulator_numbers.sql"),
+        "",
+    ),
+    (
         17,
         "quick_invoices",
         include_str!("../../migrations/0017_quick_invoices.sql"),

@@ -7,6 +7,7 @@ pub mod crud;
 mod developer;
 mod devmail;
 pub mod docs;
+mod emulator;
 pub mod extract;
 mod hosted;
 mod json_body;
@@ -111,6 +112,7 @@ pub fn app(state: AppState) -> Router {
         .merge(boarding::routes())
         .merge(hosted::routes())
         .merge(quickinvoices::routes())
+        .merge(emulator::routes())
         .route(
             "/v2/accountvaultupdates",
             axum::routing::post(account_vault_updates),
@@ -307,7 +309,7 @@ async fn observe(State(app): State<AppState>, req: Request, next: Next) -> Respo
 /// (a card number sent where a BIN or an id belongs) keeps only its first
 /// six and last four digits.
 /// Routes whose path parameters are secrets, logged as the route.
-const SECRET_IN_PATH: &[&str] = &["/v2/token/", "/v1/application/"];
+const SECRET_IN_PATH: &[&str] = &["/v2/token/", "/v1/application/", "/quickinvoice/pay/", "/hosted/"];
 
 fn masked_path(path: &str) -> std::borrow::Cow<'_, str> {
     let bytes = path.as_bytes();

@@ -15,6 +15,7 @@ mod boarding;
 mod browser;
 mod contacts;
 mod conventions;
+mod emulator;
 mod exports;
 mod hardening;
 mod hosted;

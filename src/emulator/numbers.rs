@@ -1,0 +1,69 @@
+//! Numeric ids for Authorize.Net clients: their schema types `transId` and
+//! `subscriptionId` as digits, and integrations keep them in integer
+//! columns. A record the emulator answers gets a random 11-digit number
+//! once (table `emulator_numbers`); a number read back names a record id,
+//! which the caller then finds in its own tenant scope.
+
+use crate::db::{Conn, Sql};
+use crate::error::{ApiError, ApiResult};
+use rand::Rng;
+
+/// What a number names.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Kind {
+    Transaction,
+    Subscription,
+    /// A subscription's card (their `customerPaymentProfileId`).
+    Vault,
+}
+
+impl Kind {
+    fn name(self) -> &'static str {
+        match self {
+            Kind::Transaction => "transaction",
+            Kind::Subscription => "subscription",
+            Kind::Vault => "vault",
+        }
+    }
+}
+
+const LOW: i64 = 10_000_000_000;
+const HIGH: i64 = 99_999_999_999;
+
+/// The record's number, made on first use.
+pub fn number_of(conn: &mut dyn Conn, kind: Kind, record_id: &str) -> ApiResult<i64> {
+    let find = Sql::with(
+        "SELECT number FROM emulator_numbers WHERE kind = ? AND record_id = ?",
+        vec![kind.name().into(), record_id.into()],
+    );
+    for _ in 0..8 {
+        if let Some(row) = conn.query_one(&find)? {
+            if let Some(n) = row.first().and_then(|v| v.as_int()) {
+                return Ok(n);
+            }
+        }
+        let candidate = rand::thread_rng().gen_range(LOW..=HIGH);
+        // A taken number (or a record numbered meanwhile by another
+        // request) inserts nothing; the loop then reads or tries again.
+        conn.execute(&Sql::with(
+            "INSERT INTO emulator_numbers (number, kind, record_id) VALUES (?, ?, ?) ON CONFLICT DO NOTHING",
+            vec![candidate.into(), kind.name().into(), record_id.into()],
+        ))?;
+    }
+    Err(ApiError::internal("no free emulator number after 8 tries"))
+}
+
+/// The record a number names, if any. Text that is not a number of ours
+/// names nothing.
+pub fn record_of(conn: &mut dyn Conn, kind: Kind, number: &str) -> ApiResult<Option<String>> {
+    let Ok(n) = number.trim().parse::<i64>() else {
+        return Ok(None);
+    };
+    let row = conn.query_one(&Sql::with(
+        "SELECT record_id FROM emulator_numbers WHERE kind = ? AND number = ?",
+        vec![kind.name().into(), n.into()],
+    ))?;
+    Ok(row
+        .and_then(|r| r.into_iter().next())
+        .and_then(|v| v.as_str().map(str::to_string)))
+}

@@ -1,0 +1,609 @@
+//! `createTransactionRequest` (and AIM, which reads into the same shape):
+//! an Authorize.Net transaction request as one of our payment requests,
+//! and our stored transaction as their `transactionResponse`.
+
+use super::codes::{self, Reason, ResponseCode};
+use super::tree::{self, Out};
+use crate::money;
+use crate::resources::transactions::MAX_AMOUNT;
+use serde_json::{json, Map, Value as Json};
+
+/// The transaction types the emulator takes.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Kind {
+    AuthCapture,
+    AuthOnly,
+    PriorAuthCapture,
+    CaptureOnly,
+    Refund,
+    Void,
+}
+
+impl Kind {
+    pub fn parse(name: &str) -> Option<Kind> {
+        Some(match name {
+            "authCaptureTransaction" => Kind::AuthCapture,
+            "authOnlyTransaction" => Kind::AuthOnly,
+            "priorAuthCaptureTransaction" => Kind::PriorAuthCapture,
+            "captureOnlyTransaction" => Kind::CaptureOnly,
+            "refundTransaction" => Kind::Refund,
+            "voidTransaction" => Kind::Void,
+            _ => return None,
+        })
+    }
+
+    /// The AIM `x_type` and the name AIM answers in field 12.
+    pub fn aim(self) -> (&'static str, &'static str) {
+        match self {
+            Kind::AuthCapture => ("AUTH_CAPTURE", "auth_capture"),
+            Kind::AuthOnly => ("AUTH_ONLY", "auth_only"),
+            Kind::PriorAuthCapture => ("PRIOR_AUTH_CAPTURE", "prior_auth_capture"),
+            Kind::CaptureOnly => ("CAPTURE_ONLY", "capture_only"),
+            Kind::Refund => ("CREDIT", "credit"),
+            Kind::Void => ("VOID", "void"),
+        }
+    }
+
+    pub fn api_name(self) -> &'static str {
+        match self {
+            Kind::AuthCapture => "authCaptureTransaction",
+            Kind::AuthOnly => "authOnlyTransaction",
+            Kind::PriorAuthCapture => "priorAuthCaptureTransaction",
+            Kind::CaptureOnly => "captureOnlyTransaction",
+            Kind::Refund => "refundTransaction",
+            Kind::Void => "voidTransaction",
+        }
+    }
+
+    /// Works on an existing transaction of ours (PUT), rather than
+    /// making a new one.
+    pub fn follows_up(self) -> bool {
+        matches!(self, Kind::PriorAuthCapture | Kind::Void)
+    }
+
+    /// Charges or checks the card it carries (so AVS and CVV apply).
+    fn checks_card(self) -> bool {
+        matches!(self, Kind::AuthCapture | Kind::AuthOnly)
+    }
+}
+
+/// A request the emulator refuses before it reaches the payments core,
+/// answered as their error transaction response.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Refusal {
+    pub reason: Reason,
+    /// Replaces the reason's text when set (which field, what is wrong).
+    pub detail: Option<String>,
+}
+
+impl Refusal {
+    pub fn new(reason: Reason) -> Refusal {
+        Refusal { reason, detail: None }
+    }
+    pub fn with(reason: Reason, detail: impl Into<String>) -> Refusal {
+        Refusal {
+            reason,
+            detail: Some(detail.into()),
+        }
+    }
+    pub fn text(&self) -> String {
+        self.detail
+            .clone()
+            .unwrap_or_else(|| self.reason.text.to_string())
+    }
+}
+
+/// A transaction request as ours: the body for `actions::parse` (POST for
+/// new payments, PUT for follow-ups) and the transaction it refers to.
+#[derive(Debug)]
+pub struct Plan {
+    pub kind: Kind,
+    pub body: Map<String, Json>,
+    /// `refTransId` as sent: one of the numbers we answered.
+    pub reference: Option<String>,
+}
+
+/// Reads a `transactionRequest` (their element names, as XML or JSON
+/// gives them, or as AIM's fields are renamed into them).
+pub fn plan(request: &Map<String, Json>) -> Result<Plan, Refusal> {
+    let t = |path: &str| tree::text(request, path);
+    let type_name = t("transactionType").unwrap_or_default();
+    let kind = Kind::parse(&type_name).ok_or_else(|| {
+        Refusal::with(
+            codes::TRY_AGAIN,
+            format!(
+                "The transactionType '{}' is not supported: authCaptureTransaction, authOnlyTransaction, \
+                 priorAuthCaptureTransaction, captureOnlyTransaction, refundTransaction or voidTransaction.",
+                short(&type_name)
+            ),
+        )
+    })?;
+    if tree::at(request, "payment.bankAccount").is_some() {
+        return Err(Refusal::new(codes::NO_ACH));
+    }
+    if let Some(other) = ["trackData", "encryptedTrackData", "payPal", "opaqueData"]
+        .iter()
+        .find(|p| tree::at(request, &format!("payment.{p}")).is_some())
+    {
+        return Err(Refusal::with(
+            codes::TRY_AGAIN,
+            format!("Payment by {other} is not supported: send payment.creditCard."),
+        ));
+    }
+    let mut body = Map::new();
+    let action = match kind {
+        Kind::AuthCapture => "sale",
+        Kind::AuthOnly => "authonly",
+        Kind::CaptureOnly => "force",
+        Kind::Refund => "refund",
+        Kind::PriorAuthCapture => "authcomplete",
+        Kind::Void => "void",
+    };
+    body.insert("action".into(), json!(action));
+    let amount = match t("amount") {
+        Some(raw) => Some(money::parse_text(&raw, MAX_AMOUNT).map_err(|_| Refusal::new(codes::BAD_AMOUNT))?),
+        None => None,
+    };
+    if let Some(cents) = amount {
+        if cents <= 0 && kind != Kind::Void {
+            return Err(Refusal::new(codes::BAD_AMOUNT));
+        }
+    }
+    let reference = t("refTransId");
+    match kind {
+        Kind::PriorAuthCapture | Kind::Void | Kind::Refund if reference.is_none() => {
+            return Err(Refusal::new(codes::BAD_TRANS_ID));
+        }
+        _ => {}
+    }
+    match kind {
+        Kind::Void => {}
+        Kind::PriorAuthCapture => {
+            if let Some(cents) = amount {
+                body.insert("transaction_amount".into(), json!(money::format(cents)));
+            }
+        }
+        Kind::AuthCapture | Kind::AuthOnly | Kind::CaptureOnly | Kind::Refund => {
+            let cents = amount.ok_or_else(|| Refusal::new(codes::BAD_AMOUNT))?;
+            body.insert("payment_method".into(), json!("cc"));
+            body.insert("transaction_amount".into(), json!(money::format(cents)));
+            if kind != Kind::Refund {
+                card(request, &mut body)?;
+            }
+            if kind == Kind::CaptureOnly {
+                let code = t("authCode").ok_or_else(|| {
+                    Refusal::with(
+                        codes::TRY_AGAIN,
+                        "authCode is required for a captureOnlyTransaction.",
+                    )
+                })?;
+                if code.chars().count() != 6 {
+                    return Err(Refusal::with(
+                        codes::TRY_AGAIN,
+                        "authCode must be six characters.",
+                    ));
+                }
+                body.insert("auth_code".into(), json!(code));
+            }
+            customer(request, &mut body);
+        }
+    }
+    Ok(Plan {
+        kind,
+        body,
+        reference,
+    })
+}
+
+/// The first characters of what a client sent, for a message.
+fn short(s: &str) -> String {
+    s.chars().take(40).collect()
+}
+
+/// The card: number, expiry as MMYY, card code.
+fn card(request: &Map<String, Json>, body: &mut Map<String, Json>) -> Result<(), Refusal> {
+    let t = |path: &str| tree::text(request, path);
+    let number = t("payment.creditCard.cardNumber").ok_or_else(|| Refusal::new(codes::BAD_CARD))?;
+    if !number.bytes().all(|b| b.is_ascii_digit()) || !(13..=19).contains(&number.len()) {
+        return Err(Refusal::new(codes::BAD_CARD));
+    }
+    let expiry = t("payment.creditCard.expirationDate").ok_or_else(|| Refusal::new(codes::BAD_EXPIRY))?;
+    let mmyy = exp_mmyy(&expiry).ok_or_else(|| Refusal::new(codes::BAD_EXPIRY))?;
+    body.insert("account_number".into(), json!(number));
+    body.insert("exp_date".into(), json!(mmyy));
+    if let Some(code) = t("payment.creditCard.cardCode") {
+        if !code.bytes().all(|b| b.is_ascii_digit()) || !(3..=4).contains(&code.len()) {
+            return Err(Refusal::new(codes::BAD_CVV));
+        }
+        body.insert("cvv".into(), json!(code));
+    }
+    Ok(())
+}
+
+/// Their expiration formats as our MMYY: `YYYY-MM`, `MM/YY`, `MMYY`,
+/// `MM-YYYY`, `MMYYYY`, `YYYYMM` is not one of theirs.
+pub fn exp_mmyy(raw: &str) -> Option<String> {
+    let raw = raw.trim();
+    let digits: String = raw.chars().filter(char::is_ascii_digit).collect();
+    if raw.chars().any(|c| !c.is_ascii_digit() && c != '/' && c != '-') {
+        return None;
+    }
+    let (mm, yy) = match (raw.find(['-', '/']), digits.len()) {
+        // 2025-12
+        (Some(4), 6) => (digits[4..6].to_string(), digits[2..4].to_string()),
+        // 12/25, 12-25
+        (Some(2), 4) => (digits[0..2].to_string(), digits[2..4].to_string()),
+        // 12/2025, 12-2025
+        (Some(2), 6) => (digits[0..2].to_string(), digits[4..6].to_string()),
+        (None, 4) => (digits[0..2].to_string(), digits[2..4].to_string()),
+        (None, 6) => (digits[0..2].to_string(), digits[4..6].to_string()),
+        _ => return None,
+    };
+    let month: u32 = mm.parse().ok()?;
+    (1..=12).contains(&month).then(|| format!("{mm}{yy}"))
+}
+
+/// Fits `s` in `max` characters.
+fn fit(s: &str, max: usize) -> String {
+    s.chars().take(max).collect()
+}
+
+/// The bill-to, order and customer details we keep, where they fit our
+/// fields; what does not fit a field's form is left out rather than
+/// refusing the payment over an ancillary detail.
+fn customer(request: &Map<String, Json>, body: &mut Map<String, Json>) {
+    let t = |path: &str| tree::text(request, path);
+    let name = [t("billTo.firstName"), t("billTo.lastName")]
+        .into_iter()
+        .flatten()
+        .collect::<Vec<_>>()
+        .join(" ");
+    if !name.is_empty() {
+        body.insert("account_holder_name".into(), json!(fit(&name, 32)));
+    }
+    if let Some(street) = t("billTo.address") {
+        body.insert("billing_street".into(), json!(fit(&street, 32)));
+    }
+    if let Some(city) = t("billTo.city") {
+        body.insert("billing_city".into(), json!(fit(&city, 36)));
+    }
+    if let Some(state) =
+        t("billTo.state").filter(|s| s.len() == 2 && s.chars().all(|c| c.is_ascii_alphabetic()))
+    {
+        body.insert("billing_state".into(), json!(state.to_ascii_uppercase()));
+    }
+    if let Some(zip) = t("billTo.zip").filter(|z| {
+        (4..=12).contains(&z.len())
+            && z.chars()
+                .all(|c| c.is_ascii_alphanumeric() || c == ' ' || c == '-')
+    }) {
+        body.insert("billing_zip".into(), json!(zip));
+    }
+    if let Some(invoice) = t("order.invoiceNumber").filter(|s| {
+        s.chars()
+            .all(|c| c.is_ascii_alphanumeric() || " -_./#".contains(c))
+    }) {
+        body.insert("order_num".into(), json!(fit(&invoice, 32)));
+    }
+    if let Some(description) = t("order.description") {
+        body.insert("description".into(), json!(fit(&description, 64)));
+    }
+    if let Some(po) = t("poNumber") {
+        body.insert("po_number".into(), json!(fit(&po, 24)));
+    }
+    if let Some(ip) = t("customerIP") {
+        body.insert("customer_ip".into(), json!(fit(&ip, 39)));
+    }
+    if let Some(id) = t("customer.id") {
+        body.insert("customer_id".into(), json!(fit(&id, 64)));
+    }
+}
+
+// ---------------------------------------------------------------------
+// The answer
+
+/// What a transaction request came to, in their terms: the fields of
+/// `transactionResponse` and of AIM's delimited answer.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Outcome {
+    pub kind: Option<Kind>,
+    pub reason: Reason,
+    /// The reason's text, or a more precise one.
+    pub text: String,
+    pub auth_code: String,
+    pub avs: &'static str,
+    pub cvv: &'static str,
+    /// Our number for the transaction; "0" when none was made.
+    pub trans_id: String,
+    pub ref_trans_id: String,
+    /// `XXXX` and the last four digits.
+    pub account_number: String,
+    pub account_type: String,
+    pub amount: String,
+}
+
+impl Outcome {
+    pub fn refused(kind: Option<Kind>, refusal: &Refusal) -> Outcome {
+        Outcome {
+            kind,
+            reason: refusal.reason,
+            text: refusal.text(),
+            auth_code: String::new(),
+            avs: "P",
+            cvv: "",
+            trans_id: "0".into(),
+            ref_trans_id: String::new(),
+            account_number: String::new(),
+            account_type: String::new(),
+            amount: String::new(),
+        }
+    }
+
+    /// Our stored transaction (`{"transaction": {...}}`'s inner object).
+    pub fn of(kind: Kind, tx: &Json, trans_id: i64, ref_trans_id: Option<i64>) -> Outcome {
+        let s = |k: &str| tx[k].as_str().map(str::to_string);
+        let status = tx["status_id"].as_i64().unwrap_or(0);
+        let reason_code = tx["reason_code_id"].as_i64().unwrap_or(0);
+        let mut reason = codes::of_reason(reason_code);
+        if status == 301 && reason.response == ResponseCode::Approved {
+            reason = codes::DECLINED;
+        }
+        let approved = reason.response == ResponseCode::Approved;
+        Outcome {
+            kind: Some(kind),
+            reason,
+            text: reason.text.to_string(),
+            auth_code: s("auth_code").filter(|_| approved).unwrap_or_default(),
+            avs: if kind.checks_card() {
+                codes::avs(tx["avs_enhanced"].as_str())
+            } else {
+                "P"
+            },
+            cvv: if kind.checks_card() {
+                codes::cvv(tx["cvv_response"].as_str())
+            } else {
+                ""
+            },
+            trans_id: trans_id.to_string(),
+            ref_trans_id: ref_trans_id.map(|n| n.to_string()).unwrap_or_default(),
+            account_number: s("last_four").map(|l| format!("XXXX{l}")).unwrap_or_default(),
+            account_type: codes::card_type(tx["account_type"].as_str()).to_string(),
+            amount: s("transaction_amount").unwrap_or_default(),
+        }
+    }
+
+    /// Whether the top-level result is Ok (approved or held).
+    pub fn ok(&self) -> bool {
+        matches!(self.reason.response, ResponseCode::Approved | ResponseCode::Held)
+    }
+
+    /// Their `transactionResponse`, elements in the schema's order.
+    pub fn to_out(&self) -> Out {
+        let mut fields = vec![
+            ("responseCode", Out::text(self.reason.response.code().to_string())),
+            ("authCode", Out::text(&self.auth_code)),
+            ("avsResultCode", Out::text(self.avs)),
+            ("cvvResultCode", Out::text(self.cvv)),
+            ("cavvResultCode", Out::text("")),
+            ("transId", Out::text(&self.trans_id)),
+            ("refTransID", Out::text(&self.ref_trans_id)),
+            ("transHash", Out::text("")),
+            ("testRequest", Out::text("0")),
+            ("accountNumber", Out::text(&self.account_number)),
+            ("accountType", Out::text(&self.account_type)),
+        ];
+        let code = self.reason.code.to_string();
+        if self.ok() {
+            fields.push((
+                "messages",
+                Out::List(
+                    "message",
+                    vec![Out::Node(vec![
+                        ("code", Out::text(code)),
+                        ("description", Out::text(&self.text)),
+                    ])],
+                ),
+            ));
+        } else {
+            fields.push((
+                "errors",
+                Out::List(
+                    "error",
+                    vec![Out::Node(vec![
+                        ("errorCode", Out::text(code)),
+                        ("errorText", Out::text(&self.text)),
+                    ])],
+                ),
+            ));
+        }
+        Out::Node(fields)
+    }
+}
+
+/// `getTransactionDetailsResponse`'s `transaction`, from our stored
+/// transaction.
+pub fn details(tx: &Json, trans_id: i64, ref_trans_id: Option<i64>) -> Out {
+    let s = |k: &str| tx[k].as_str().unwrap_or_default().to_string();
+    let status = tx["status_id"].as_i64().unwrap_or(0);
+    let type_id = tx["type_id"].as_i64().unwrap_or(0);
+    let reason_code = tx["reason_code_id"].as_i64().unwrap_or(0);
+    let settled = tx["settle_date"]
+        .as_str()
+        .is_some_and(|d| !d.is_empty() && d != "0000-00-00");
+    let refund = type_id == 30;
+    let kind = if refund {
+        Kind::Refund
+    } else if reason_code == 1002 {
+        Kind::CaptureOnly
+    } else if status == 102 {
+        Kind::AuthOnly
+    } else {
+        Kind::AuthCapture
+    };
+    let status_name = match status {
+        301 => "declined",
+        201 => "voided",
+        102 => "authorizedPendingCapture",
+        _ if refund && settled => "refundSettledSuccessfully",
+        _ if refund => "refundPendingSettlement",
+        _ if settled => "settledSuccessfully",
+        _ => "capturedPendingSettlement",
+    };
+    let outcome = Outcome::of(kind, tx, trans_id, ref_trans_id);
+    // The schema's dateTime: our "yyyy-mm-dd hh:mm:ss" UTC.
+    let when = s("timestamp").replacen(' ', "T", 1);
+    let amount = if s("transaction_amount").is_empty() {
+        "0.00".to_string()
+    } else {
+        s("transaction_amount")
+    };
+    let auth_amount = tx["auth_amount"]
+        .as_str()
+        .map(str::to_string)
+        .unwrap_or_else(|| amount.clone());
+    let settle_amount = if matches!(status, 301 | 201 | 102) {
+        "0.00".to_string()
+    } else {
+        amount.clone()
+    };
+    let mut fields = vec![("transId", Out::text(trans_id.to_string()))];
+    if let Some(r) = ref_trans_id {
+        fields.push(("refTransId", Out::text(r.to_string())));
+    }
+    fields.extend([
+        ("submitTimeUTC", Out::text(format!("{when}Z"))),
+        ("submitTimeLocal", Out::text(when.clone())),
+        ("transactionType", Out::text(kind.api_name())),
+        ("transactionStatus", Out::text(status_name)),
+        (
+            "responseCode",
+            Out::text(outcome.reason.response.code().to_string()),
+        ),
+        ("responseReasonCode", Out::text(outcome.reason.code.to_string())),
+        ("responseReasonDescription", Out::text(outcome.reason.text)),
+    ]);
+    if !outcome.auth_code.is_empty() {
+        fields.push(("authCode", Out::text(&outcome.auth_code)));
+    }
+    fields.push(("AVSResponse", Out::text(outcome.avs)));
+    if !outcome.cvv.is_empty() {
+        fields.push(("cardCodeResponse", Out::text(outcome.cvv)));
+    }
+    let invoice = s("order_num");
+    let description = s("description");
+    if !invoice.is_empty() || !description.is_empty() {
+        let mut order = Vec::new();
+        if !invoice.is_empty() {
+            order.push(("invoiceNumber", Out::text(invoice)));
+        }
+        if !description.is_empty() {
+            order.push(("description", Out::text(description)));
+        }
+        fields.push(("order", Out::Node(order)));
+    }
+    fields.extend([
+        ("authAmount", Out::text(auth_amount)),
+        ("settleAmount", Out::text(settle_amount)),
+        (
+            "payment",
+            Out::Node(vec![(
+                "creditCard",
+                Out::Node(vec![
+                    ("cardNumber", Out::text(&outcome.account_number)),
+                    ("expirationDate", Out::text("XXXX")),
+                    ("cardType", Out::text(&outcome.account_type)),
+                ]),
+            )]),
+        ),
+    ]);
+    let holder = s("account_holder_name");
+    if !holder.is_empty() || !s("billing_zip").is_empty() {
+        let (first, last) = match holder.rsplit_once(' ') {
+            Some((f, l)) => (f.to_string(), l.to_string()),
+            None => (String::new(), holder.clone()),
+        };
+        let mut bill = Vec::new();
+        for (name, value) in [
+            ("firstName", first),
+            ("lastName", last),
+            ("address", s("billing_street")),
+            ("city", s("billing_city")),
+            ("state", s("billing_state")),
+            ("zip", s("billing_zip")),
+        ] {
+            if !value.is_empty() {
+                bill.push((name, Out::text(value)));
+            }
+        }
+        fields.push(("billTo", Out::Node(bill)));
+    }
+    let recurring = tx["is_recurring"].as_i64() == Some(1) || tx["is_recurring"] == json!(true);
+    fields.push(("recurringBilling", Out::text(recurring.to_string())));
+    if !s("customer_ip").is_empty() {
+        fields.push(("customerIP", Out::text(s("customer_ip"))));
+    }
+    Out::Node(fields)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn request(v: Json) -> Map<String, Json> {
+        v.as_object().unwrap().clone()
+    }
+
+    #[test]
+    fn expiry_formats() {
+        assert_eq!(exp_mmyy("2030-12").as_deref(), Some("1230"));
+        assert_eq!(exp_mmyy("12/30").as_deref(), Some("1230"));
+        assert_eq!(exp_mmyy("1230").as_deref(), Some("1230"));
+        assert_eq!(exp_mmyy("122030").as_deref(), Some("1230"));
+        assert_eq!(exp_mmyy("12/2030").as_deref(), Some("1230"));
+        assert_eq!(exp_mmyy("1330"), None);
+        assert_eq!(exp_mmyy("XXXX"), None);
+        assert_eq!(exp_mmyy("2030/1"), None);
+    }
+
+    #[test]
+    fn a_sale_becomes_our_sale() {
+        let p = plan(&request(json!({
+            "transactionType": "authCaptureTransaction", "amount": "12.5",
+            "payment": {"creditCard": {"cardNumber": "4111111111111111", "expirationDate": "2030-12", "cardCode": "999"}},
+            "order": {"invoiceNumber": "INV-1", "description": "Tea"},
+            "billTo": {"firstName": "Pat", "lastName": "Doe", "zip": "32606", "state": "Florida"}
+        })))
+        .unwrap();
+        assert_eq!(p.kind, Kind::AuthCapture);
+        assert_eq!(p.body["action"], "sale");
+        assert_eq!(p.body["transaction_amount"], "12.50");
+        assert_eq!(p.body["exp_date"], "1230");
+        assert_eq!(p.body["account_holder_name"], "Pat Doe");
+        assert!(!p.body.contains_key("billing_state"));
+    }
+
+    #[test]
+    fn refusals_use_their_reason_codes() {
+        let code = |v: Json| plan(&request(v)).unwrap_err().reason.code;
+        assert_eq!(
+            code(
+                json!({"transactionType": "authCaptureTransaction", "amount": "1.00",
+            "payment": {"bankAccount": {"accountNumber": "1"}}})
+            ),
+            18
+        );
+        assert_eq!(
+            code(json!({"transactionType": "authCaptureTransaction", "amount": "1.001"})),
+            5
+        );
+        assert_eq!(
+            code(
+                json!({"transactionType": "authCaptureTransaction", "amount": "1.00",
+            "payment": {"creditCard": {"cardNumber": "41x1", "expirationDate": "2030-12"}}})
+            ),
+            6
+        );
+        assert_eq!(code(json!({"transactionType": "voidTransaction"})), 15);
+        assert_eq!(code(json!({"transactionType": "bogus"})), 19);
+    }
+}

@@ -1,0 +1,656 @@
+//! The Authorize.Net emulator over HTTP (ADR 0016): the XML/JSON API at
+//! `POST /xml/v1/request.api` (the official libraries' path) and
+//! `POST /gateway/request.api`, AIM at `POST /gateway/transact.dll`.
+//!
+//! Their login (`name`, `x_login`) is our user id, their transaction key
+//! our user API key, and `?developer=` on the URL our developer id. Every
+//! answer is theirs in shape and HTTP 200, refusals included, as
+//! Authorize.Net answers; nothing here answers a 5xx. The translation is
+//! `emulator`; payments go through `payments` with trx_source_id 11.
+
+use super::extract::query_pairs;
+use super::AppState;
+use crate::auth::{authenticate, Caller, Credentials};
+use crate::billing::{self, transitions};
+use crate::emulator::codes::{self, api};
+use crate::emulator::numbers::{self, Kind as Number};
+use crate::emulator::transaction::{self, Kind, Outcome, Refusal};
+use crate::emulator::tree::{self, Format, Out};
+use crate::emulator::{aim, arb, envelope, response_name};
+use crate::engine::{self, query, validate, Cx};
+use crate::error::{ApiError, FieldErrors};
+use crate::payments::{actions, FollowUp, NewPayment, Origin, TransactionId, TrxSource};
+use crate::resources::{ACCOUNT_VAULT, CONTACT, RECURRING, TRANSACTION};
+use axum::body::Bytes;
+use axum::extract::rejection::BytesRejection;
+use axum::extract::{RawQuery, State};
+use axum::http::{header, HeaderMap, StatusCode};
+use axum::response::{IntoResponse, Response};
+use axum::routing::post;
+use axum::Router;
+use serde_json::{Map, Value as Json};
+
+pub fn routes() -> Router<AppState> {
+    Router::new()
+        .route("/xml/v1/request.api", post(request_api))
+        .route("/gateway/request.api", post(request_api))
+        .route("/gateway/transact.dll", post(transact))
+}
+
+/// A top-level message with owned text.
+type Message = (&'static str, String);
+
+fn message(m: (&'static str, &'static str)) -> Message {
+    (m.0, m.1.to_string())
+}
+
+fn document(format: Format, root: &str, body: &Out) -> Response {
+    let content_type = match format {
+        Format::Xml => "application/xml; charset=utf-8",
+        Format::Json => "application/json; charset=utf-8",
+    };
+    (
+        StatusCode::OK,
+        [
+            (header::CONTENT_TYPE, content_type),
+            (header::CACHE_CONTROL, "no-store"),
+        ],
+        tree::render(format, root, body),
+    )
+        .into_response()
+}
+
+/// `ErrorResponse`: what is answered before a method can run.
+fn error_document(format: Format, ref_id: Option<&str>, m: Message) -> Response {
+    document(
+        format,
+        "ErrorResponse",
+        &envelope(ref_id, false, (m.0, &m.1), Vec::new()),
+    )
+}
+
+/// Their message for one of our errors met before or around an operation.
+fn api_message(e: &ApiError) -> Message {
+    match e {
+        ApiError::Unauthorized(_) => message(api::BAD_AUTH),
+        ApiError::Forbidden(_) => message(api::DENIED),
+        ApiError::NotFound(_) => message(api::NO_RECORD),
+        ApiError::Validation(errors) | ApiError::Conflict(errors) => {
+            (api::INVALID_FIELD, first_error(errors))
+        }
+        ApiError::TooManyRequests(wait) => (
+            api::INTERNAL.0,
+            format!("Too many requests: retry in {wait} seconds."),
+        ),
+        other => {
+            if matches!(other, ApiError::Internal(_)) {
+                tracing::error!(error = ?other, "emulator request failed");
+            }
+            message(api::INTERNAL)
+        }
+    }
+}
+
+fn first_error(errors: &FieldErrors) -> String {
+    errors
+        .0
+        .iter()
+        .flat_map(|(field, ms)| ms.iter().map(move |m| format!("{field}: {m}")))
+        .next()
+        .unwrap_or_else(|| "A field is invalid.".into())
+}
+
+/// The caller named by their credentials, within the user's rate limit.
+async fn caller(
+    app: &AppState,
+    developer: Option<String>,
+    login: Option<String>,
+    key: Option<String>,
+) -> Result<Caller, ApiError> {
+    let creds = Credentials {
+        developer_id: developer,
+        user_id: login,
+        api_key: key,
+        access_token: None,
+    };
+    if creds.api_key.is_none() {
+        return Err(ApiError::Unauthorized("no transaction key".into()));
+    }
+    let clock = app.clock.clone();
+    let caller = app
+        .store
+        .read(move |conn| authenticate(conn, creds, &clock))
+        .await?;
+    app.rate_limits
+        .user(&caller.user_id)
+        .map_err(ApiError::TooManyRequests)?;
+    Ok(caller)
+}
+
+fn developer_of(query: Option<&str>) -> Option<String> {
+    query_pairs(query)
+        .into_iter()
+        .find(|(k, _)| k.eq_ignore_ascii_case("developer"))
+        .map(|(_, v)| v)
+        .filter(|v| !v.is_empty())
+}
+
+// ---------------------------------------------------------------------
+// The XML and JSON API
+
+const METHODS: &[&str] = &[
+    "authenticateTestRequest",
+    "createTransactionRequest",
+    "getTransactionDetailsRequest",
+    "ARBCreateSubscriptionRequest",
+    "ARBGetSubscriptionRequest",
+    "ARBGetSubscriptionStatusRequest",
+    "ARBUpdateSubscriptionRequest",
+    "ARBCancelSubscriptionRequest",
+];
+
+async fn request_api(
+    State(app): State<AppState>,
+    RawQuery(q): RawQuery,
+    headers: HeaderMap,
+    body: Result<Bytes, BytesRejection>,
+) -> Response {
+    let json_declared = headers
+        .get(header::CONTENT_TYPE)
+        .and_then(|v| v.to_str().ok())
+        .is_some_and(|v| v.contains("json"));
+    let declared = if json_declared { Format::Json } else { Format::Xml };
+    let Ok(body) = body else {
+        return error_document(
+            declared,
+            None,
+            (
+                api::UNREADABLE,
+                "The request could not be read (it may be too large).".into(),
+            ),
+        );
+    };
+    let parsed = match tree::parse(&body) {
+        Ok(p) => p,
+        Err(e) => return error_document(e.format, None, (api::UNREADABLE, e.message)),
+    };
+    let format = parsed.format;
+    let ref_id = tree::text(&parsed.body, "refId").map(|r| r.chars().take(20).collect::<String>());
+    let ref_id = ref_id.as_deref();
+    if !METHODS.contains(&parsed.method.as_str()) {
+        return error_document(format, ref_id, message(api::UNKNOWN_METHOD));
+    }
+    let login = tree::text(&parsed.body, "merchantAuthentication.name");
+    let key = tree::text(&parsed.body, "merchantAuthentication.transactionKey");
+    let caller = match caller(&app, developer_of(q.as_deref()), login, key).await {
+        Ok(c) => c,
+        Err(e) => return error_document(format, ref_id, api_message(&e)),
+    };
+    let root = response_name(&parsed.method);
+    let result = match parsed.method.as_str() {
+        "authenticateTestRequest" => Ok((message(api::OK), true, Vec::new())),
+        "createTransactionRequest" => Ok(create_transaction(&app, &caller, &parsed.body).await),
+        "getTransactionDetailsRequest" => transaction_details(&app, &caller, &parsed.body).await,
+        "ARBCreateSubscriptionRequest" => arb_create(&app, &caller, &parsed.body).await,
+        "ARBGetSubscriptionRequest" => arb_get(&app, &caller, &parsed.body, false).await,
+        "ARBGetSubscriptionStatusRequest" => arb_get(&app, &caller, &parsed.body, true).await,
+        "ARBUpdateSubscriptionRequest" => arb_update(&app, &caller, &parsed.body).await,
+        _ => arb_cancel(&app, &caller, &parsed.body).await,
+    };
+    match result {
+        Ok((m, ok, rest)) => document(format, &root, &envelope(ref_id, ok, (m.0, &m.1), rest)),
+        Err(e) => error_document(format, ref_id, api_message(&e)),
+    }
+}
+
+/// What a method answers: its message, whether it succeeded, and its
+/// own elements.
+type Answer = (Message, bool, Vec<(&'static str, Out)>);
+
+async fn create_transaction(app: &AppState, caller: &Caller, body: &Map<String, Json>) -> Answer {
+    let outcome = match tree::object(body, "transactionRequest") {
+        Some(request) => run_transaction(app, caller, request).await,
+        None => Outcome::refused(
+            None,
+            &Refusal::with(codes::TRY_AGAIN, "transactionRequest is required."),
+        ),
+    };
+    let m = if outcome.ok() {
+        message(api::OK)
+    } else {
+        message(api::FAILED)
+    };
+    (m, outcome.ok(), vec![("transactionResponse", outcome.to_out())])
+}
+
+/// One transaction request through the payments core, as their outcome.
+async fn run_transaction(app: &AppState, caller: &Caller, request: &Map<String, Json>) -> Outcome {
+    let guess = tree::text(request, "transactionType").and_then(|t| Kind::parse(&t));
+    let plan = match transaction::plan(request) {
+        Ok(p) => p,
+        Err(r) => return Outcome::refused(guess, &r),
+    };
+    let kind = plan.kind;
+    let permission = if kind.follows_up() {
+        "transactions.update"
+    } else {
+        "transactions.create"
+    };
+    if caller.perms.require(permission).is_err() {
+        return Outcome::refused(Some(kind), &Refusal::with(codes::BAD_LOGIN, api::DENIED.1));
+    }
+    let cx = app.cx(caller);
+    // The transaction the request refers to: a number we answered (or,
+    // for clients that know it, our own id), in the caller's scope.
+    let mut referenced: Option<(String, i64, i64)> = None;
+    if let Some(reference) = plan.reference.clone() {
+        let cx2 = cx.clone();
+        let found = app
+            .store
+            .write(move |conn| {
+                let id = if crate::ids::looks_like_id(&reference) {
+                    Some(reference)
+                } else {
+                    numbers::record_of(conn, Number::Transaction, &reference)?
+                };
+                let Some(id) = id else { return Ok(None) };
+                let Some(tx) = query::find(conn, &TRANSACTION, &cx2.scope, &id)? else {
+                    return Ok(None);
+                };
+                let number = numbers::number_of(conn, Number::Transaction, tx.id())?;
+                Ok(Some((
+                    tx.id().to_string(),
+                    number,
+                    tx.int("status_id").unwrap_or(0),
+                )))
+            })
+            .await;
+        match found {
+            Ok(Some(r)) => referenced = Some(r),
+            Ok(None) => return Outcome::refused(Some(kind), &Refusal::new(codes::NOT_FOUND)),
+            Err(e) => return Outcome::refused(Some(kind), &refusal_of(kind, &e, None)),
+        }
+    }
+    let mut body = plan.body;
+    if let (Kind::Refund, Some((id, _, _))) = (kind, &referenced) {
+        body.insert("previous_transaction_id".into(), Json::String(id.clone()));
+    }
+    let status = referenced.as_ref().map(|r| r.2);
+    let reply = match (&referenced, kind.follows_up()) {
+        (Some((id, _, _)), true) => match actions::parse(&body, true) {
+            Ok(input) => {
+                let request = FollowUp {
+                    transaction: TransactionId::new(id.clone()),
+                    input,
+                    idempotency: None,
+                };
+                app.payments.update(cx.clone(), request).await
+            }
+            Err(e) => Err(e),
+        },
+        _ => match actions::parse(&body, false) {
+            Ok(input) => {
+                let request = NewPayment {
+                    input,
+                    origin: Origin::from(TrxSource::Emulator),
+                    idempotency: None,
+                };
+                app.payments.create(cx.clone(), request).await
+            }
+            Err(e) => Err(e),
+        },
+    };
+    let reply = match reply {
+        Ok(r) => r,
+        Err(e) => return Outcome::refused(Some(kind), &refusal_of(kind, &e, status)),
+    };
+    let tx = reply.transaction().clone();
+    let id = tx["id"].as_str().unwrap_or_default().to_string();
+    let number = app
+        .store
+        .write(move |conn| numbers::number_of(conn, Number::Transaction, &id))
+        .await;
+    match number {
+        Ok(n) => Outcome::of(kind, &tx, n, referenced.map(|r| r.1)),
+        Err(e) => Outcome::refused(Some(kind), &refusal_of(kind, &e, status)),
+    }
+}
+
+/// One of our refusals as their reason: by the field it names, else by
+/// what the referenced transaction's state says.
+fn refusal_of(kind: Kind, e: &ApiError, referenced_status: Option<i64>) -> Refusal {
+    let errors = match e {
+        ApiError::NotFound(_) => return Refusal::new(codes::NOT_FOUND),
+        ApiError::Validation(errors) | ApiError::Conflict(errors) => errors,
+        other => {
+            if matches!(other, ApiError::Internal(_)) {
+                tracing::error!(error = ?other, "emulated transaction failed");
+            }
+            return Refusal::new(codes::TRY_AGAIN);
+        }
+    };
+    let Some((field, messages)) = errors.0.iter().next() else {
+        return Refusal::new(codes::TRY_AGAIN);
+    };
+    let text = messages.first().cloned().unwrap_or_default();
+    match (field.as_str(), kind) {
+        ("account_number", _) => Refusal::new(codes::BAD_CARD),
+        ("exp_date", _) if text.to_ascii_lowercase().contains("expired") => Refusal::new(codes::EXPIRED),
+        ("exp_date", _) => Refusal::new(codes::BAD_EXPIRY),
+        ("cvv", _) => Refusal::new(codes::BAD_CVV),
+        ("transaction_amount", Kind::Refund) => Refusal::new(codes::OVER_CREDITED),
+        ("transaction_amount", Kind::PriorAuthCapture) => Refusal::new(codes::OVER_AUTHORIZED),
+        ("transaction_amount", _) => Refusal::new(codes::BAD_AMOUNT),
+        (_, Kind::Void) if referenced_status == Some(201) => Refusal::new(codes::ALREADY_VOIDED),
+        (_, Kind::PriorAuthCapture) if referenced_status == Some(101) => {
+            Refusal::new(codes::ALREADY_CAPTURED)
+        }
+        (_, Kind::Refund) => Refusal::with(codes::NO_CREDIT, format!("{} {text}", codes::NO_CREDIT.text)),
+        _ => Refusal::with(codes::TRY_AGAIN, format!("{field}: {text}")),
+    }
+}
+
+async fn transaction_details(
+    app: &AppState,
+    caller: &Caller,
+    body: &Map<String, Json>,
+) -> Result<Answer, ApiError> {
+    caller.perms.require("transactions.read")?;
+    let number = tree::text(body, "transId").unwrap_or_default();
+    let cx = app.cx(caller);
+    let cx2 = cx.clone();
+    let found = app
+        .store
+        .write(move |conn| {
+            let Some(id) = numbers::record_of(conn, Number::Transaction, &number)? else {
+                return Ok(None);
+            };
+            let Some(tx) = query::find(conn, &TRANSACTION, &cx2.scope, &id)? else {
+                return Ok(None);
+            };
+            let own = numbers::number_of(conn, Number::Transaction, tx.id())?;
+            let previous = match tx.text("previous_transaction_id") {
+                Some(p) => Some(numbers::number_of(conn, Number::Transaction, p)?),
+                None => None,
+            };
+            Ok(Some((Json::Object(engine::render(&cx2, &tx)), own, previous)))
+        })
+        .await?;
+    Ok(match found {
+        Some((tx, own, previous)) => (
+            message(api::OK),
+            true,
+            vec![("transaction", transaction::details(&tx, own, previous))],
+        ),
+        None => (message(api::NO_RECORD), false, Vec::new()),
+    })
+}
+
+// ---------------------------------------------------------------------
+// Automated Recurring Billing
+
+fn arb_refused(r: arb::Refusal) -> Answer {
+    ((r.0, r.1), false, Vec::new())
+}
+
+/// A validation failure inside an ARB job, as their field message.
+fn arb_error(e: ApiError) -> Result<Answer, ApiError> {
+    match e {
+        ApiError::Validation(errors) | ApiError::Conflict(errors) => {
+            Ok(((api::INVALID_FIELD, first_error(&errors)), false, Vec::new()))
+        }
+        other => Err(other),
+    }
+}
+
+fn create_input(
+    res: &'static crate::engine::resource::Resource,
+    body: &Map<String, Json>,
+) -> Result<validate::CreateInput, ApiError> {
+    validate::for_create(res, body).map_err(ApiError::Validation)
+}
+
+async fn arb_create(app: &AppState, caller: &Caller, body: &Map<String, Json>) -> Result<Answer, ApiError> {
+    for p in ["recurrings.create", "accountvaults.create", "contacts.create"] {
+        caller.perms.require(p)?;
+    }
+    let cx = app.cx(caller);
+    let Some(sub) = tree::object(body, "subscription") else {
+        return Ok(arb_refused((
+            api::MISSING_FIELD,
+            "subscription is required.".into(),
+        )));
+    };
+    let new = match arb::create(sub, &cx.scope.location_id) {
+        Ok(n) => n,
+        Err(r) => return Ok(arb_refused(r)),
+    };
+    let created = app
+        .store
+        .write(move |conn| {
+            let (contact, _) = engine::create(&cx, conn, &CONTACT, create_input(&CONTACT, &new.contact)?)?;
+            let mut vault_body = new.vault;
+            vault_body.insert("contact_id".into(), Json::String(contact.id().to_string()));
+            let (vault, _) = engine::create(
+                &cx,
+                conn,
+                &ACCOUNT_VAULT,
+                create_input(&ACCOUNT_VAULT, &vault_body)?,
+            )?;
+            let mut recurring_body = new.recurring;
+            recurring_body.insert("account_vault_id".into(), Json::String(vault.id().to_string()));
+            let (recurring, _) =
+                engine::create(&cx, conn, &RECURRING, create_input(&RECURRING, &recurring_body)?)?;
+            numbers::number_of(conn, Number::Subscription, recurring.id())
+        })
+        .await;
+    let number = match created {
+        Ok(n) => n,
+        Err(e) => return arb_error(e),
+    };
+    app.schedules.wake();
+    Ok((
+        message(api::OK),
+        true,
+        vec![("subscriptionId", Out::text(number.to_string()))],
+    ))
+}
+
+/// The caller's recurring a subscription id names.
+fn find_subscription(
+    conn: &mut dyn crate::db::Conn,
+    cx: &Cx,
+    number: &str,
+) -> Result<Option<crate::engine::record::Record>, ApiError> {
+    let Some(id) = numbers::record_of(conn, Number::Subscription, number)? else {
+        return Ok(None);
+    };
+    Ok(query::find(conn, &RECURRING, &cx.scope, &id)?)
+}
+
+async fn arb_get(
+    app: &AppState,
+    caller: &Caller,
+    body: &Map<String, Json>,
+    status_only: bool,
+) -> Result<Answer, ApiError> {
+    caller.perms.require("recurrings.read")?;
+    let number = tree::text(body, "subscriptionId").unwrap_or_default();
+    let cx = app.cx(caller);
+    let found = app
+        .store
+        .write(move |conn| {
+            let Some(r) = find_subscription(conn, &cx, &number)? else {
+                return Ok(None);
+            };
+            let recurring = Json::Object(engine::render(&cx, &r));
+            if status_only {
+                return Ok(Some(Out::text(arb::status(&recurring))));
+            }
+            let vault_id = r.text("account_vault_id").unwrap_or_default().to_string();
+            // The vault and contact, as stored (a deleted vault ends the
+            // subscription; its masked card is then unknown).
+            let vault = query::find(conn, &ACCOUNT_VAULT, &cx.scope, &vault_id)?
+                .map(|v| Json::Object(engine::render(&cx, &v)))
+                .unwrap_or(Json::Null);
+            let contact = match r.text("contact_id") {
+                Some(c) => query::find(conn, &CONTACT, &cx.scope, c)?
+                    .map(|c| Json::Object(engine::render(&cx, &c)))
+                    .unwrap_or(Json::Null),
+                None => Json::Null,
+            };
+            let vault_number = numbers::number_of(conn, Number::Vault, &vault_id)?;
+            Ok(Some(arb::subscription(
+                &recurring,
+                &vault,
+                &contact,
+                vault_number,
+            )))
+        })
+        .await?;
+    Ok(match found {
+        Some(out) if status_only => (message(api::OK), true, vec![("status", out)]),
+        Some(out) => (message(api::OK), true, vec![("subscription", out)]),
+        None => (message(api::NO_SUBSCRIPTION), false, Vec::new()),
+    })
+}
+
+async fn arb_update(app: &AppState, caller: &Caller, body: &Map<String, Json>) -> Result<Answer, ApiError> {
+    caller.perms.require("recurrings.update")?;
+    let number = tree::text(body, "subscriptionId").unwrap_or_default();
+    let cx = app.cx(caller);
+    let Some(sub) = tree::object(body, "subscription") else {
+        return Ok(arb_refused((
+            api::MISSING_FIELD,
+            "subscription is required.".into(),
+        )));
+    };
+    let change = match arb::update(sub, &cx.scope.location_id) {
+        Ok(c) => c,
+        Err(r) => return Ok(arb_refused(r)),
+    };
+    if change.vault.is_some() {
+        caller.perms.require("accountvaults.create")?;
+    }
+    let done = app
+        .store
+        .write(move |conn| {
+            let Some(old) = find_subscription(conn, &cx, &number)? else {
+                return Ok(Err(message(api::NO_SUBSCRIPTION)));
+            };
+            if old.text("status") == Some(transitions::ENDED) {
+                return Ok(Err(message(api::CANCELED)));
+            }
+            let mut changes = change.recurring;
+            if let Some(mut vault_body) = change.vault {
+                if let Some(contact) = old.text("contact_id") {
+                    vault_body.insert("contact_id".into(), Json::String(contact.to_string()));
+                }
+                let (vault, _) = engine::create(
+                    &cx,
+                    conn,
+                    &ACCOUNT_VAULT,
+                    create_input(&ACCOUNT_VAULT, &vault_body)?,
+                )?;
+                changes.insert("account_vault_id".into(), Json::String(vault.id().to_string()));
+            }
+            if !changes.is_empty() {
+                let input = validate::for_update(&RECURRING, &changes).map_err(ApiError::Validation)?;
+                engine::update_record(&cx, conn, old, input)?;
+            }
+            Ok(Ok(()))
+        })
+        .await;
+    match done {
+        Ok(Ok(())) => {
+            app.schedules.wake();
+            Ok((message(api::OK), true, Vec::new()))
+        }
+        Ok(Err(m)) => Ok((m, false, Vec::new())),
+        Err(e) => arb_error(e),
+    }
+}
+
+async fn arb_cancel(app: &AppState, caller: &Caller, body: &Map<String, Json>) -> Result<Answer, ApiError> {
+    caller.perms.require("recurrings.update")?;
+    let number = tree::text(body, "subscriptionId").unwrap_or_default();
+    let cx = app.cx(caller);
+    let done = app
+        .store
+        .write(move |conn| {
+            let Some(old) = find_subscription(conn, &cx, &number)? else {
+                return Ok((message(api::NO_SUBSCRIPTION), false));
+            };
+            if old.text("status") == Some(transitions::ENDED) {
+                return Ok(if old.text("ended_reason") == Some(arb::CANCELED) {
+                    (message(api::ALREADY_CANCELED), true)
+                } else {
+                    (
+                        (
+                            api::INVALID_FIELD,
+                            "The subscription has expired; it cannot be canceled.".into(),
+                        ),
+                        false,
+                    )
+                });
+            }
+            let mut new = old.clone();
+            transitions::end(&mut new, arb::CANCELED);
+            let new = engine::save_record(&cx, conn, &old, new)?;
+            billing::after_change(conn, &new, Some(&old))?;
+            Ok((message(api::OK), true))
+        })
+        .await?;
+    app.schedules.wake();
+    Ok((done.0, done.1, Vec::new()))
+}
+
+// ---------------------------------------------------------------------
+// AIM
+
+async fn transact(
+    State(app): State<AppState>,
+    RawQuery(q): RawQuery,
+    body: Result<Bytes, BytesRejection>,
+) -> Response {
+    let mut pairs: Vec<(String, String)> = match &body {
+        Ok(b) => form_urlencoded::parse(b)
+            .map(|(k, v)| (k.into_owned(), v.into_owned()))
+            .collect(),
+        Err(_) => Vec::new(),
+    };
+    pairs.extend(query_pairs(q.as_deref()));
+    let fields = aim::Fields::new(pairs);
+    let shape = aim::Shape::of(&fields);
+    let outcome = if body.is_err() {
+        Outcome::refused(
+            None,
+            &Refusal::with(codes::TRY_AGAIN, "The request could not be read."),
+        )
+    } else if let Some(why) = aim::unsupported(&fields) {
+        Outcome::refused(None, &Refusal::with(codes::TRY_AGAIN, why))
+    } else {
+        let login = fields.get("x_login").map(str::to_string);
+        let key = fields.get("x_tran_key").map(str::to_string);
+        match caller(&app, developer_of(q.as_deref()), login, key).await {
+            Ok(c) => run_transaction(&app, &c, &aim::request(&fields)).await,
+            Err(ApiError::TooManyRequests(wait)) => Outcome::refused(
+                None,
+                &Refusal::with(
+                    codes::TRY_AGAIN,
+                    format!("Too many requests: retry in {wait} seconds."),
+                ),
+            ),
+            Err(_) => Outcome::refused(None, &Refusal::new(codes::BAD_LOGIN)),
+        }
+    };
+    (
+        StatusCode::OK,
+        [
+            (header::CONTENT_TYPE, "text/plain; charset=utf-8"),
+            (header::CACHE_CONTROL, "no-store"),
+        ],
+        aim::answer(&fields, &outcome, &shape),
+    )
+        .into_response()
+}

@@ -1,0 +1,414 @@
+//! The Authorize.Net emulator (ADR 0016): Authorize.Net's official Node.js
+//! SDK (tests/anet, unmodified, from npm) pointed at Ferrogate by its
+//! endpoint setting; the XML and JSON API by hand, its refusals in their
+//! shape; AIM 3.0/3.1 over plain HTTP with each delimiter option. Every
+//! emulated payment is ours: trx_source_id 11, in a batch.
+
+use crate::engine_tests;
+use crate::support::{Client, Tenant, TestApp};
+use serde_json::{json, Value};
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+engine_tests!(
+    official_client_library,
+    xml_and_json_answer_in_their_format,
+    refusals_are_theirs_never_a_server_error,
+    aim_with_each_delimiter_option,
+);
+
+fn scripts() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/anet")
+}
+
+/// Whether the official SDK is installed (`npm ci --prefix tests/anet`);
+/// under CI it must be.
+fn sdk_ready() -> bool {
+    let sdk = scripts().join("node_modules/authorizenet").exists();
+    let node = Command::new("node")
+        .arg("--version")
+        .output()
+        .is_ok_and(|o| o.status.success());
+    if sdk && node {
+        return true;
+    }
+    assert!(
+        std::env::var_os("CI").is_none(),
+        "CI is set but the Authorize.Net SDK test cannot run (node: {node}, tests/anet/node_modules: {sdk})"
+    );
+    eprintln!("skipped: run `npm ci --prefix tests/anet` to drive the emulator with the official SDK");
+    false
+}
+
+fn sdk(app: &TestApp, t: &Tenant, phase: &str, extra: &[(&str, String)]) -> Value {
+    let endpoint = format!(
+        "{}/xml/v1/request.api?developer={}",
+        app.base,
+        t.cred("developer_id")
+    );
+    let out = Command::new("node")
+        .arg(scripts().join("official_client.js"))
+        .current_dir(scripts())
+        .env("ENDPOINT", endpoint)
+        .env("LOGIN", t.user_id())
+        .env("KEY", t.cred("user_api_key"))
+        .env("PHASE", phase)
+        .envs(extra.iter().map(|(k, v)| (*k, v.as_str())))
+        .output()
+        .expect("run node");
+    assert!(
+        out.status.success(),
+        "official_client.js ({phase}) failed:\n{}\n{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    serde_json::from_slice(&out.stdout).expect("the script's JSON")
+}
+
+fn emulated(t: &Tenant) -> Vec<Value> {
+    t.get("/v2/transactions?trx_source_id=11&page_size=100")
+        .expect(200)
+        .body["transactions"]
+        .as_array()
+        .cloned()
+        .unwrap_or_default()
+}
+
+fn official_client_library(app: &TestApp) {
+    if !sdk_ready() {
+        return;
+    }
+    let t = app.bootstrap();
+    let seen = sdk(app, &t, "charge", &[]);
+    assert_eq!(seen["trial_error"], json!("E00013"));
+    // Every emulated payment is ours, from source 11, visible in /v2.
+    let list = emulated(&t);
+    let amounts: Vec<&str> = list
+        .iter()
+        .filter_map(|tx| tx["transaction_amount"].as_str())
+        .collect();
+    for amount in ["12.34", "20.00", "5.00"] {
+        assert!(amounts.contains(&amount), "{amount} in {amounts:?}");
+    }
+    assert!(list.iter().any(|tx| tx["status_id"] == json!(201)), "the void");
+    assert!(list.iter().all(|tx| tx["trx_source_id"] == json!(11)));
+    assert!(list
+        .iter()
+        .any(|tx| tx["transaction_amount"] == json!("5.00") && tx["reason_code_id"] == json!(1500)));
+    // The sale entered a batch; settled, it can be refunded.
+    let sale = list
+        .iter()
+        .find(|tx| tx["transaction_amount"] == json!("12.34"))
+        .expect("the sale");
+    assert_eq!(sale["order_num"], json!("INV-1"));
+    assert_eq!(sale["last_four"], json!("1111"));
+    let batch = sale["transaction_batch_id"]
+        .as_str()
+        .expect("a batch")
+        .to_string();
+    t.post(&format!("/v2/transactionbatches/{batch}/settle"), json!({}))
+        .expect(200);
+    let refunded = sdk(
+        app,
+        &t,
+        "refund",
+        &[("SALE", seen["sale"].as_str().unwrap().to_string())],
+    );
+    assert!(refunded["refund"].as_str().is_some());
+    let refund = emulated(&t)
+        .into_iter()
+        .find(|tx| tx["type_id"] == json!(30))
+        .expect("the refund");
+    assert_eq!(refund["transaction_amount"], json!("2.34"));
+    assert_eq!(refund["previous_transaction_id"], sale["id"]);
+    // The canceled subscription is our recurring, ended.
+    let recurrings = t.get("/v2/recurrings").expect(200).body["recurrings"].clone();
+    assert_eq!(recurrings[0]["status"], json!("ended"));
+    assert_eq!(recurrings[0]["ended_reason"], json!("canceled"));
+    assert_eq!(recurrings[0]["transaction_amount"], json!("15.00"));
+}
+
+fn post_raw(app: &TestApp, path: &str, content_type: &str, body: &str) -> (u16, String, String) {
+    let r = Client {
+        base: app.base.clone(),
+    }
+    .send("POST", path, &[("content-type", content_type)], Some(body));
+    let content = r.header("content-type").unwrap_or_default().to_string();
+    (r.status, content, r.text)
+}
+
+fn xml_sale(t: &Tenant, amount: &str, card: &str) -> String {
+    format!(
+        r#"<?xml version="1.0" encoding="utf-8"?>
+<createTransactionRequest xmlns="AnetApi/xml/v1/schema/AnetApiSchema.xsd">
+  <merchantAuthentication><name>{}</name><transactionKey>{}</transactionKey></merchantAuthentication>
+  <refId>order-77</refId>
+  <transactionRequest>
+    <transactionType>authCaptureTransaction</transactionType>
+    <amount>{amount}</amount>
+    <payment><creditCard><cardNumber>{card}</cardNumber><expirationDate>2035-12</expirationDate><cardCode>999</cardCode></creditCard></payment>
+  </transactionRequest>
+</createTransactionRequest>"#,
+        t.user_id(),
+        t.cred("user_api_key")
+    )
+}
+
+/// The text of the first `<name>` element.
+fn element<'a>(xml: &'a str, name: &str) -> &'a str {
+    let open = format!("<{name}>");
+    let start = xml.find(&open).map(|i| i + open.len()).unwrap_or(0);
+    let end = xml[start..].find('<').map(|i| start + i).unwrap_or(start);
+    &xml[start..end]
+}
+
+fn xml_and_json_answer_in_their_format(app: &TestApp) {
+    let t = app.bootstrap();
+    let path = format!("/xml/v1/request.api?developer={}", t.cred("developer_id"));
+    let (status, content, text) =
+        post_raw(app, &path, "text/xml", &xml_sale(&t, "10.01", "4111111111111111"));
+    assert_eq!(status, 200);
+    assert!(content.starts_with("application/xml"), "{content}");
+    assert!(text.starts_with('\u{feff}'), "a byte order mark first");
+    assert!(text.contains("<createTransactionResponse "), "{text}");
+    assert!(text.contains("xmlns=\"AnetApi/xml/v1/schema/AnetApiSchema.xsd\""));
+    assert_eq!(element(&text, "refId"), "order-77");
+    assert_eq!(element(&text, "resultCode"), "Ok");
+    assert_eq!(element(&text, "responseCode"), "1");
+    assert_eq!(element(&text, "accountNumber"), "XXXX1111");
+    assert!(
+        !text.contains("4111111111111111"),
+        "the card number is never answered"
+    );
+    let trans_id = element(&text, "transId").to_string();
+    assert!(
+        trans_id.len() == 11 && trans_id.bytes().all(|b| b.is_ascii_digit()),
+        "{trans_id}"
+    );
+
+    // JSON, at the other path, answered in JSON: the same transaction's
+    // details by its number.
+    let json_path = format!("/gateway/request.api?developer={}", t.cred("developer_id"));
+    let body = json!({ "getTransactionDetailsRequest": {
+        "merchantAuthentication": { "name": t.user_id(), "transactionKey": t.cred("user_api_key") },
+        "transId": trans_id } });
+    let (status, content, text) = post_raw(app, &json_path, "application/json", &body.to_string());
+    assert_eq!(status, 200);
+    assert!(content.starts_with("application/json"), "{content}");
+    let v: Value = serde_json::from_str(text.trim_start_matches('\u{feff}')).expect("JSON");
+    assert_eq!(v["messages"]["resultCode"], json!("Ok"));
+    assert_eq!(v["messages"]["message"][0]["code"], json!("I00001"));
+    assert_eq!(v["transaction"]["transId"], json!(trans_id));
+    assert_eq!(v["transaction"]["settleAmount"], json!("10.01"));
+    assert_eq!(
+        v["transaction"]["transactionStatus"],
+        json!("capturedPendingSettlement")
+    );
+
+    // A JSON sale that declines (sandbox 5.00) answers their error shape.
+    let decline = json!({ "createTransactionRequest": {
+        "merchantAuthentication": { "name": t.user_id(), "transactionKey": t.cred("user_api_key") },
+        "transactionRequest": { "transactionType": "authCaptureTransaction", "amount": 5,
+            "payment": { "creditCard": { "cardNumber": "4111111111111111", "expirationDate": "1235" } } } } });
+    let (_, _, text) = post_raw(app, &json_path, "application/json", &decline.to_string());
+    let v: Value = serde_json::from_str(text.trim_start_matches('\u{feff}')).expect("JSON");
+    assert_eq!(v["messages"]["resultCode"], json!("Error"));
+    assert_eq!(v["messages"]["message"][0]["code"], json!("E00027"));
+    assert_eq!(v["transactionResponse"]["responseCode"], json!("2"));
+    assert_eq!(v["transactionResponse"]["errors"][0]["errorCode"], json!("2"));
+    assert_eq!(
+        v["transactionResponse"]["errors"][0]["errorText"],
+        json!("This transaction has been declined.")
+    );
+    let list = emulated(&t);
+    assert_eq!(list.len(), 2);
+    assert!(list.iter().all(|tx| tx["trx_source_id"] == json!(11)));
+}
+
+fn refusals_are_theirs_never_a_server_error(app: &TestApp) {
+    let t = app.bootstrap();
+    let dev = t.cred("developer_id");
+    let path = format!("/xml/v1/request.api?developer={dev}");
+    let code = |text: &str| element(text, "code").to_string();
+    for bad in [
+        "",
+        "<",
+        "not xml at all",
+        "<a><b></a>",
+        "<!DOCTYPE x [<!ENTITY e \"e\">]><x>&e;</x>",
+        "<createTransactionRequest><merchantAuthentication>",
+    ] {
+        let (status, _, text) = post_raw(app, &path, "text/xml", bad);
+        assert_eq!(status, 200, "{bad}");
+        assert!(text.contains("<ErrorResponse "), "{text}");
+        assert_eq!(code(&text), "E00003", "{bad}: {text}");
+    }
+    let (status, content, text) = post_raw(app, &path, "application/json", "{\"x\": [1,");
+    assert_eq!(status, 200);
+    assert!(content.starts_with("application/json"));
+    assert!(text.contains("\"E00003\""), "{text}");
+    // An unknown method; wrong credentials; no developer id.
+    let (_, _, text) = post_raw(app, &path, "text/xml", "<isAliveRequest/>");
+    assert_eq!(code(&text), "E00004");
+    let wrong = xml_sale(&t, "1.00", "4111111111111111").replace(&t.cred("user_api_key"), "nope");
+    let (_, _, text) = post_raw(app, &path, "text/xml", &wrong);
+    assert_eq!(code(&text), "E00007");
+    let (_, _, text) = post_raw(
+        app,
+        "/xml/v1/request.api",
+        "text/xml",
+        &xml_sale(&t, "1.00", "4111111111111111"),
+    );
+    assert_eq!(code(&text), "E00007", "the developer id is required");
+    // Field errors answer their reason codes, in a transaction response.
+    for (amount, card, reason) in [
+        ("abc", "4111111111111111", "5"),
+        ("1.00", "4111111111111112", "6"),
+        ("1.00", "41111", "6"),
+    ] {
+        let (status, _, text) = post_raw(app, &path, "text/xml", &xml_sale(&t, amount, card));
+        assert_eq!(status, 200);
+        assert_eq!(element(&text, "responseCode"), "3", "{text}");
+        assert_eq!(element(&text, "errorCode"), reason, "{text}");
+    }
+    // Unknown references, wrong types, bad subscriptions.
+    let auth = format!(
+        "<merchantAuthentication><name>{}</name><transactionKey>{}</transactionKey></merchantAuthentication>",
+        t.user_id(),
+        t.cred("user_api_key")
+    );
+    let void = format!(
+        "<createTransactionRequest>{auth}<transactionRequest><transactionType>voidTransaction</transactionType>\
+         <refTransId>12345678901</refTransId></transactionRequest></createTransactionRequest>"
+    );
+    let (_, _, text) = post_raw(app, &path, "text/xml", &void);
+    assert_eq!(element(&text, "errorCode"), "16");
+    let details =
+        format!("<getTransactionDetailsRequest>{auth}<transId>abc</transId></getTransactionDetailsRequest>");
+    let (_, _, text) = post_raw(app, &path, "text/xml", &details);
+    assert_eq!(code(&text), "E00040");
+    let get = format!(
+        "<ARBGetSubscriptionRequest>{auth}<subscriptionId>1</subscriptionId></ARBGetSubscriptionRequest>"
+    );
+    let (_, _, text) = post_raw(app, &path, "text/xml", &get);
+    assert_eq!(code(&text), "E00035");
+    let create = format!(
+        "<ARBCreateSubscriptionRequest>{auth}<subscription><amount>-1</amount></subscription></ARBCreateSubscriptionRequest>"
+    );
+    let (status, _, text) = post_raw(app, &path, "text/xml", &create);
+    assert_eq!(status, 200);
+    assert_eq!(element(&text, "resultCode"), "Error");
+    // Nothing here made a payment.
+    assert!(emulated(&t).is_empty());
+}
+
+/// Posts AIM pairs: the tenant's credentials, version 3.1 and delimited
+/// data, with `extra` added or replacing those.
+fn aim(app: &TestApp, t: &Tenant, extra: &[(&str, &str)]) -> String {
+    let (dev, login, key) = (t.cred("developer_id"), t.user_id(), t.cred("user_api_key"));
+    let mut pairs: Vec<(&str, &str)> = vec![
+        ("x_login", &login),
+        ("x_tran_key", &key),
+        ("x_version", "3.1"),
+        ("x_delim_data", "TRUE"),
+        ("x_relay_response", "FALSE"),
+    ];
+    pairs.retain(|(k, _)| !extra.iter().any(|(e, _)| e == k));
+    pairs.extend_from_slice(extra);
+    let body: String = form_urlencoded::Serializer::new(String::new())
+        .extend_pairs(pairs)
+        .finish();
+    let (status, content, text) = post_raw(
+        app,
+        &format!("/gateway/transact.dll?developer={dev}"),
+        "application/x-www-form-urlencoded",
+        &body,
+    );
+    assert_eq!(status, 200);
+    assert!(content.starts_with("text/plain"), "{content}");
+    text
+}
+
+fn aim_with_each_delimiter_option(app: &TestApp) {
+    let t = app.bootstrap();
+    let send = |extra: &[(&str, &str)]| aim(app, &t, extra);
+    // Default delimiter (comma), no encapsulation.
+    let line = send(&[
+        ("x_type", "AUTH_CAPTURE"),
+        ("x_amount", "4.25"),
+        ("x_card_num", "4111111111111111"),
+        ("x_exp_date", "12/35"),
+        ("x_invoice_num", "A-1"),
+        ("x_first_name", "Pat"),
+    ]);
+    let f: Vec<&str> = line.split(',').collect();
+    assert_eq!(f.len(), 55, "{line}");
+    assert_eq!((f[0], f[2]), ("1", "1"), "{line}");
+    assert_eq!(f[3], "This transaction has been approved.");
+    assert!(!f[4].is_empty(), "an auth code");
+    assert_eq!((f[7], f[9], f[10], f[11]), ("A-1", "4.25", "CC", "auth_capture"));
+    assert_eq!(f[13], "Pat");
+    assert_eq!((f[50], f[51]), ("XXXX1111", "Visa"));
+    let sale_id = f[6].to_string();
+    assert!(!line.contains("4111111111111111"));
+
+    // Pipe, encapsulated in quotes: the sale voided.
+    let line = send(&[
+        ("x_type", "VOID"),
+        ("x_trans_id", &sale_id),
+        ("x_delim_char", "|"),
+        ("x_encap_char", "\""),
+    ]);
+    let f: Vec<&str> = line.split('|').collect();
+    assert_eq!(f.len(), 55, "{line}");
+    assert_eq!(
+        (f[0], f[6], f[11]),
+        ("\"1\"", &*format!("\"{sale_id}\""), "\"void\"")
+    );
+
+    // Another delimiter and encapsulation, version 3.0 (38 fields): an
+    // authorization, then its capture.
+    let line = send(&[
+        ("x_version", "3.0"),
+        ("x_type", "AUTH_ONLY"),
+        ("x_amount", "9.00"),
+        ("x_card_num", "5454545454545454"),
+        ("x_exp_date", "1235"),
+        ("x_delim_char", ";"),
+        ("x_encap_char", "'"),
+    ]);
+    let f: Vec<&str> = line.split(';').collect();
+    assert_eq!(f.len(), 38, "{line}");
+    assert_eq!(f[0], "'1'");
+    let auth_id = f[6].trim_matches('\'').to_string();
+    let line = send(&[
+        ("x_type", "PRIOR_AUTH_CAPTURE"),
+        ("x_trans_id", &auth_id),
+        ("x_delim_char", "\t"),
+    ]);
+    let f: Vec<&str> = line.split('\t').collect();
+    assert_eq!(f.len(), 55, "{line}");
+    assert_eq!((f[0], f[11]), ("1", "prior_auth_capture"), "{line}");
+
+    // A decline, a bad login, ACH and relay response: their codes.
+    let line = send(&[
+        ("x_amount", "5.00"),
+        ("x_card_num", "4111111111111111"),
+        ("x_exp_date", "1235"),
+    ]);
+    assert!(
+        line.starts_with("2,1,2,This transaction has been declined."),
+        "{line}"
+    );
+    assert!(send(&[("x_amount", "1.00"), ("x_tran_key", "nope")]).starts_with("3,1,13,"));
+    assert!(send(&[("x_amount", "1.00"), ("x_method", "ECHECK")]).starts_with("3,1,18,"));
+    let relay = send(&[("x_amount", "1.00"), ("x_relay_response", "TRUE")]);
+    assert!(
+        relay.starts_with("3,1,19,Relay Response is not supported"),
+        "{relay}"
+    );
+
+    let list = emulated(&t);
+    assert_eq!(list.len(), 3, "sale, authorization and decline");
+    assert!(list.iter().any(|tx| tx["status_id"] == json!(201)), "the void");
+}
