@@ -191,8 +191,15 @@ pub fn check_url(text: &str) -> Result<String, String> {
         .or_else(|| t.strip_prefix("http://"))
         .ok_or("must be an absolute http or https URL")?;
     let host = rest.split(['/', '?', '#']).next().unwrap_or_default();
-    if host.is_empty() || host.contains('@') {
-        return Err("must name a host (and no credentials)".into());
+    let (name, port) = host.rsplit_once(':').unwrap_or((host, ""));
+    let name_ok = !name.is_empty()
+        && name
+            .bytes()
+            .all(|b| b.is_ascii_alphanumeric() || b == b'.' || b == b'-');
+    let port_ok = port.is_empty() && !host.ends_with(':')
+        || !port.is_empty() && port.len() <= 5 && port.bytes().all(|b| b.is_ascii_digit());
+    if !name_ok || !port_ok {
+        return Err("must name a host: letters, digits, dots and dashes, and a port (no credentials)".into());
     }
     if t.chars()
         .any(|c| c.is_whitespace() || c.is_control() || matches!(c, '"' | '<' | '>' | '\'' | '`' | '\\'))

@@ -5,7 +5,7 @@
 //! been submitted it opens nothing again.
 
 use super::form::Kind;
-use crate::db::{Conn, DbError, Sql, Value};
+use crate::db::{Conn, Sql, Value};
 use crate::error::{ApiError, ApiResult};
 use serde_json::Value as Json;
 
@@ -113,9 +113,12 @@ pub fn open(conn: &mut dyn Conn, new: NewSession) -> ApiResult<Session> {
         }
     }
     let id = crate::crypto::random_secret(32);
+    // A hash-key opened by two requests at once: the second insert does
+    // nothing and that request shows the first one's form.
     let inserted = conn.execute(&Sql::with(
         "INSERT INTO hosted_sessions (id, kind, hash_digest, user_id, developer_id, location_id, page_id, data, \
-         parent_origin, created_ts, expires_ts) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+         parent_origin, created_ts, expires_ts) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) \
+         ON CONFLICT (hash_digest) DO NOTHING",
         vec![
             id.clone().into(),
             new.kind.name().into(),
@@ -129,15 +132,10 @@ pub fn open(conn: &mut dyn Conn, new: NewSession) -> ApiResult<Session> {
             new.now.into(),
             new.expires_ts.into(),
         ],
-    ));
-    match inserted {
-        Ok(_) => {}
-        // Opened at the same moment by another request: that one's form.
-        Err(DbError::Unique(_)) => {
-            let digest = new.hash_digest.as_deref().unwrap_or_default();
-            return reopen(by_digest(conn, digest)?.ok_or_else(hash_key_used)?);
-        }
-        Err(e) => return Err(e.into()),
+    ))?;
+    if inserted == 0 {
+        let digest = new.hash_digest.as_deref().unwrap_or_default();
+        return reopen(by_digest(conn, digest)?.ok_or_else(hash_key_used)?);
     }
     Ok(Session {
         id,

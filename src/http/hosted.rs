@@ -86,6 +86,21 @@ pub fn wants_json(headers: &HeaderMap) -> bool {
 /// request's own stylesheet; embeddable in any site's frame (the
 /// reference's forms are meant for iframes); never cached.
 fn page(status: StatusCode, html: Result<String, askama::Error>, stylesheet: Option<&str>) -> Response {
+    framed_page(status, html, stylesheet, "*")
+}
+
+/// A page no other site may frame (the quick-invoice pay page is a page
+/// of its own, not a widget).
+fn own_page(status: StatusCode, html: Result<String, askama::Error>) -> Response {
+    framed_page(status, html, None, "'none'")
+}
+
+fn framed_page(
+    status: StatusCode,
+    html: Result<String, askama::Error>,
+    stylesheet: Option<&str>,
+    frame_ancestors: &str,
+) -> Response {
     let html = match html {
         Ok(h) => h,
         Err(e) => return ApiError::internal(e).into_response(),
@@ -96,7 +111,7 @@ fn page(status: StatusCode, html: Result<String, askama::Error>, stylesheet: Opt
     };
     let csp = format!(
         "default-src 'none'; script-src 'self'; style-src {style_src}; img-src 'self' data:; \
-         form-action 'self'; base-uri 'none'; frame-ancestors *"
+         form-action 'self'; base-uri 'none'; frame-ancestors {frame_ancestors}"
     );
     let mut response = (status, Html(html)).into_response();
     let h = response.headers_mut();
@@ -203,6 +218,7 @@ struct FormPage {
     ach: bool,
     parent_origin: String,
     send_message: bool,
+    nonce: Option<String>,
 }
 
 #[derive(Template)]
@@ -952,6 +968,7 @@ fn render_form_view(
         ach: view.method == "ach",
         parent_origin: view.parent_origin.clone(),
         send_message: view.flags.parent_send_message,
+        nonce: None,
     }
     .render();
     page(status, body, view.flags.stylesheet_url.as_deref())
@@ -971,6 +988,9 @@ struct InvoicePage {
     submit_label: String,
     close_button: bool,
     ach: bool,
+    /// A new one each time the form is shown: a double submit of one form
+    /// is one payment.
+    nonce: Option<String>,
 }
 
 /// The quick-invoice pay page: the invoice, then its payment form.
@@ -994,9 +1014,10 @@ pub fn render_invoice_page(
         submit_label: view.submit_label.clone(),
         close_button: false,
         ach: view.method == "ach",
+        nonce: Some(crate::crypto::random_secret(32)),
     }
     .render();
-    page(status, body, None)
+    own_page(status, body)
 }
 
 // ---------------------------------------------------------------------
@@ -1091,9 +1112,14 @@ async fn submit_inner(app: &AppState, id: String, body: &[u8]) -> ApiResult<Resp
             Ok(render_result(&session, &prepared, &result))
         }
         Err(e) => {
-            app.store
-                .write(move |conn| sessions::release(conn, &session_id))
-                .await?;
+            // Only a refusal changed nothing for sure; after anything else
+            // (a failure once the processor may have answered) the form
+            // stays claimed until its lease ends, so it cannot charge twice.
+            if e.status().is_client_error() {
+                app.store
+                    .write(move |conn| sessions::release(conn, &session_id))
+                    .await?;
+            }
             match e {
                 ApiError::Internal(_) => Err(e),
                 ApiError::Validation(errors) | ApiError::Conflict(errors) => Ok(render_form(

@@ -17,7 +17,7 @@ use crate::hosted::form::{self, Flags, Kind, ProductDefaults};
 use crate::invoices::attachments::{self, Checked, Upload};
 use crate::invoices::{self, PAID_STATUSES};
 use crate::money::Money;
-use crate::payments::{actions, NewPayment, Origin, QuickInvoiceId, TrxSource};
+use crate::payments::{actions, Idempotency, NewPayment, Origin, QuickInvoiceId, TrxSource};
 use crate::resources::product_transactions::settings as product_settings;
 use crate::resources::{PRODUCT_TRANSACTION, QUICK_INVOICE, TRANSACTION};
 use axum::body::Bytes;
@@ -318,6 +318,7 @@ async fn attach_files(
         .store
         .write(move |conn| {
             let invoice = find_invoice(conn, &cx2, &invoice_id)?;
+            invoices::lock(conn, invoice.id())?;
             let location = invoice.text("location_id").unwrap_or_default().to_string();
             attachments::require_storage(conn, &location)?;
             if attachments::count(conn, invoice.id())? + files.len() > MAX_FILES_PER_INVOICE {
@@ -431,7 +432,17 @@ async fn download(
             )
         }
     };
-    let disposition = format!("attachment; filename=\"{}\"", file.name);
+    // An ASCII name for every client, the real one for those that read
+    // RFC 6266's filename*.
+    let ascii: String = file
+        .name
+        .chars()
+        .map(|c| if c.is_ascii_graphic() || c == ' ' { c } else { '_' })
+        .collect();
+    let encoded: String = form_urlencoded::byte_serialize(file.name.as_bytes())
+        .collect::<String>()
+        .replace('+', "%20");
+    let disposition = format!("attachment; filename=\"{ascii}\"; filename*=UTF-8''{encoded}");
     let mut response = (StatusCode::OK, bytes).into_response();
     let h = response.headers_mut();
     for (name, value) in [
@@ -497,17 +508,24 @@ async fn add_transaction(
                 Some(_) => errors.add("transaction_id", "The transaction already pays another invoice."),
                 None => {}
             }
-            if !tx.int("status_id").is_some_and(|s| PAID_STATUSES.contains(&s)) {
+            let pays = tx.int("status_id").is_some_and(|s| PAID_STATUSES.contains(&s))
+                && matches!(tx.int("type_id"), Some(20 | 50));
+            if !pays {
                 errors.add(
                     "transaction_id",
                     "Only an approved payment (a sale or an ACH debit) can pay an invoice.",
                 );
             }
             errors.into_result()?;
-            conn.execute(&Sql::with(
-                "UPDATE transactions SET quick_invoice_id = ?, modified_ts = ? WHERE id = ?",
+            invoices::lock(conn, invoice.id())?;
+            // Unless a concurrent request attached it first.
+            let attached = conn.execute(&Sql::with(
+                "UPDATE transactions SET quick_invoice_id = ?, modified_ts = ? WHERE id = ? AND quick_invoice_id IS NULL",
                 vec![invoice.id().into(), cx.now.into(), tx.id().into()],
             ))?;
+            if attached != 1 {
+                return Err(ApiError::field("transaction_id", "The transaction already pays an invoice."));
+            }
             let updated = invoices::refresh_stored(conn, invoice.id(), cx.now)?.unwrap_or(invoice);
             answer(&cx, conn, &updated)
         })
@@ -608,6 +626,11 @@ fn open(app: &AppState, conn: &mut dyn Conn, token: &str, wanted: Option<&str>) 
     let caller = caller_of_user(conn, None, &user)?;
     let cx = app.cx(&caller);
     let invoice = query::find(conn, &QUICK_INVOICE, &cx.scope, &id)?.ok_or_else(gone)?;
+    // The link expires with the invoice.
+    let today = crate::clock::date_text(cx.now, cx.scope.tz);
+    if invoices::expired(&invoice, &today) {
+        return Err(ApiError::NotFound("This invoice link has expired.".into()));
+    }
     let mut methods = Vec::new();
     for (field, method) in [
         ("cc_product_transaction_id", "cc"),
@@ -838,13 +861,24 @@ async fn pay(
         Ok(i) => i,
         Err(e) => return payment_refused(&opened, &token, e, &posted),
     };
+    // The form's nonce makes a double submit one payment: the second
+    // gets the first one's answer.
+    let idempotency = posted
+        .iter()
+        .find(|(k, _)| k == "nonce")
+        .map(|(_, n)| n.as_str())
+        .filter(|n| n.len() == 32 && n.bytes().all(|b| b.is_ascii_alphanumeric()))
+        .map(|n| Idempotency {
+            key: format!("quickinvoice:{}:{n}", opened.invoice.id()),
+            fingerprint: crate::payments::idempotency::fingerprint("POST", "/quickinvoice/pay", &body),
+        });
     let request = NewPayment {
         input,
         origin: Origin {
             quick_invoice_id: Some(QuickInvoiceId::new(opened.invoice.id())),
             ..Origin::from(TrxSource::QuickInvoice)
         },
-        idempotency: None,
+        idempotency,
     };
     match app.payments.create(opened.cx.clone(), request).await {
         Ok(reply) => {

@@ -74,7 +74,7 @@ pub fn amount_due(item_list: &Json) -> Result<i64, String> {
 /// What the invoice's payments have paid, in cents, and how many payments
 /// of any status are linked to it.
 pub fn paid(conn: &mut dyn Conn, invoice_id: &str) -> ApiResult<(i64, i64)> {
-    let mut sql = Sql::new("SELECT CAST(COALESCE(SUM(CASE WHEN status_id IN (");
+    let mut sql = Sql::new("SELECT CAST(COALESCE(SUM(CASE WHEN type_id IN (20, 50) AND status_id IN (");
     sql.bind_list(PAID_STATUSES.iter().copied())
         .push(
             ") THEN transaction_amount ELSE 0 END), 0) AS BIGINT), COUNT(*) FROM transactions WHERE quick_invoice_id = ",
@@ -131,9 +131,23 @@ pub fn refresh(conn: &mut dyn Conn, r: &mut Record, tz: Tz, now: i64) -> ApiResu
     Ok(())
 }
 
+/// Locks invoice `id` for the rest of the write job on PostgreSQL (SQLite
+/// has one writer): what its payments and files add up to is read and
+/// written by one job at a time.
+pub fn lock(conn: &mut dyn Conn, id: &str) -> ApiResult<()> {
+    if conn.dialect() == crate::db::Dialect::Postgres {
+        conn.query(&Sql::with(
+            "SELECT id FROM quick_invoices WHERE id = ? FOR UPDATE",
+            vec![id.into()],
+        ))?;
+    }
+    Ok(())
+}
+
 /// Writes what [`refresh`] computes for the stored invoice `id`, outside
 /// the generic update (a payment, addTransaction, removeTransaction).
 pub fn refresh_stored(conn: &mut dyn Conn, id: &str, now: i64) -> ApiResult<Option<Record>> {
+    lock(conn, id)?;
     let Some(mut r) = crate::engine::query::find_unscoped(conn, &crate::resources::QUICK_INVOICE, id)? else {
         return Ok(None);
     };
@@ -314,12 +328,7 @@ pub fn check_new_payment(
     now: i64,
     errors: &mut FieldErrors,
 ) -> ApiResult<()> {
-    let mut lock = Sql::new("SELECT id FROM quick_invoices WHERE id = ");
-    lock.bind(id.to_string());
-    if conn.dialect() == crate::db::Dialect::Postgres {
-        lock.push(" FOR UPDATE");
-    }
-    conn.query(&lock)?;
+    lock(conn, id)?;
     let Some(mut invoice) = crate::engine::query::find_unscoped(conn, &crate::resources::QUICK_INVOICE, id)?
         .filter(|r| r.text("location_id") == Some(location_id))
     else {
@@ -329,9 +338,9 @@ pub fn check_new_payment(
     let mut sql =
         Sql::new("SELECT CAST(COALESCE(SUM(transaction_amount), 0) AS BIGINT) FROM transactions WHERE quick_invoice_id = ");
     sql.bind(id.to_string())
-        .push(" AND (status_id IN (")
+        .push(" AND (state = 'pending' OR (type_id IN (20, 50) AND status_id IN (")
         .bind_list(PAID_STATUSES.iter().copied())
-        .push(") OR state = 'pending')");
+        .push(")))");
     let paid = conn.query_int(&sql)?;
     let (tz, _) = crate::billing::location_zone(conn, location_id)?;
     let today = crate::clock::date_text(now, tz);

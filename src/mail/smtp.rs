@@ -144,7 +144,10 @@ impl Mailer {
         let n = claimed.len();
         let mut sends = tokio::task::JoinSet::new();
         for mut message in claimed {
-            self.attach(&mut message).await?;
+            // Without its files the message still goes (logged).
+            if let Err(e) = self.attach(&mut message).await {
+                tracing::warn!(message = %message.id, error = %e, "mail: the attached files could not be read");
+            }
             let (transport, from) = (transport.clone(), self.from_address.clone());
             sends.spawn(async move {
                 let sent = send(&transport, &from, &message).await;

@@ -150,6 +150,7 @@ fn check_items(record: &mut Record, errors: &mut FieldErrors) {
     }
     let list: Json = serde_json::from_str(&text).unwrap_or(Json::Null);
     match invoices::amount_due(&list) {
+        Ok(0) => errors.add("item_list", "The items must add up to more than zero."),
         Ok(cents) => record.set("amount_due", cents),
         Err(m) => errors.add("item_list", m),
     }
@@ -396,6 +397,12 @@ impl Rules for QuickInvoiceRules {
         // Its payments stay; they no longer name an invoice that is gone.
         conn.execute(&Sql::with(
             "UPDATE transactions SET quick_invoice_id = NULL WHERE quick_invoice_id = ?",
+            vec![record.id().into()],
+        ))?;
+        // Its file rows go; the bytes stay in the store (a queued mail may
+        // still carry them).
+        conn.execute(&Sql::with(
+            "DELETE FROM quick_invoice_files WHERE quick_invoice_id = ?",
             vec![record.id().into()],
         ))?;
         Ok(())

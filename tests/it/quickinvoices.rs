@@ -204,6 +204,7 @@ fn bad_invoices_are_refused(app: &TestApp) {
         json!({}),
         json!({ "a": "ten" }),
         json!({ "a": -1 }),
+        json!({ "free": "0.00" }),
         json!(["a", 1]),
     ] {
         invoice(&t, json!({ "item_list": bad })).expect(422);
@@ -515,6 +516,46 @@ fn pay_page_pays_within_the_rules(app: &TestApp) {
     bank[0] = ("transaction_amount", "abc");
     page(app, &format!("{link}?method=ach"), Some(&bank)).expect(422);
     page(app, &format!("{link}?method=paypal"), None).expect(400);
+    // Over the balance only where the invoice allows it, and never over
+    // its maximum.
+    let q3 = invoice(
+        &t,
+        json!({ "allow_overpayment": 1, "single_payment_max_amount": "25.00" }),
+    )
+    .expect(201)
+    .body["quickinvoice"]
+        .clone();
+    let link3 = pay_path(&q3);
+    assert!(page(app, &link3, Some(&with_amount("30.00")))
+        .expect(422)
+        .text
+        .contains("at most 25.00"));
+    page(app, &link3, Some(&with_amount("23.00"))).expect(200);
+    let over = t
+        .get(&format!("/v2/quickinvoices/{}", q3["id"].as_str().unwrap()))
+        .expect(200)
+        .body["quickinvoice"]
+        .clone();
+    assert_eq!(
+        (
+            over["payment_status_id"].as_i64(),
+            over["remaining_balance"].as_str()
+        ),
+        (Some(4), Some("0.00"))
+    );
+    // An expired invoice's link no longer works.
+    let past = invoice(
+        &t,
+        json!({ "due_date": "2020-01-01", "expire_date": "2020-02-01" }),
+    )
+    .expect(201)
+    .body["quickinvoice"]
+        .clone();
+    assert_eq!(past["status_id"], 3);
+    assert!(page(app, &pay_path(&past), None)
+        .expect(404)
+        .text
+        .contains("expired"));
     // Inactive, expired and unknown links.
     t.put(
         &format!("/v2/quickinvoices/{}", q["id"].as_str().unwrap()),
@@ -533,6 +574,8 @@ fn pay_page_pays_within_the_rules(app: &TestApp) {
     .expect(404);
     page(app, "/quickinvoice/pay/short", None).expect(404);
     assert!(!app.log().contains("4111111111111111"));
+    let token = link.rsplit('/').next().unwrap();
+    assert!(!app.log().contains(token), "pay tokens stay out of the log");
 }
 
 fn mails(t: &Tenant) -> Vec<Value> {
@@ -590,6 +633,14 @@ fn reminders_follow_the_test_clock(app: &TestApp) {
     assert_eq!(advance(2), 1, "on the due date");
     assert!(subjects(&t)[0].contains("due today"));
     assert_eq!(advance(1), 0);
+    // An unpaid twin gets its reminder after the due date.
+    let unpaid = invoice(
+        &t,
+        json!({ "due_date": due, "email": "sam@example.com", "notification_days_before_due_date": 0,
+        "notification_on_due_date": 0, "notification_days_after_due_date": 2 }),
+    )
+    .expect(201);
+    assert_eq!(unpaid.body["quickinvoice"]["status_id"], 1);
     // Paid before the reminder after the due date: no reminder.
     let tx = sale(&t, "21.00");
     t.put(
@@ -597,8 +648,13 @@ fn reminders_follow_the_test_clock(app: &TestApp) {
         json!({ "quickinvoice": { "transaction_id": tx } }),
     )
     .expect(200);
-    assert_eq!(advance(5), 0);
-    assert_eq!(subjects(&t).iter().filter(|s| s.contains("past due")).count(), 0);
+    assert_eq!(advance(5), 1, "only the unpaid invoice is reminded");
+    let overdue: Vec<Value> = mails(&t)
+        .into_iter()
+        .filter(|m| m["subject"].as_str().unwrap().contains("past due"))
+        .collect();
+    assert_eq!(overdue.len(), 1);
+    assert_eq!(overdue[0]["recipient"], "sam@example.com");
 }
 
 fn invoice_mail_by_smtp(app: &mut TestApp) {
@@ -615,6 +671,10 @@ fn invoice_mail_by_smtp(app: &mut TestApp) {
     .body["quickinvoice"]
         .clone();
     let mail = sink.wait_for(1, Duration::from_secs(20)).remove(0);
+    assert!(
+        !mail.decoded().contains("Content-Disposition: attachment"),
+        "no files, nothing attached"
+    );
     assert_eq!(mail.to, ["pat@example.com"]);
     let body = mail.decoded();
     assert!(body.contains("item1xx") && body.contains("21.00") && body.contains("Thank you for your order"));
