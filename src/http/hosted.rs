@@ -353,52 +353,30 @@ fn prepare_form(conn: &mut dyn Conn, cx: &Cx, kind: Kind, data: &Json, opening: 
                     "product_transaction_id is required for an ACH PayForm: an ACH product of the location.",
                 );
             }
-            match base.get("transaction_api_id").and_then(Json::as_str) {
-                None => errors.add(
-                    "transaction_api_id",
-                    "transaction_api_id is required: it is how the result is found.",
-                ),
-                Some(api_id) => {
-                    let location = base
-                        .get("location_id")
-                        .and_then(Json::as_str)
-                        .unwrap_or(&cx.scope.location_id)
-                        .to_string();
-                    if opening
-                        && query::find_by_api_id(conn, &TRANSACTION, &cx.scope, &location, api_id)?.is_some()
-                    {
-                        errors.add("transaction_api_id", "transaction_api_id has already been used.");
-                    }
-                }
-            }
+            require_unused_api_id(
+                conn,
+                cx,
+                &base,
+                &TRANSACTION,
+                "transaction_api_id",
+                opening,
+                &mut errors,
+            )?;
             if errors.is_empty() {
                 // The fields and their types, as the transaction will see them.
                 actions::parse(&base, false)?;
             }
         }
         Kind::AccountForm => {
-            match base.get("account_vault_api_id").and_then(Json::as_str) {
-                None => errors.add(
-                    "account_vault_api_id",
-                    "account_vault_api_id is required: it is how the vault is found.",
-                ),
-                Some(api_id) => {
-                    let location = base
-                        .get("location_id")
-                        .and_then(Json::as_str)
-                        .unwrap_or(&cx.scope.location_id)
-                        .to_string();
-                    if opening
-                        && query::find_by_api_id(conn, &ACCOUNT_VAULT, &cx.scope, &location, api_id)?
-                            .is_some()
-                    {
-                        errors.add(
-                            "account_vault_api_id",
-                            "account_vault_api_id has already been used.",
-                        );
-                    }
-                }
-            }
+            require_unused_api_id(
+                conn,
+                cx,
+                &base,
+                &ACCOUNT_VAULT,
+                "account_vault_api_id",
+                opening,
+                &mut errors,
+            )?;
             if !base.contains_key("location_id") {
                 base.insert("location_id".into(), json!(cx.scope.location_id));
             }
@@ -430,6 +408,34 @@ fn prepare_form(conn: &mut dyn Conn, cx: &Cx, kind: Kind, data: &Json, opening: 
         base,
         title: None,
     })
+}
+
+/// A form's api id (how the integrator finds the result): required, and,
+/// when the form is opened, not yet used at the location.
+fn require_unused_api_id(
+    conn: &mut dyn Conn,
+    cx: &Cx,
+    base: &Map<String, Json>,
+    res: &'static crate::engine::resource::Resource,
+    field: &str,
+    opening: bool,
+    errors: &mut FieldErrors,
+) -> ApiResult<()> {
+    let Some(api_id) = base.get(field).and_then(Json::as_str) else {
+        errors.add(
+            field,
+            format!("{field} is required: it is how the result is found."),
+        );
+        return Ok(());
+    };
+    let location = base
+        .get("location_id")
+        .and_then(Json::as_str)
+        .unwrap_or(&cx.scope.location_id);
+    if opening && query::find_by_api_id(conn, res, &cx.scope, location, api_id)?.is_some() {
+        errors.add(field, format!("{field} has already been used."));
+    }
+    Ok(())
 }
 
 /// Flags are always parsed when no error was collected; this keeps the
