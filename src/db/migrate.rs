@@ -100,6 +100,12 @@ pub const MIGRATIONS: &[Migration] = &[
         include_str!("../../migrations/0017_quick_invoices.sql"),
         "",
     ),
+    (
+        19,
+        "emulator_credentials",
+        include_str!("../../migrations/0019_emulator_credentials.sql"),
+        "",
+    ),
 ];
 
 /// Applies every migration not yet recorded. Returns how many ran.

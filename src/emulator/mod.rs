@@ -10,6 +10,7 @@
 pub mod aim;
 pub mod arb;
 pub mod codes;
+pub mod credentials;
 pub mod numbers;
 pub mod transaction;
 pub mod tree;

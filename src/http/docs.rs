@@ -509,6 +509,18 @@ pub fn openapi(public_url: &str) -> Json {
             "responses": merge(json!({ "200": reply("the new key", json!({ "type": "object", "properties": {
                 "user": { "type": "object", "properties": { "user_api_key": { "type": "string" } } } } })) }), &read_errors) } }),
     );
+    paths.insert(
+        "/v2/users/{id}/generateemulatorkey".into(),
+        json!({ "post": { "summary": "Issue a short login and transaction key for Authorize.Net integrations (shown once)",
+            "tags": ["users"],
+            "description": "Authorize.Net's schema caps a login at 25 characters and a transaction key at 16; this pair \
+                (20 and 16 characters) works with the emulator where the user id and API key do not fit. \
+                The user's earlier pair stops working.",
+            "parameters": [{ "name": "id", "in": "path", "required": true, "schema": { "type": "string" } }],
+            "responses": merge(json!({ "200": reply("the new pair", json!({ "type": "object", "properties": {
+                "user": { "type": "object", "properties": { "emulator_login": { "type": "string" },
+                    "emulator_transaction_key": { "type": "string" } } } } })) }), &read_errors) } }),
+    );
     let s = |description: &str| json!({ "type": "string", "nullable": true, "description": description });
     let n = |description: &str| json!({ "type": "integer", "nullable": true, "description": description });
     components.insert(

@@ -19,7 +19,36 @@ pub fn routes() -> Router<AppState> {
     Router::new()
         .route("/v2/users/me", get(me))
         .route("/v2/users/{id}/generateuserapikey", post(generate_api_key))
+        .route("/v2/users/{id}/generateemulatorkey", post(generate_emulator_key))
         .merge(crud::routes(&USER, crud::ALL))
+}
+
+/// `POST /v2/users/{id}/generateemulatorkey`: a login (20 characters) and
+/// transaction key (16) for Authorize.Net integrations, whose schema caps
+/// those at 25 and 16; shown once, replacing the user's earlier pair. The
+/// same rules as a new API key.
+async fn generate_emulator_key(
+    State(app): State<AppState>,
+    caller: Caller,
+    IdPath(id): IdPath,
+) -> ApiResult<Response> {
+    require_some_role(&caller)?;
+    if id != caller.user_id {
+        caller.perms.require(&USER.permission("update"))?;
+    }
+    let cx = app.cx(&caller);
+    let login = random_secret(crate::emulator::credentials::LOGIN_LEN);
+    let key = random_secret(crate::emulator::credentials::KEY_LEN);
+    let digest = hash_api_key(&key);
+    let stored_login = login.clone();
+    app.store
+        .write(move |conn| crate::emulator::credentials::replace(&cx, conn, &id, &stored_login, &digest))
+        .await?;
+    Ok(one(
+        &USER,
+        StatusCode::OK,
+        json!({ "emulator_login": login, "emulator_transaction_key": key }),
+    ))
 }
 
 /// A user has no permission at all until a role is attached, not even on

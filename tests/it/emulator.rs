@@ -15,6 +15,7 @@ engine_tests!(
     xml_and_json_answer_in_their_format,
     refusals_are_theirs_never_a_server_error,
     aim_with_each_delimiter_option,
+    python_sdk_with_short_credentials,
 );
 
 fn scripts() -> PathBuf {
@@ -411,4 +412,103 @@ fn aim_with_each_delimiter_option(app: &TestApp) {
     let list = emulated(&t);
     assert_eq!(list.len(), 3, "sale, authorization and decline");
     assert!(list.iter().any(|tx| tx["status_id"] == json!(201)), "the void");
+}
+
+/// The Python of the virtual environment `.ci/run` makes for the official
+/// Python SDK (`authorizenet` from PyPI), if there is one; under CI there
+/// must be.
+fn python_sdk() -> Option<PathBuf> {
+    let python = std::env::var_os("ANET_PYTHON")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| {
+            Path::new(&std::env::var("HOME").unwrap_or_default())
+                .join(".cache/ferrogate/anet-venv/bin/python")
+        });
+    let ready = Command::new(&python)
+        .args(["-c", "import authorizenet"])
+        .output()
+        .is_ok_and(|o| o.status.success());
+    if ready {
+        return Some(python);
+    }
+    assert!(
+        std::env::var_os("CI").is_none(),
+        "CI is set but the Python SDK is not installed at {}",
+        python.display()
+    );
+    eprintln!("skipped: .ci/run installs the Python SDK into ~/.cache/ferrogate/anet-venv");
+    None
+}
+
+/// Their schema caps a login at 25 characters and a key at 16: a user's
+/// short pair works where the user id and API key do not fit, with the
+/// official Python SDK, which checks those lengths before sending.
+fn python_sdk_with_short_credentials(app: &TestApp) {
+    let t = app.bootstrap();
+    let pair = t
+        .post(
+            &format!("/v2/users/{}/generateemulatorkey", t.user_id()),
+            json!({}),
+        )
+        .expect(200)
+        .body["user"]
+        .clone();
+    let (login, key) = (
+        pair["emulator_login"].as_str().unwrap().to_string(),
+        pair["emulator_transaction_key"].as_str().unwrap().to_string(),
+    );
+    assert_eq!((login.len(), key.len()), (20, 16));
+    let path = format!("/gateway/request.api?developer={}", t.cred("developer_id"));
+    let test = |login: &str, key: &str| {
+        let body = json!({ "authenticateTestRequest": {
+            "merchantAuthentication": { "name": login, "transactionKey": key } } });
+        let (status, _, text) = post_raw(app, &path, "application/json", &body.to_string());
+        assert_eq!(status, 200);
+        text
+    };
+    assert!(test(&login, &key).contains("\"resultCode\":\"Ok\""));
+    assert!(test(&login, "0000000000000000").contains("E00007"));
+    // Without a developer id, nothing.
+    let bare = json!({ "authenticateTestRequest": {
+        "merchantAuthentication": { "name": login, "transactionKey": key } } });
+    let (_, _, text) = post_raw(app, "/gateway/request.api", "application/json", &bare.to_string());
+    assert!(text.contains("E00007"), "{text}");
+    if let Some(python) = python_sdk() {
+        let out = Command::new(python)
+            .arg(scripts().join("official_client.py"))
+            .env(
+                "ENDPOINT",
+                format!(
+                    "{}/xml/v1/request.api?developer={}",
+                    app.base,
+                    t.cred("developer_id")
+                ),
+            )
+            .env("LOGIN", &login)
+            .env("KEY", &key)
+            .output()
+            .expect("run python");
+        assert!(
+            out.status.success(),
+            "official_client.py failed:\n{}\n{}",
+            String::from_utf8_lossy(&out.stdout),
+            String::from_utf8_lossy(&out.stderr)
+        );
+        let seen: Value = serde_json::from_slice(&out.stdout).expect("the script's JSON");
+        assert_eq!(seen["account"], "XXXX1111");
+        assert_eq!(seen["details_amount"], "7.77");
+        assert_eq!(seen["declined_code"], "2");
+        let sale = emulated(&t)
+            .into_iter()
+            .find(|tx| tx["transaction_amount"] == json!("7.77"))
+            .expect("the Python SDK's sale");
+        assert_eq!(sale["trx_source_id"], 11);
+    }
+    // A new pair replaces the old one.
+    t.post(
+        &format!("/v2/users/{}/generateemulatorkey", t.user_id()),
+        json!({}),
+    )
+    .expect(200);
+    assert!(test(&login, &key).contains("E00007"));
 }

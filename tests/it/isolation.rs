@@ -1575,16 +1575,20 @@ fn matrix(a: &World, b: &World) -> Vec<Case> {
         cases.push(c);
     }
     for user in [&a.admin, &a.extra_user] {
-        let template = "/v2/users/{id}/generateuserapikey";
-        let ghost_path = Some(template.replace("{id}", &ghost()));
-        let path = template.replace("{id}", user);
-        let mut c = case("POST", template, path.clone(), not_found.clone());
-        c.ghost_path = ghost_path.clone();
-        cases.push(c);
-        for method in ["GET", "PUT", "DELETE"] {
-            let mut c = case(method, template, path.clone(), not_served.clone());
+        for template in [
+            "/v2/users/{id}/generateuserapikey",
+            "/v2/users/{id}/generateemulatorkey",
+        ] {
+            let ghost_path = Some(template.replace("{id}", &ghost()));
+            let path = template.replace("{id}", user);
+            let mut c = case("POST", template, path.clone(), not_found.clone());
             c.ghost_path = ghost_path.clone();
             cases.push(c);
+            for method in ["GET", "PUT", "DELETE"] {
+                let mut c = case(method, template, path.clone(), not_served.clone());
+                c.ghost_path = ghost_path.clone();
+                cases.push(c);
+            }
         }
     }
     cases
@@ -1727,8 +1731,8 @@ fn cross_tenant_matrix(app: &TestApp) {
     );
     assert_eq!(
         expected.len(),
-        (18 * 2 + 23) * 4,
-        "18 resources (collection and item) plus users/me, generateuserapikey, bins, \
+        (18 * 2 + 24) * 4,
+        "18 resources (collection and item) plus users/me, generateuserapikey, generateemulatorkey, bins, \
          accountvaultupdates, a vault's bininfo, a transaction's bininfo, override and achupdate, the ACH status \
          simulator, settle, the test clock and its advance, a postback config's deliveries and redeliver, \
          the four recurring actions, the three quick invoice actions and its files, 4 verbs each"
