@@ -17,7 +17,8 @@ engine_tests!(
     accountform_stores_a_vault,
     tickets_fill_a_vault_once,
     hosted_payment_page_links,
-    hosted_payment_page_resource_is_checked
+    hosted_payment_page_resource_is_checked,
+    a_payform_payment_reaches_a_postback
 );
 
 fn now() -> i64 {
@@ -721,4 +722,30 @@ fn hosted_payment_page_resource_is_checked(app: &TestApp) {
     other.get(&format!("/v2/hostedpaymentpages/{id}")).expect(404);
     t.send("DELETE", &format!("/v2/hostedpaymentpages/{id}"), None)
         .expect(204);
+}
+
+/// The second way a result reaches the integrator: a PayForm payment is a
+/// transaction like any other, so a transaction postback hears of it.
+fn a_payform_payment_reaches_a_postback(app: &TestApp) {
+    use crate::support::receiver::{config, Receiver};
+    let t = app.bootstrap();
+    let receiver = Receiver::start("/payform-results");
+    config(
+        &t,
+        json!({ "resource": "transaction", "url": receiver.url, "product_transaction_id": t.cred("cc_product_transaction_id") }),
+    );
+    let link = form_link(&t, "/v2/payform", now(), &sale_data("order-pb"));
+    let action = form_action(&get_page(app, &link).expect(200));
+    submit(
+        app,
+        &action,
+        &[("account_number", "4111111111111111"), ("exp_date", "1239")],
+    )
+    .expect(200);
+    let got = receiver.wait_for(1, std::time::Duration::from_secs(10));
+    assert_eq!(got[0].field("type"), "CREATE");
+    let data = got[0].data();
+    assert_eq!(data["transaction_api_id"], "order-pb");
+    assert_eq!(data["trx_source_id"], 9);
+    assert!(!got[0].body.contains("4111111111111111"));
 }
