@@ -100,6 +100,12 @@ pub const MIGRATIONS: &[Migration] = &[
         include_str!("../../migrations/0017_quick_invoices.sql"),
         "",
     ),
+    (
+        18,
+        "terminals",
+        include_str!("../../migrations/0018_terminals.sql"),
+        "",
+    ),
 ];
 
 /// Applies every migration not yet recorded. Returns how many ran.
