@@ -31,4 +31,5 @@ pub mod processor;
 pub mod resources;
 pub mod server;
 pub mod sessions;
+pub mod terminals;
 pub mod testclock;

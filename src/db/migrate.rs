@@ -101,6 +101,12 @@ pub const MIGRATIONS: &[Migration] = &[
         "",
     ),
     (
+        18,
+        "terminals",
+        include_str!("../../migrations/0018_terminals.sql"),
+        "",
+    ),
+    (
         19,
         "emulator_credentials",
         include_str!("../../migrations/0019_emulator_credentials.sql"),

@@ -16,6 +16,7 @@ mod postbacks;
 mod quickinvoices;
 pub mod ratelimit;
 mod recurrings;
+mod terminals;
 mod tokens;
 mod transactions;
 mod users;
@@ -77,6 +78,26 @@ pub static MOUNTED: &[(&Resource, crud::Verbs)] = &[
     (&resources::HOSTED_PAYMENT_PAGE, crud::ALL),
     (&resources::QUICK_INVOICE, crud::ALL),
     (&resources::PRODUCT_FILE, crud::ALL),
+    // The create answer carries the device secret (`terminals::create`).
+    (&resources::TERMINAL, crud::ALL.own_routes()),
+    (
+        &resources::DEVICE_TERM,
+        crud::Verbs {
+            create: true,
+            update: false,
+            delete: false,
+            own_routes: false,
+        },
+    ),
+    (
+        &resources::SIGNATURE,
+        crud::Verbs {
+            create: true,
+            update: false,
+            delete: false,
+            own_routes: false,
+        },
+    ),
     (&resources::USER, crud::ALL.own_routes()),
     (
         &resources::AUTH_ROLE_USER,
@@ -112,6 +133,7 @@ pub fn app(state: AppState) -> Router {
         .merge(boarding::routes())
         .merge(hosted::routes())
         .merge(quickinvoices::routes())
+        .merge(terminals::routes())
         .merge(emulator::routes())
         .route(
             "/v2/accountvaultupdates",

@@ -515,8 +515,8 @@ impl Rules for AccountVaultRules {
                 }
             }
             "account_vault_cau_logs" => json!([]),
-            // Signatures and the updater's product transaction arrive with
-            // their features.
+            "signature" => super::signatures::latest(cx, conn, "AccountVault", record.id())?,
+            // The updater's product transaction arrives with its feature.
             _ => Json::Null,
         })
     }

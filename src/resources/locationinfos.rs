@@ -163,6 +163,7 @@ fn info(
     }
     sql.push(" ORDER BY t.id ASC");
     let with_terminals = expand.iter().any(|e| e == "terminals");
+    let terminals = super::terminals::of_location(cx, conn, record.id())?;
     let products: Vec<Json> = conn
         .query(&sql)?
         .into_iter()
@@ -172,7 +173,11 @@ fn info(
             p.remove("created_ts");
             p.remove("modified_ts");
             if with_terminals {
-                p.insert("terminals".into(), json!([]));
+                // Terminals take cards: each card product transaction
+                // lists the location's terminals.
+                let card = p.get("payment_method").and_then(Json::as_str) == Some("cc");
+                let listed = if card { terminals.clone() } else { Vec::new() };
+                p.insert("terminals".into(), Json::Array(listed));
             }
             Json::Object(p)
         })
@@ -183,7 +188,7 @@ fn info(
     out.insert("product_accountvault".into(), Json::Null);
     out.insert("product_recurring".into(), Json::Null);
     out.insert("branding_domain".into(), Json::Null);
-    out.insert("terminals".into(), json!([]));
+    out.insert("terminals".into(), Json::Array(terminals));
     out.insert("tags".into(), json!([]));
     Ok(Json::Object(out))
 }

@@ -5,6 +5,7 @@ pub mod accountvaults;
 pub mod accountvaultupdates;
 pub mod authroleusers;
 pub mod contacts;
+pub mod deviceterms;
 pub mod hostedpaymentpages;
 pub mod locationinfos;
 pub mod locations;
@@ -14,7 +15,9 @@ pub mod product_transactions;
 pub mod productfiles;
 pub mod quickinvoices;
 pub mod recurrings;
+pub mod signatures;
 pub mod tags;
+pub mod terminals;
 pub mod transactionbatches;
 pub mod transactions;
 pub mod users;
@@ -22,6 +25,7 @@ pub mod users;
 pub use accountvaults::ACCOUNT_VAULT;
 pub use authroleusers::AUTH_ROLE_USER;
 pub use contacts::CONTACT;
+pub use deviceterms::DEVICE_TERM;
 pub use hostedpaymentpages::HOSTED_PAYMENT_PAGE;
 pub use locationinfos::LOCATION_INFO;
 pub use locations::LOCATION;
@@ -31,7 +35,9 @@ pub use product_transactions::PRODUCT_TRANSACTION;
 pub use productfiles::PRODUCT_FILE;
 pub use quickinvoices::QUICK_INVOICE;
 pub use recurrings::RECURRING;
+pub use signatures::SIGNATURE;
 pub use tags::TAG;
+pub use terminals::TERMINAL;
 pub use transactionbatches::TRANSACTION_BATCH;
 pub use transactions::TRANSACTION;
 pub use users::USER;
@@ -60,6 +66,9 @@ pub static ALL: &[&Resource] = &[
     &HOSTED_PAYMENT_PAGE,
     &QUICK_INVOICE,
     &PRODUCT_FILE,
+    &TERMINAL,
+    &DEVICE_TERM,
+    &SIGNATURE,
 ];
 
 #[cfg(test)]

@@ -508,10 +508,10 @@ impl Rules for RecurringRules {
         )
     }
 
-    fn expand(&self, _cx: &Cx, _conn: &mut dyn Conn, _record: &Record, name: &str) -> ApiResult<Json> {
+    fn expand(&self, cx: &Cx, conn: &mut dyn Conn, record: &Record, name: &str) -> ApiResult<Json> {
         Ok(match name {
             "tags" => json!([]),
-            // Signatures arrive with their feature.
+            "signature" => super::signatures::latest(cx, conn, "Recurring", record.id())?,
             _ => Json::Null,
         })
     }

@@ -455,8 +455,8 @@ impl Rules for TransactionRules {
                 .map(|f| crate::engine::to_json(f, record.get("tags")))
                 .unwrap_or(Json::Null),
             "recurring" => super::recurrings::of_transaction(cx, conn, record)?,
-            // Recurrings, quick invoices, signatures and surcharges arrive
-            // with their features.
+            "signature" => super::signatures::latest(cx, conn, "Transaction", record.id())?,
+            // Quick invoices and surcharges arrive with their features.
             _ => Json::Null,
         })
     }

@@ -34,6 +34,12 @@ struct World {
     invoice: String,
     /// The location's file storage.
     productfile: String,
+    /// A terminal, its device secret (shown once), a device term on it
+    /// and a signature on the vault.
+    terminal: String,
+    terminal_secret: String,
+    deviceterm: String,
+    signature: String,
     admin: String,
     extra_user: String,
     extra_key: String,
@@ -256,6 +262,36 @@ fn world(app: &TestApp, tag: &str) -> World {
         .expect(201),
         "recurring",
     );
+    let created = t
+        .post(
+            "/v2/terminals",
+            json!({ "terminal": { "location_id": loc, "serial_number": format!("{tag}-SN"),
+                "terminal_manufacturer_id": format!("{tag}-maker"), "title": format!("{tag} lane") } }),
+        )
+        .expect(201);
+    let terminal = id_of(&created, "terminal");
+    let terminal_secret = created.body["terminal"]["terminal_secret"]
+        .as_str()
+        .expect("a terminal secret")
+        .to_string();
+    let deviceterm = id_of(
+        &t.post(
+            "/v2/deviceterms",
+            json!({ "deviceterm": { "location_id": loc, "terminal_id": terminal, "require_signature": 1,
+                "terms_conditions": format!("{tag} terms"), "device_terms_api_id": format!("{tag}-terms-1") } }),
+        )
+        .expect(201),
+        "deviceterm",
+    );
+    let signature = id_of(
+        &t.post(
+            "/v2/signatures",
+            json!({ "signature": { "resource": "AccountVault", "resource_id": vault,
+                "signature": "iVBORw0KGgoAAAANSUhEUg==" } }),
+        )
+        .expect(201),
+        "signature",
+    );
     let delivery = settled_delivery(&t, &hook, &contact);
     World {
         recurring,
@@ -284,6 +320,10 @@ fn world(app: &TestApp, tag: &str) -> World {
         page,
         invoice,
         productfile,
+        terminal,
+        terminal_secret,
+        deviceterm,
+        signature,
         admin,
         extra_user,
         extra_key,
@@ -324,6 +364,10 @@ impl World {
             self.hook_pass.clone(),
             self.hook_secret.clone(),
             self.delivery.clone(),
+            self.terminal.clone(),
+            self.terminal_secret.clone(),
+            self.deviceterm.clone(),
+            self.signature.clone(),
             self.t.cred("developer_id"),
             self.t.cred("user_api_key"),
             self.t.cred("user_hash_key"),
@@ -345,6 +389,9 @@ impl World {
             ("/v2/hostedpaymentpages/{id}", self.page.clone()),
             ("/v2/quickinvoices/{id}", self.invoice.clone()),
             ("/v2/productfiles/{id}", self.productfile.clone()),
+            ("/v2/terminals/{id}", self.terminal.clone()),
+            ("/v2/deviceterms/{id}", self.deviceterm.clone()),
+            ("/v2/signatures/{id}", self.signature.clone()),
             ("/v2/users/{id}", self.admin.clone()),
             ("/v2/users/{id}", self.extra_user.clone()),
             ("/v2/authroleusers/{id}", self.aru.clone()),
@@ -373,6 +420,7 @@ impl World {
                 "/v2/tags/",
                 "/v2/hostedpaymentpages/",
                 "/v2/quickinvoices/",
+                "/v2/terminals/",
                 "/v2/users/",
                 "/v2/accountvaults/",
                 "/v2/transactions/",
@@ -408,6 +456,9 @@ impl World {
                 "/v2/hostedpaymentpages",
                 "/v2/quickinvoices",
                 "/v2/productfiles",
+                "/v2/terminals",
+                "/v2/deviceterms",
+                "/v2/signatures",
                 "/v2/users",
                 "/v2/authroleusers",
                 "/v2/accountvaults",
@@ -508,6 +559,9 @@ fn matrix(a: &World, b: &World) -> Vec<Case> {
             "/v2/notes/{id}" => json!({ "note": { "note": "Mallory was here" } }),
             "/v2/tags/{id}" => json!({ "tag": { "title": "Mallory" } }),
             "/v2/productfiles/{id}" => json!({ "productfile": { "title": "Mallory" } }),
+            "/v2/terminals/{id}" => json!({ "terminal": { "title": "Mallory", "sig_capture_enable": 0 } }),
+            "/v2/deviceterms/{id}" => json!({ "deviceterm": { "terms_conditions": "Mallory" } }),
+            "/v2/signatures/{id}" => json!({ "signature": { "resource": "Transaction" } }),
             "/v2/quickinvoices/{id}" => {
                 json!({ "quickinvoice": { "title": "Mallory", "item_list": { "x": "1.00" } } })
             }
@@ -539,6 +593,7 @@ fn matrix(a: &World, b: &World) -> Vec<Case> {
         "/v2/hostedpaymentpages/{id}",
         "/v2/quickinvoices/{id}",
         "/v2/productfiles/{id}",
+        "/v2/terminals/{id}",
         "/v2/users/{id}",
         "/v2/transactions/{id}",
         "/v2/postbackconfigs/{id}",
@@ -553,6 +608,7 @@ fn matrix(a: &World, b: &World) -> Vec<Case> {
         "/v2/hostedpaymentpages/{id}",
         "/v2/quickinvoices/{id}",
         "/v2/productfiles/{id}",
+        "/v2/terminals/{id}",
         "/v2/users/{id}",
         "/v2/authroleusers/{id}",
         "/v2/transactionlevel3s/{id}",
@@ -1027,6 +1083,29 @@ fn matrix(a: &World, b: &World) -> Vec<Case> {
             ],
         ),
         (
+            "/v2/terminals",
+            &[
+                ("id", &a.terminal),
+                ("location_id", &a.loc),
+                ("serial_number", "A-SN"),
+                ("terminal_manufacturer_id", "A-maker"),
+                ("title", "A lane"),
+            ],
+        ),
+        (
+            "/v2/deviceterms",
+            &[
+                ("id", &a.deviceterm),
+                ("location_id", &a.loc),
+                ("terminal_id", &a.terminal),
+                ("device_terms_api_id", "A-terms-1"),
+            ],
+        ),
+        (
+            "/v2/signatures",
+            &[("id", &a.signature), ("resource_id", &a.vault)],
+        ),
+        (
             "/v2/quickinvoices",
             &[
                 ("id", &a.invoice),
@@ -1147,6 +1226,15 @@ fn matrix(a: &World, b: &World) -> Vec<Case> {
             "?expand=contact,location,created_user,transactions,changelogs&page_size=100",
         ),
         ("/v2/productfiles", "?expand=location,created_user&page_size=100"),
+        (
+            "/v2/terminals",
+            "?expand=terminal_application,location,created_user,changelogs&page_size=100",
+        ),
+        (
+            "/v2/deviceterms",
+            "?expand=created_user,location,terminal,reason_code,signature&page_size=100",
+        ),
+        ("/v2/signatures", "?page_size=100"),
         ("/v2/users", "?expand=primary_location&page_size=100"),
         ("/v2/authroleusers", "?expand=user,created_user&page_size=100"),
         (
@@ -1251,6 +1339,22 @@ fn matrix(a: &World, b: &World) -> Vec<Case> {
             "/v2/productfiles",
             json!({ "productfile": { "location_id": target, "title": "Mallory" } }),
             json!({ "productfile": { "location_id": g, "title": "Mallory" } }),
+            Expect::Invalid("location_id"),
+        ));
+        cases.push(create(
+            "/v2/terminals",
+            json!({ "terminal": { "location_id": target, "serial_number": "Mallory" } }),
+            json!({ "terminal": { "location_id": g, "serial_number": "Mallory" } }),
+            Expect::Invalid("location_id"),
+        ));
+        let term = |location: &str| {
+            json!({ "deviceterm": { "location_id": location, "terminal_id": b.terminal, "require_signature": 0,
+                "terms_conditions": "Mallory", "device_terms_api_id": "A-terms-1" } })
+        };
+        cases.push(create(
+            "/v2/deviceterms",
+            term(target),
+            term(&g),
             Expect::Invalid("location_id"),
         ));
         cases.push(create(
@@ -1375,6 +1479,34 @@ fn matrix(a: &World, b: &World) -> Vec<Case> {
         debit(&g),
         Expect::Invalid("product_transaction_id"),
     ));
+    // B's device term on A's terminal, B's signatures on A's records.
+    let term = |terminal: &str| {
+        json!({ "deviceterm": { "location_id": b.loc, "terminal_id": terminal, "require_signature": 0,
+            "terms_conditions": "Mallory" } })
+    };
+    cases.push(create(
+        "/v2/deviceterms",
+        term(&a.terminal),
+        term(&g),
+        Expect::Invalid("terminal_id"),
+    ));
+    for (resource, id) in [
+        ("AccountVault", &a.vault),
+        ("Transaction", &a.sale),
+        ("Transaction", &a.debit),
+        ("Recurring", &a.recurring),
+    ] {
+        let sign = |id: &str| {
+            json!({ "signature": { "resource": resource, "resource_id": id,
+                "signature": "iVBORw0KGgoAAAANSUhEUg==" } })
+        };
+        cases.push(create(
+            "/v2/signatures",
+            sign(id),
+            sign(&g),
+            Expect::Invalid("resource_id"),
+        ));
+    }
     // A page of B's own location on A's product transaction.
     let page = |pt: &str| json!({ "hostedpaymentpage": { "location_id": b.loc, "title": "Mallory", "product_transaction_id": pt } });
     cases.push(create(
@@ -1731,8 +1863,8 @@ fn cross_tenant_matrix(app: &TestApp) {
     );
     assert_eq!(
         expected.len(),
-        (18 * 2 + 24) * 4,
-        "18 resources (collection and item) plus users/me, generateuserapikey, generateemulatorkey, bins, \
+        (21 * 2 + 24) * 4,
+        "21 resources (collection and item) plus users/me, generateuserapikey, generateemulatorkey, bins, \
          accountvaultupdates, a vault's bininfo, a transaction's bininfo, override and achupdate, the ACH status \
          simulator, settle, the test clock and its advance, a postback config's deliveries and redeliver, \
          the four recurring actions, the three quick invoice actions and its files, 4 verbs each"

@@ -32,6 +32,7 @@ mod quickinvoices;
 mod recurrings;
 mod reference_samples;
 mod sign_in;
+mod terminals;
 mod testclock;
 mod transactions;
 mod users;
