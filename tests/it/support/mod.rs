@@ -128,6 +128,9 @@ impl TestApp {
             .env("FERROGATE_DATABASE_URL", &self.database_url)
             .env("FERROGATE_LISTEN", "127.0.0.1:0")
             .env("FERROGATE_DATA_KEY", &self.data_key)
+            // Stored files stay in the test's own directory (with
+            // PostgreSQL the default is the working directory).
+            .env("FERROGATE_FILES_DIR", self.dir.join("files"))
             .env("FERROGATE_DB_POOL", "4")
             .env("RUST_LOG", "info")
             // Postback tests deliver to receivers on loopback.
@@ -176,6 +179,9 @@ impl TestApp {
             .args(["bootstrap", "--json"])
             .env("FERROGATE_DATABASE_URL", &self.database_url)
             .env("FERROGATE_DATA_KEY", &self.data_key)
+            // Stored files stay in the test's own directory (with
+            // PostgreSQL the default is the working directory).
+            .env("FERROGATE_FILES_DIR", self.dir.join("files"))
             .output()
             .expect("run bootstrap");
         assert!(
