@@ -153,20 +153,13 @@ impl ProductDefaults {
     }
 }
 
+/// A flag as the reference's samples send it: true/false, 1/0, or those
+/// as text in any case; a blank text is off.
 fn boolean(value: &Json) -> Option<bool> {
     match value {
-        Json::Bool(b) => Some(*b),
-        Json::Number(n) => match n.to_string().as_str() {
-            "1" => Some(true),
-            "0" => Some(false),
-            _ => None,
-        },
-        Json::String(s) => match s.trim().to_ascii_lowercase().as_str() {
-            "1" | "true" => Some(true),
-            "0" | "false" | "" => Some(false),
-            _ => None,
-        },
-        _ => None,
+        Json::String(s) if s.trim().is_empty() => Some(false),
+        Json::String(s) => crate::engine::validate::parse_flag(&Json::String(s.trim().to_ascii_lowercase())),
+        other => crate::engine::validate::parse_flag(other),
     }
 }
 

@@ -26,22 +26,28 @@ fn header(headers: &HeaderMap, name: &str) -> Option<String> {
         .filter(|s| !s.is_empty())
 }
 
-/// Headers first, then query parameters, then HTTP Basic (user id and
-/// api key); developer-id always comes from a header or the query.
-pub fn credentials(parts: &Parts) -> Credentials {
-    let pairs = query_pairs(parts.uri.query());
-    let from_query = |name: &str| {
+/// A credential from its header, else from the query parameter of the
+/// same name; blank counts as absent.
+pub fn header_or_query(headers: &HeaderMap, pairs: &[(String, String)], name: &str) -> Option<String> {
+    header(headers, name).or_else(|| {
         pairs
             .iter()
             .find(|(k, _)| k == name)
             .map(|(_, v)| v.clone())
             .filter(|v| !v.is_empty())
-    };
+    })
+}
+
+/// Headers first, then query parameters, then HTTP Basic (user id and
+/// api key); developer-id always comes from a header or the query.
+pub fn credentials(parts: &Parts) -> Credentials {
+    let pairs = query_pairs(parts.uri.query());
+    let get = |name: &str| header_or_query(&parts.headers, &pairs, name);
     let mut creds = Credentials {
-        developer_id: header(&parts.headers, "developer-id").or_else(|| from_query("developer-id")),
-        user_id: header(&parts.headers, "user-id").or_else(|| from_query("user-id")),
-        api_key: header(&parts.headers, "user-api-key").or_else(|| from_query("user-api-key")),
-        access_token: header(&parts.headers, "access-token").or_else(|| from_query("access-token")),
+        developer_id: get("developer-id"),
+        user_id: get("user-id"),
+        api_key: get("user-api-key"),
+        access_token: get("access-token"),
     };
     if creds.user_id.is_none() || creds.api_key.is_none() {
         if let Some((user, key)) = basic(&parts.headers) {

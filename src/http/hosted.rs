@@ -382,8 +382,9 @@ fn prepare_form(conn: &mut dyn Conn, cx: &Cx, kind: Kind, data: &Json, opening: 
             }
             // The vault's own fields and their types, but for those the
             // payer types.
-            if let Err(found) = engine::validate::for_create(&ACCOUNT_VAULT, &base) {
-                let typed = form::fields(kind, &method, &unreachable_flags(kind, &defaults), &Map::new());
+            // (With bad flags, their errors are reported first.)
+            if let (Some(flags), Err(found)) = (&flags, engine::validate::for_create(&ACCOUNT_VAULT, &base)) {
+                let typed = form::fields(kind, &method, flags, &Map::new());
                 for (field, messages) in found.0 {
                     if !typed.iter().any(|f| f.name == field) {
                         for m in messages {
@@ -395,10 +396,10 @@ fn prepare_form(conn: &mut dyn Conn, cx: &Cx, kind: Kind, data: &Json, opening: 
         }
         _ => {}
     }
-    if !errors.is_empty() {
-        return Err(invalid_data(errors));
-    }
-    let flags = flags.unwrap_or_else(|| unreachable_flags(kind, &defaults));
+    let flags = match flags {
+        Some(flags) if errors.is_empty() => flags,
+        _ => return Err(invalid_data(errors)),
+    };
     let fields = form::fields(kind, &method, &flags, &base);
     Ok(Prepared {
         kind,
@@ -436,14 +437,6 @@ fn require_unused_api_id(
         errors.add(field, format!("{field} has already been used."));
     }
     Ok(())
-}
-
-/// Flags are always parsed when no error was collected; this keeps the
-/// code total without a panic.
-fn unreachable_flags(kind: Kind, defaults: &ProductDefaults) -> Flags {
-    form::take_flags(kind, &mut Map::new(), defaults).unwrap_or_else(|_| {
-        form::take_flags(kind, &mut Map::new(), &ProductDefaults::default()).expect("defaults parse")
-    })
 }
 
 /// A payment page's row, as opening it needs it.
@@ -610,20 +603,7 @@ fn parent_origin(headers: &HeaderMap) -> Option<String> {
 // Opening
 
 fn hash_credentials(headers: &HeaderMap, pairs: &[(String, String)]) -> HashKeyCredentials {
-    let get = |name: &str| {
-        headers
-            .get(name)
-            .and_then(|v| v.to_str().ok())
-            .map(|s| s.trim().to_string())
-            .filter(|s| !s.is_empty())
-            .or_else(|| {
-                pairs
-                    .iter()
-                    .find(|(k, _)| k == name)
-                    .map(|(_, v)| v.trim().to_string())
-                    .filter(|v| !v.is_empty())
-            })
-    };
+    let get = |name: &str| super::extract::header_or_query(headers, pairs, name);
     HashKeyCredentials {
         developer_id: get("developer-id"),
         user_id: get("user-id"),

@@ -76,7 +76,7 @@ pub static MOUNTED: &[(&Resource, crud::Verbs)] = &[
     (&resources::RECURRING, crud::ALL),
     (&resources::TAG, crud::ALL),
     (&resources::HOSTED_PAYMENT_PAGE, crud::ALL),
-    (&resources::QUICK_INVOICE, crud::ALL),
+    (&resources::QUICK_INVOICE, crud::ALL.own_routes()),
     (&resources::PRODUCT_FILE, crud::ALL),
     // The create answer carries the device secret (`terminals::create`).
     (&resources::TERMINAL, crud::ALL.own_routes()),
@@ -132,7 +132,7 @@ pub fn app(state: AppState) -> Router {
         .merge(recurrings::routes())
         .merge(boarding::routes())
         .merge(hosted::routes())
-        .merge(quickinvoices::routes())
+        .merge(quickinvoices::routes(state.clone()))
         .merge(terminals::routes())
         .merge(emulator::routes())
         .route(
@@ -144,19 +144,9 @@ pub fn app(state: AppState) -> Router {
         api = api.merge(developer::routes()).merge(devmail::routes());
     }
     for (res, verbs) in MOUNTED {
-        if verbs.own_routes {
-            continue;
+        if !verbs.own_routes {
+            api = api.merge(crud::routes(res, *verbs));
         }
-        let routes = crud::routes(res, *verbs);
-        // Quick invoices are also created from multipart forms with files.
-        api = if std::ptr::eq(*res, &resources::QUICK_INVOICE) {
-            api.merge(routes.layer(middleware::from_fn_with_state(
-                state.clone(),
-                quickinvoices::multipart_create,
-            )))
-        } else {
-            api.merge(routes)
-        };
     }
     Router::new()
         .merge(api)

@@ -29,8 +29,12 @@ use axum::routing::{delete, get, post, put};
 use axum::Router;
 use serde_json::{json, Map, Value as Json};
 
-pub fn routes() -> Router<AppState> {
+pub fn routes(state: AppState) -> Router<AppState> {
+    // The generic routes, with multipart creates (files) taken first.
+    let generic = super::crud::routes(&QUICK_INVOICE, super::crud::ALL)
+        .layer(axum::middleware::from_fn_with_state(state, multipart_create));
     Router::new()
+        .merge(generic)
         .route("/v2/quickinvoices/{id}/addTransaction", put(add_transaction))
         .route(
             "/v2/quickinvoices/{id}/removeTransaction",
@@ -206,14 +210,7 @@ async fn create_from_multipart(app: AppState, request: axum::extract::Request) -
                 }
             }
             if send_email {
-                let link = invoices::pay_link(&cx2.public_url, record.text("pay_token").unwrap_or_default());
-                if !invoices::mail::queue(conn, cx2.now, &record, invoices::mail::Kind::Invoice, &link, None)?
-                {
-                    return Err(ApiError::field(
-                        "email",
-                        "send_email needs an email address (email, or a contact that has one).",
-                    ));
-                }
+                invoices::send(conn, cx2.now, &cx2.public_url, &record)?;
             }
             answer(&cx2, conn, &record)
         })
@@ -573,14 +570,7 @@ async fn resend(State(app): State<AppState>, caller: Caller, IdPath(id): IdPath)
     app.store
         .write(move |conn| {
             let invoice = find_invoice(conn, &cx, &id)?;
-            let link = invoices::pay_link(&cx.public_url, invoice.text("pay_token").unwrap_or_default());
-            if !invoices::mail::queue(conn, cx.now, &invoice, invoices::mail::Kind::Invoice, &link, None)? {
-                return Err(ApiError::field(
-                    "email",
-                    "The invoice has no email address to send to.",
-                ));
-            }
-            Ok(())
+            invoices::send(conn, cx.now, &cx.public_url, &invoice)
         })
         .await?;
     app.mailer.wake();

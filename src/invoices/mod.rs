@@ -186,7 +186,7 @@ pub fn payment_changed(
     };
     let counts = tx.int("status_id").is_some_and(|s| PAID_STATUSES.contains(&s));
     if new_payment && counts {
-        let link = pay_link(&cx.public_url, invoice.text("pay_token").unwrap_or_default());
+        let link = link_of(&cx.public_url, &invoice);
         mail::queue(
             conn,
             cx.now,
@@ -210,7 +210,7 @@ pub fn remind(conn: &mut dyn Conn, id: &str, now: i64, public_url: &str) -> ApiR
     refresh(conn, &mut r, tz, now)?;
     let sent = if r.int("status_id") == Some(STATUS_OPEN) {
         let today = crate::billing::calendar::local_date(now, tz);
-        let link = pay_link(public_url, r.text("pay_token").unwrap_or_default());
+        let link = link_of(public_url, &r);
         mail::queue(conn, now, &r, reminder_kind(&r, today), &link, None)?
     } else {
         false
@@ -378,6 +378,24 @@ pub fn item_lines(r: &Record) -> Vec<(String, String)> {
 /// The pay page's address for a pay token.
 pub fn pay_link(public_url: &str, token: &str) -> String {
     format!("{}/quickinvoice/pay/{token}", public_url.trim_end_matches('/'))
+}
+
+/// The pay page of invoice `r`.
+pub fn link_of(public_url: &str, r: &Record) -> String {
+    pay_link(public_url, r.text("pay_token").unwrap_or_default())
+}
+
+/// Mails the invoice itself (on creation with `send_email`, on resend);
+/// an invoice without an address is a 422 on `email`.
+pub fn send(conn: &mut dyn Conn, now: i64, public_url: &str, r: &Record) -> ApiResult<()> {
+    if mail::queue(conn, now, r, mail::Kind::Invoice, &link_of(public_url, r), None)? {
+        Ok(())
+    } else {
+        Err(ApiError::field(
+            "email",
+            "The invoice needs an email address (email, or a contact that has one).",
+        ))
+    }
 }
 
 /// Refuses a pay token that is not one we issue (before any lookup).

@@ -116,14 +116,9 @@ impl Payments {
         cx: Cx,
         request: NewPayment,
     ) -> impl Future<Output = ApiResult<Reply>> + Send + 'static {
-        let this = self.clone();
-        self.detached(async move {
-            let idempotency = request.idempotency.clone();
-            let key = idempotency.as_ref().map(|i| i.key.clone());
-            this.claim_then(&cx, idempotency.as_ref(), 201, move |this, cx| async move {
-                this.new_payment(&cx, request, key).await
-            })
-            .await
+        let idempotency = request.idempotency.clone();
+        self.operation(cx, idempotency, 201, move |this, cx, key| async move {
+            this.new_payment(&cx, request, key).await
         })
     }
 
@@ -133,14 +128,9 @@ impl Payments {
         cx: Cx,
         request: FollowUp,
     ) -> impl Future<Output = ApiResult<Reply>> + Send + 'static {
-        let this = self.clone();
-        self.detached(async move {
-            let idempotency = request.idempotency.clone();
-            let key = idempotency.as_ref().map(|i| i.key.clone());
-            this.claim_then(&cx, idempotency.as_ref(), 200, move |this, cx| async move {
-                this.follow_up(&cx, request, key).await
-            })
-            .await
+        let idempotency = request.idempotency.clone();
+        self.operation(cx, idempotency, 200, move |this, cx, key| async move {
+            this.follow_up(&cx, request, key).await
         })
     }
 
@@ -152,12 +142,31 @@ impl Payments {
         cx: Cx,
         request: FollowUp,
     ) -> impl Future<Output = ApiResult<Reply>> + Send + 'static {
+        let idempotency = request.idempotency.clone();
+        self.operation(cx, idempotency, 201, move |this, cx, key| async move {
+            this.replace_debit(&cx, request, key).await
+        })
+    }
+
+    /// Runs one money-moving operation on a task of its own, under its
+    /// `Idempotency-Key` if it has one (`work` gets the key to store its
+    /// answer under).
+    fn operation<F, Fut>(
+        &self,
+        cx: Cx,
+        idempotency: Option<Idempotency>,
+        status: u16,
+        work: F,
+    ) -> impl Future<Output = ApiResult<Reply>> + Send + 'static
+    where
+        F: FnOnce(Payments, Cx, Option<String>) -> Fut + Send + 'static,
+        Fut: Future<Output = ApiResult<Json>> + Send + 'static,
+    {
         let this = self.clone();
         self.detached(async move {
-            let idempotency = request.idempotency.clone();
             let key = idempotency.as_ref().map(|i| i.key.clone());
-            this.claim_then(&cx, idempotency.as_ref(), 201, move |this, cx| async move {
-                this.replace_debit(&cx, request, key).await
+            this.claim_then(&cx, idempotency.as_ref(), status, move |this, cx| {
+                work(this, cx, key)
             })
             .await
         })

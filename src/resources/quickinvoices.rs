@@ -299,14 +299,7 @@ impl Rules for QuickInvoiceRules {
         record.set("status_id", status);
         let send = transient.get("send_email").and_then(parse_flag) == Some(true);
         if send {
-            let token = record.text("pay_token").unwrap_or_default().to_string();
-            let link = invoices::pay_link(&cx.public_url, &token);
-            if !invoices::mail::queue(conn, cx.now, record, invoices::mail::Kind::Invoice, &link, None)? {
-                return Err(ApiError::field(
-                    "email",
-                    "send_email needs an email address (email, or a contact that has one).",
-                ));
-            }
+            invoices::send(conn, cx.now, &cx.public_url, record)?;
         }
         Ok(None)
     }

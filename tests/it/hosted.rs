@@ -31,7 +31,7 @@ fn now() -> i64 {
 /// A signed form link: `path?developer-id&user-id&timestamp&hash-key&data`.
 pub fn form_link(t: &Tenant, path: &str, timestamp: i64, data: &Value) -> String {
     let ts = timestamp.to_string();
-    let hash = hash_key::compute(&t.cred("user_hash_key"), &t.user_id(), &ts);
+    let hash = hash_key::compute(&t.cred("user_hash_key"), &t.user_id(), &ts).expect("a hash-key");
     format!(
         "{path}?developer-id={}&user-id={}&timestamp={ts}&hash-key={hash}&data={}",
         t.cred("developer_id"),
@@ -193,7 +193,7 @@ fn payform_refusals_are_pages_or_json(app: &TestApp) {
     get_page(app, &form_link(&t, "/v2/payform", now() + 600, &sale_data("o4"))).expect(401);
     // Credentials in headers work like query parameters.
     let ts = now().to_string();
-    let hash = hash_key::compute(&t.cred("user_hash_key"), &t.user_id(), &ts);
+    let hash = hash_key::compute(&t.cred("user_hash_key"), &t.user_id(), &ts).expect("a hash-key");
     let data = hex::encode(sale_data("o5").to_string());
     client(app)
         .send(
@@ -214,7 +214,7 @@ fn payform_refusals_are_pages_or_json(app: &TestApp) {
         // A new timestamp each: a hash-key opens one form.
         skew.set(skew.get() + 1);
         let ts = (now() - skew.get()).to_string();
-        let hash = hash_key::compute(&t.cred("user_hash_key"), &t.user_id(), &ts);
+        let hash = hash_key::compute(&t.cred("user_hash_key"), &t.user_id(), &ts).expect("a hash-key");
         format!(
             "/v2/payform?developer-id={}&user-id={}&timestamp={ts}&hash-key={hash}&data={data}",
             t.cred("developer_id"),
@@ -290,11 +290,12 @@ fn a_mistyped_card_can_be_corrected_on_the_same_form(app: &TestApp) {
 }
 
 fn a_declined_payform_and_an_ach_debit(app: &TestApp) {
+    // Each link at its own timestamp: one hash-key opens one form.
     let t = app.bootstrap();
     let data = json!({ "transaction": { "payment_method": "cc", "action": "sale", "transaction_amount": "5.00",
         "transaction_api_id": "decline-1", "redirect_url_on_decline": "https://shop.example/sorry",
         "redirect_url_delay": 3 } });
-    let action = form_action(&get_page(app, &form_link(&t, "/v2/payform", now(), &data)).expect(200));
+    let action = form_action(&get_page(app, &form_link(&t, "/v2/payform", now() - 10, &data)).expect(200));
     let done = submit(
         app,
         &action,
@@ -318,7 +319,7 @@ fn a_declined_payform_and_an_ach_debit(app: &TestApp) {
     let ach = json!({ "transaction": { "payment_method": "ach", "action": "debit", "transaction_amount": "20.00",
         "ach_sec_code": "WEB", "transaction_api_id": "ach-1", "show_second_account_number": true,
         "product_transaction_id": t.cred("ach_product_transaction_id") } });
-    let form = get_page(app, &form_link(&t, "/v2/payform", now() - 1, &ach)).expect(200);
+    let form = get_page(app, &form_link(&t, "/v2/payform", now() - 20, &ach)).expect(200);
     assert!(form.text.contains("fg-confirm_account_number") && form.text.contains("fg-routing"));
     let ach_action = form_action(&form);
     let fields = [
@@ -393,7 +394,7 @@ fn accountform_stores_a_vault(app: &TestApp) {
 fn ticket(app: &TestApp, t: &Tenant, body: Value) -> Resp {
     static SKEW: std::sync::atomic::AtomicI64 = std::sync::atomic::AtomicI64::new(0);
     let ts = (now() - SKEW.fetch_add(1, std::sync::atomic::Ordering::Relaxed) % 200).to_string();
-    let hash = hash_key::compute(&t.cred("user_hash_key"), &t.user_id(), &ts);
+    let hash = hash_key::compute(&t.cred("user_hash_key"), &t.user_id(), &ts).expect("a hash-key");
     client(app).send(
         "POST",
         "/v2/tickets",

@@ -153,15 +153,15 @@ fn ts_keywords_use_the_location_time_zone(app: &TestApp) {
         .from_local_datetime(&today_there.and_hms_opt(0, 0, 0).unwrap())
         .single()
         .unwrap();
-    // 01:00 in Kiritimati (UTC+14), when some zone further west still
-    // has yesterday's date; in Kiritimati's first hour that is still to
-    // come, so then a minute before its midnight (yesterday there,
-    // today in UTC).
-    let one_am = midnight + chrono::Duration::hours(1);
-    let ts = if one_am.with_timezone(&chrono::Utc) <= now {
-        one_am
-    } else {
+    // A minute either side of Kiritimati's midnight (UTC+14, the first
+    // zone into a day): before it when UTC already has Kiritimati's
+    // yesterday as its today, after it when UTC is a day further on. Either
+    // way the two zones give the moment different days, and it is past.
+    let utc_today = now.date_naive();
+    let ts = if utc_today < today_there {
         midnight - chrono::Duration::minutes(1)
+    } else {
+        midnight + chrono::Duration::minutes(1)
     };
     crate::support::db::db(app).exec(
         "UPDATE contacts SET created_ts = CAST(CAST(? AS TEXT) AS BIGINT) WHERE id = ?",
