@@ -82,6 +82,20 @@ pub enum ApiError {
     RequestTimeout,
     #[error("service unavailable: {0}")]
     Unavailable(String),
+    /// A terminal could not do what a router request asked: offline (503),
+    /// busy (409), or the request ended on the device without a payment
+    /// (422). Rendered `{errors: {terminal_id: [message]}, terminal_result:
+    /// code}` so a client can branch on the code (ADR 0019).
+    #[error("terminal: {message}")]
+    Terminal {
+        status: StatusCode,
+        code: &'static str,
+        message: String,
+    },
+    /// An answer another node made for this request (the router hands
+    /// terminal requests between nodes), rendered as it came.
+    #[error("answer relayed from another node ({0})")]
+    Relayed(StatusCode, Json),
     /// Anything that is our fault. Logged with its origin, never sent.
     /// Made with [`ApiError::internal`].
     #[error("internal error: {0}")]
@@ -174,6 +188,7 @@ impl ApiError {
             ApiError::RequestTimeout => StatusCode::REQUEST_TIMEOUT,
             ApiError::TooManyRequests(_) => StatusCode::TOO_MANY_REQUESTS,
             ApiError::Unavailable(_) => StatusCode::SERVICE_UNAVAILABLE,
+            ApiError::Terminal { status, .. } | ApiError::Relayed(status, _) => *status,
             ApiError::Internal(_) => StatusCode::INTERNAL_SERVER_ERROR,
         }
     }
@@ -185,6 +200,10 @@ impl ApiError {
                 json!({ "errors": errors.to_json() })
             }
             ApiError::NestedValidation(errors) => json!({ "errors": errors }),
+            ApiError::Terminal { code, message, .. } => {
+                json!({ "errors": { "terminal_id": [message] }, "terminal_result": code })
+            }
+            ApiError::Relayed(_, body) => body.clone(),
             other => {
                 let message = match other {
                     ApiError::BadRequest(m)

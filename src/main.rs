@@ -88,6 +88,10 @@ enum Command {
         #[command(subcommand)]
         command: KeysCommand,
     },
+    /// A software payment terminal: connects to a gateway's router like a
+    /// real device and acts out the reference's mock-device amounts and a
+    /// scripted cardholder (see README, "Terminals"). Runs until stopped.
+    TerminalSim(ferrogate::terminals::sim::SimArgs),
 }
 
 #[derive(Subcommand)]
@@ -173,6 +177,7 @@ fn run(cli: Cli) -> anyhow::Result<()> {
     let runtime = tokio::runtime::Builder::new_multi_thread().enable_all().build()?;
     match cli.command {
         Command::Serve(args) => runtime.block_on(ferrogate::server::serve(args)),
+        Command::TerminalSim(args) => runtime.block_on(ferrogate::terminals::sim::run(args)),
         Command::Migrate { db } => runtime.block_on(async {
             let store = ferrogate::db::Store::open_and_migrate(&db.database_url, 1).await?;
             tokio::task::spawn_blocking(move || store.shutdown()).await?;

@@ -93,6 +93,23 @@ pub async fn serve(args: ServeArgs) -> anyhow::Result<()> {
             "FERROGATE_SMTP_URL is not set: mail stays in the outbox (shown at /dev/mail with the sandbox)"
         );
     }
+    // Terminal requests reach the node that holds the device.
+    let router = crate::terminals::router::Router::new(
+        store.clone(),
+        clock.clone(),
+        keyring.clone(),
+        payments.node_id(),
+    );
+    router
+        .start(Arc::new(crate::terminals::jobs::Jobs {
+            store: store.clone(),
+            payments: payments.clone(),
+            clock: clock.clone(),
+            keyring: keyring.clone(),
+            sink: sink.clone(),
+            public_url: Arc::from(public_url.as_str()),
+        }))
+        .await?;
     let metrics = Arc::new(Metrics::default());
     {
         // Histogram samples are folded into buckets now and then, whether
@@ -123,6 +140,7 @@ pub async fn serve(args: ServeArgs) -> anyhow::Result<()> {
         sink,
         outbound,
         files,
+        router,
     };
     let shutdown = shutdown_signal();
     // The contract: the first stdout line names the address.
@@ -226,7 +244,12 @@ async fn serve_http<S>(
         + 'static,
     S::Future: Send + 'static,
 {
-    let graceful = hyper_util::server::graceful::GracefulShutdown::new();
+    // Graceful shutdown by hand: hyper-util's watcher does not take an
+    // upgradeable connection (a device's WebSocket). Each connection holds
+    // a clone of `open_tx`; shutdown tells them to finish through `stop`
+    // and waits until every clone is dropped.
+    let (stop_tx, stop_rx) = tokio::sync::watch::channel(false);
+    let (open_tx, mut all_closed) = tokio::sync::mpsc::channel::<()>(1);
     let _ = BODY_TIMEOUT.set(limits.body_timeout);
     let open = std::sync::Arc::new(PerAddress::default());
     let mut shutdown = std::pin::pin!(shutdown);
@@ -272,18 +295,33 @@ async fn serve_http<S>(
             .serve_connection(
                 hyper_util::rt::TokioIo::new(crate::http_errors::OurErrors::new(stream)),
                 hyper_util::service::TowerToHyperService::new(addressed),
-            );
-        let connection = graceful.watch(connection);
+            )
+            .with_upgrades();
         let open = open.clone();
+        let (mut stop, held) = (stop_rx.clone(), open_tx.clone());
         tokio::spawn(async move {
-            if let Err(e) = connection.await {
+            let mut connection = std::pin::pin!(connection);
+            let stopping = async move {
+                let _ = stop.wait_for(|stop| *stop).await.is_ok();
+            };
+            let ended = tokio::select! {
+                ended = connection.as_mut() => ended,
+                _ = stopping => {
+                    connection.as_mut().graceful_shutdown();
+                    connection.await
+                }
+            };
+            if let Err(e) = ended {
                 tracing::debug!(error = %e, "connection ended with an error");
             }
             open.leave(ip);
+            drop(held);
         });
     }
     drop(listener);
-    graceful.shutdown().await;
+    let _ = stop_tx.send(true);
+    drop(open_tx);
+    let _ = all_closed.recv().await;
 }
 
 /// Resolves on SIGINT or SIGTERM. The handlers are installed when this is

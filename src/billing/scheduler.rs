@@ -419,6 +419,7 @@ impl Schedules {
                 recurring_run: Some(key.to_string()),
                 quick_invoice_id: None,
                 replaces: None,
+                terminal: None,
             },
             idempotency: None,
         };

@@ -112,6 +112,12 @@ pub const MIGRATIONS: &[Migration] = &[
         include_str!("../../migrations/0019_emulator_credentials.sql"),
         "",
     ),
+    (
+        20,
+        "terminal_links",
+        include_str!("../../migrations/0020_terminal_links.sql"),
+        "",
+    ),
 ];
 
 /// Applies every migration not yet recorded. Returns how many ran.

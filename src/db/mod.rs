@@ -304,6 +304,36 @@ impl Store {
         }
     }
 
+    /// Calls `deliver(channel, payload)` for every PostgreSQL notification
+    /// on `channels` (see `PgStore::listen`). SQLite has one serving
+    /// process, so there is nothing to listen to: `Ok(false)`.
+    pub fn listen(
+        &self,
+        channels: Vec<String>,
+        deliver: Box<dyn Fn(String, String) + Send + Sync>,
+    ) -> anyhow::Result<bool> {
+        match &*self.engine {
+            Engine::Sqlite(_) => Ok(false),
+            Engine::Postgres(p) => p.listen(channels, deliver).map(|()| true),
+        }
+    }
+
+    /// Sends a PostgreSQL notification (nothing on SQLite). It is
+    /// delivered when the sending transaction commits: this job is one.
+    pub async fn notify(&self, channel: String, payload: String) -> ApiResult<()> {
+        if self.dialect() == Dialect::Sqlite {
+            return Ok(());
+        }
+        self.write(move |conn| {
+            conn.query(&Sql::with(
+                "SELECT CAST(1 AS BIGINT) FROM (SELECT pg_notify(?, ?)) n",
+                vec![channel.into(), payload.into()],
+            ))?;
+            Ok(())
+        })
+        .await
+    }
+
     /// Checks that the database answers (readiness probe).
     pub async fn ping(&self) -> ApiResult<()> {
         self.read(|c| {

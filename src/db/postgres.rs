@@ -243,6 +243,76 @@ impl PgStore {
         Ok(())
     }
 
+    /// Listens on `channels` on a connection of its own (a thread that
+    /// reconnects and listens again when the connection drops) and hands
+    /// each notification's channel and payload to `deliver`. Notifications
+    /// sent while the connection was down are lost: listeners must treat
+    /// them as wake-ups with time-outs behind them, never as the only copy
+    /// of anything.
+    pub fn listen(
+        &self,
+        channels: Vec<String>,
+        deliver: Box<dyn Fn(String, String) + Send + Sync>,
+    ) -> anyhow::Result<()> {
+        let url = self.target.clone();
+        let subscribe = move |url: &Target, channels: &[String]| -> anyhow::Result<PgConn> {
+            let mut conn = PgConn::connect(url)?;
+            for channel in channels {
+                conn.client
+                    .batch_execute(&format!("LISTEN \"{}\"", channel.replace('"', "")))?;
+            }
+            Ok(conn)
+        };
+        // The synchronous client owns a runtime: connect on the listener's
+        // own thread, never on an async worker, and report the first try.
+        let (ready_tx, ready_rx) = std::sync::mpsc::channel();
+        std::thread::Builder::new()
+            .name("pg-listen".into())
+            .spawn(move || {
+                let mut conn = match subscribe(&url, &channels) {
+                    Ok(c) => {
+                        let _ = ready_tx.send(Ok(()));
+                        Some(c)
+                    }
+                    Err(e) => {
+                        let _ = ready_tx.send(Err(e));
+                        return;
+                    }
+                };
+                loop {
+                    let Some(c) = conn.as_mut() else {
+                        std::thread::sleep(std::time::Duration::from_secs(1));
+                        conn = subscribe(&url, &channels)
+                            .map_err(|e| tracing::warn!(error = %e, "listening for notifications; retrying"))
+                            .ok();
+                        continue;
+                    };
+                    let mut broken = false;
+                    {
+                        let mut notes = c.client.notifications();
+                        let mut each = notes.timeout_iter(std::time::Duration::from_secs(5));
+                        loop {
+                            match postgres::fallible_iterator::FallibleIterator::next(&mut each) {
+                                Ok(Some(n)) => deliver(n.channel().to_string(), n.payload().to_string()),
+                                Ok(None) => break,
+                                Err(_) => {
+                                    broken = true;
+                                    break;
+                                }
+                            }
+                        }
+                    }
+                    // A quiet spell: make sure the connection still lives.
+                    if broken || c.client.is_closed() || c.client.simple_query("SELECT 1").is_err() {
+                        conn = None;
+                    }
+                }
+            })?;
+        ready_rx
+            .recv()
+            .map_err(|_| anyhow::anyhow!("the listener thread stopped"))?
+    }
+
     pub fn read<T>(&self, job: impl FnOnce(&mut dyn Conn) -> ApiResult<T>) -> ApiResult<T> {
         self.pool.with(|conn| {
             let result = job(conn);

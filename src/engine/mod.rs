@@ -107,6 +107,18 @@ fn check_refs(
     errors.into_result()
 }
 
+/// The reference check a create makes first, on its own: every id field
+/// of `record` names a record the caller can see (for checks made before
+/// a create, in the order the create would make them).
+pub fn check_references(cx: &Cx, conn: &mut dyn Conn, record: &Record) -> ApiResult<()> {
+    let refs: Vec<(&'static Field, Value)> = record
+        .fields()
+        .filter(|(f, v)| f.refers.is_some() && !v.is_null())
+        .map(|(f, v)| (f, v.clone()))
+        .collect();
+    check_refs(cx, conn, refs.into_iter())
+}
+
 /// Maps a unique-constraint failure (a race the rules' own check lost) to
 /// a 422 on the resource's unique field; anything else stays a 500.
 fn on_unique(res: &Resource, e: DbError) -> ApiError {
@@ -127,13 +139,7 @@ pub fn create(
     res: &'static Resource,
     mut input: CreateInput,
 ) -> ApiResult<(Record, bool)> {
-    let refs: Vec<(&'static Field, Value)> = input
-        .record
-        .fields()
-        .filter(|(f, v)| f.refers.is_some() && !v.is_null())
-        .map(|(f, v)| (f, v.clone()))
-        .collect();
-    check_refs(cx, conn, refs.into_iter())?;
+    check_references(cx, conn, &input.record)?;
     // System columns first, so the rules can use the new id.
     let id = crate::ids::new_id();
     for (i, field) in res.stored().enumerate() {

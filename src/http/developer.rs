@@ -137,6 +137,8 @@ async fn advance_clock(
         &app.clock,
     )
     .await?;
+    // Terminal requests waiting on the location's clock look again.
+    app.router.clock_moved().await;
     let mut answer = clock.to_json();
     answer["ran"] = ran.to_json();
     Ok(Json(json!({ "testclock": answer })).into_response())

@@ -657,6 +657,95 @@ pub fn openapi(public_url: &str) -> Json {
             "responses": merge(json!({ "201": reply("the new transaction", tx_ref.clone()),
                 "409": reply("the same Idempotency-Key is still being processed", errors.clone()) }), &write_errors) } }),
     );
+    // The router (ADR 0019): requests held open while a terminal works.
+    let terminal_errors = merge(
+        json!({
+            "409": reply("the terminal is working on another request (terminal_result terminal_busy)", errors.clone()),
+            "503": reply("the terminal's device is not connected (terminal_result terminal_offline)", errors.clone()),
+        }),
+        &write_errors,
+    );
+    let mut router_fields = Map::new();
+    for name in crate::terminals::requests::TRANSACTION_FIELDS {
+        let schema = match *name {
+            "terminal_id" => json!({ "type": "string", "description": "the terminal that reads the card" }),
+            "payment_method" => json!({ "type": "string", "enum": ["cc"] }),
+            "action" => json!({ "type": "string",
+                "enum": crate::terminals::requests::ACTIONS.iter().map(|a| a.name()).collect::<Vec<_>>() }),
+            _ => field_input(name),
+        };
+        router_fields.insert(name.to_string(), schema);
+    }
+    paths.insert(
+        "/v2/routertransactions".into(),
+        json!({ "post": { "summary": "A card payment on a terminal", "tags": ["routertransactions"],
+            "operationId": "routertransactions.create",
+            "description": "Permission transactions.create. The request is held open while the terminal reads the card \
+                and the payment runs (at most the terminal's overall_timeout, 300 s by default, counted on the \
+                location's clock), then answers the transaction (201, approved or declined; decide by status_id) \
+                with the card-present data: entry_mode_id, emv_receipt_data, terminal_id, terminal_serial_number. \
+                The body carries no account: the terminal reads it. Refusals that change nothing: 422 for bad fields \
+                and for a request that ended on the terminal (terminal_result: connect_error, timeout, aborted, \
+                card_entry_timeout, pin_entry_timeout, transaction_timeout, cancelled, overall_timeout), 409 when \
+                the terminal is busy, 503 when it is offline. With save_account and a contact the card is stored \
+                and the answer carries exp_date. An Idempotency-Key that was answered replays that answer without \
+                asking the terminal again.",
+            "parameters": [idem.clone()],
+            "requestBody": body(envelope("routertransaction", json!({ "type": "object", "additionalProperties": false,
+                "required": ["payment_method", "action", "location_id", "terminal_id", "transaction_amount"],
+                "properties": Json::Object(router_fields) }))),
+            "responses": merge(json!({ "201": reply("the transaction the terminal made",
+                envelope("routertransaction", json!({ "$ref": "#/components/schemas/transaction" }))) }), &terminal_errors) } }),
+    );
+    // Device terms are shown on the terminal before they are recorded.
+    if let Some(post) = paths
+        .get_mut(&crate::resources::DEVICE_TERM.path())
+        .and_then(|p| p.get_mut("post"))
+    {
+        post["responses"] = merge(post["responses"].take(), &terminal_errors);
+    }
+    let id_string =
+        |description: &str| json!({ "type": "string", "minLength": 1, "description": description });
+    paths.insert(
+        "/v2/routeraccountvaults".into(),
+        json!({ "post": { "summary": "A card read on a terminal and stored on a contact", "tags": ["routeraccountvaults"],
+            "operationId": "routeraccountvaults.create",
+            "description": "Permission accountvaults.create. Held open while the terminal reads the card (at most its \
+                overall_timeout); answers the account vault (201), with the holder's name and expiry as the card \
+                gives them. Refusals as for router transactions.",
+            "requestBody": body(envelope("routeraccountvault", json!({ "type": "object", "additionalProperties": false,
+                "required": ["payment_method", "action", "location_id", "contact_id", "terminal_id"],
+                "properties": {
+                    "payment_method": { "type": "string", "enum": ["cc"] },
+                    "action": { "type": "string", "enum": ["store"] },
+                    "location_id": id_string("the contact's and the terminal's location"),
+                    "contact_id": id_string("the contact the card is stored on"),
+                    "terminal_id": id_string("the terminal that reads the card") } }))),
+            "responses": merge(json!({ "201": reply("the stored account vault",
+                envelope("accountvault", json!({ "$ref": "#/components/schemas/accountvault" }))) }), &terminal_errors) } }),
+    );
+    let terminal_ref = json!({ "type": "object", "properties": { "terminal": { "type": "object" } } });
+    for path in ["/v2/terminals/{id}/isonline", "/v2/terminals/{id}/isOnline"] {
+        paths.insert(
+            path.into(),
+            json!({ "get": { "summary": "Whether the terminal's device is connected", "tags": ["terminals"],
+                "description": "Permission terminals.read. 200 {terminal: {id, is_online: true, last_registration_ts}} \
+                    when the device is connected to the router; 503 (terminal_result terminal_offline) when not.",
+                "parameters": id_param.clone(),
+                "responses": merge(json!({ "200": reply("online", terminal_ref.clone()),
+                    "503": reply("offline", errors.clone()) }), &read_errors) } }),
+        );
+    }
+    paths.insert(
+        "/v2/terminals/{id}/cancel".into(),
+        json!({ "post": { "summary": "Stop what the terminal is doing", "tags": ["terminals"],
+            "description": "Permission transactions.create. The request the terminal works on answers 422 with \
+                terminal_result cancelled, unless its payment had begun (a payment under way is finished and \
+                answered). 202 when the cancel reached the device's node; 503 when the device is offline. No body.",
+            "parameters": id_param.clone(),
+            "responses": merge(json!({ "202": reply("the cancel was passed on", terminal_ref),
+                "503": reply("offline", errors.clone()) }), &read_errors) } }),
+    );
     paths.insert(
         "/v2/developer/transactions/{id}".into(),
         json!({ "put": { "summary": "Sandbox ACH status simulator", "tags": ["transactions"],

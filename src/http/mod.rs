@@ -5,6 +5,7 @@ mod bins;
 mod boarding;
 pub mod crud;
 mod developer;
+mod devices;
 mod devmail;
 pub mod docs;
 mod emulator;
@@ -60,6 +61,8 @@ pub struct AppState {
     pub sink: Arc<dyn crate::engine::events::EventSink>,
     /// Where file bytes live (quick-invoice attachments).
     pub files: Arc<dyn crate::files::FileStore>,
+    /// Hands terminal requests to the node holding the device.
+    pub router: crate::terminals::router::Router,
 }
 
 /// The declared resources served by the generic routes, with their verbs.
@@ -80,13 +83,14 @@ pub static MOUNTED: &[(&Resource, crud::Verbs)] = &[
     (&resources::PRODUCT_FILE, crud::ALL),
     // The create answer carries the device secret (`terminals::create`).
     (&resources::TERMINAL, crud::ALL.own_routes()),
+    // The create waits for the terminal (`terminals`).
     (
         &resources::DEVICE_TERM,
         crud::Verbs {
             create: true,
             update: false,
             delete: false,
-            own_routes: false,
+            own_routes: true,
         },
     ),
     (
@@ -134,6 +138,7 @@ pub fn app(state: AppState) -> Router {
         .merge(hosted::routes())
         .merge(quickinvoices::routes(state.clone()))
         .merge(terminals::routes())
+        .merge(devices::routes())
         .merge(emulator::routes())
         .route(
             "/v2/accountvaultupdates",

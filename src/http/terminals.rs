@@ -1,19 +1,25 @@
-//! `/v2/terminals`: the generic routes, with a create of its own that
-//! hands the new terminal's device secret to the caller, once (ADR 0018).
+//! `/v2/terminals` (the generic routes, with a create of its own that
+//! hands the new terminal's device secret to the caller, once: ADR 0018),
+//! and the requests that reach a terminal through the router (ADR 0019):
+//! router transactions, router account vaults, device terms, the online
+//! check and a clerk's cancel. The device's own connection is
+//! `http::devices`.
 
 use super::crud::{self, Verbs};
-use super::extract::{envelope, RawBody};
+use super::extract::{envelope, IdPath, RawBody};
 use super::AppState;
 use crate::auth::Caller;
 use crate::engine::{self, validate};
 use crate::error::{ApiError, ApiResult};
-use crate::resources::TERMINAL;
+use crate::resources::{DEVICE_TERM, TERMINAL};
+use crate::terminals::requests::{self, Desk};
+use crate::terminals::router;
 use axum::extract::State;
-use axum::http::StatusCode;
-use axum::response::Response;
-use axum::routing::post;
-use axum::Router;
-use serde_json::Value as Json;
+use axum::http::{HeaderMap, StatusCode};
+use axum::response::{IntoResponse, Response};
+use axum::routing::{get, post};
+use axum::{Json, Router};
+use serde_json::{json, Value as JsonValue};
 
 /// The member of the create answer that holds the device secret.
 pub const SECRET_MEMBER: &str = "terminal_secret";
@@ -29,6 +35,21 @@ pub fn routes() -> Router<AppState> {
         },
     )
     .route(&TERMINAL.path(), post(create))
+    .route("/v2/terminals/{id}/isonline", get(is_online))
+    .route("/v2/terminals/{id}/isOnline", get(is_online))
+    .route("/v2/terminals/{id}/cancel", post(cancel))
+    .route("/v2/routertransactions", post(router_transaction))
+    .route("/v2/routeraccountvaults", post(router_account_vault))
+    .merge(crud::routes(
+        &DEVICE_TERM,
+        Verbs {
+            create: false,
+            update: false,
+            delete: false,
+            own_routes: false,
+        },
+    ))
+    .route(&DEVICE_TERM.path(), post(device_term))
 }
 
 /// `POST /v2/terminals`: the generic create, with the device secret made
@@ -50,9 +71,102 @@ async fn create(State(app): State<AppState>, caller: Caller, RawBody(body): RawB
         .await?;
     let mut out = engine::render(&cx, &record);
     let links = out.remove("_links");
-    out.insert(SECRET_MEMBER.into(), Json::String(secret));
+    out.insert(SECRET_MEMBER.into(), JsonValue::String(secret));
     if let Some(links) = links {
         out.insert("_links".into(), links);
     }
-    Ok(crud::one(&TERMINAL, StatusCode::CREATED, Json::Object(out)))
+    Ok(crud::one(&TERMINAL, StatusCode::CREATED, JsonValue::Object(out)))
+}
+
+fn desk(app: &AppState) -> Desk<'_> {
+    Desk {
+        router: &app.router,
+        payments: &app.payments,
+        store: &app.store,
+    }
+}
+
+fn answer((status, body): (u16, JsonValue)) -> Response {
+    let status = StatusCode::from_u16(status).unwrap_or(StatusCode::OK);
+    (status, Json(body)).into_response()
+}
+
+/// `POST /v2/routertransactions`: held open while the terminal works
+/// (up to its `overall_timeout`, 300 s at most).
+async fn router_transaction(
+    State(app): State<AppState>,
+    caller: Caller,
+    headers: HeaderMap,
+    RawBody(raw): RawBody,
+) -> ApiResult<Response> {
+    caller.perms.require("transactions.create")?;
+    let idempotency = super::transactions::idempotency(&headers, "POST", "/v2/routertransactions", &raw)?;
+    let body = envelope(&raw, "routertransaction")?;
+    let cx = app.cx(&caller);
+    requests::transaction(desk(&app), &cx, caller.clock_offset_s, body, idempotency)
+        .await
+        .map(answer)
+}
+
+/// `POST /v2/routeraccountvaults`: a card read on the terminal, stored.
+async fn router_account_vault(
+    State(app): State<AppState>,
+    caller: Caller,
+    RawBody(raw): RawBody,
+) -> ApiResult<Response> {
+    caller.perms.require("accountvaults.create")?;
+    let body = envelope(&raw, "routeraccountvault")?;
+    let cx = app.cx(&caller);
+    requests::account_vault(desk(&app), &cx, caller.clock_offset_s, body)
+        .await
+        .map(answer)
+}
+
+/// `POST /v2/deviceterms`: the terms shown on the terminal, recorded
+/// with the cardholder's answer.
+async fn device_term(
+    State(app): State<AppState>,
+    caller: Caller,
+    RawBody(raw): RawBody,
+) -> ApiResult<Response> {
+    caller.perms.require(&DEVICE_TERM.permission("create"))?;
+    let body = envelope(&raw, DEVICE_TERM.name)?;
+    let cx = app.cx(&caller);
+    requests::device_term(desk(&app), &cx, caller.clock_offset_s, body)
+        .await
+        .map(answer)
+}
+
+/// `GET /v2/terminals/{id}/isonline`: 200 when the device is connected,
+/// 503 when it is not (the reference's answer for an offline device).
+async fn is_online(State(app): State<AppState>, caller: Caller, IdPath(id): IdPath) -> ApiResult<Response> {
+    caller.perms.require(&TERMINAL.permission("read"))?;
+    let cx = app.cx(&caller);
+    let terminal = requests::find(&app.store, &cx, &id).await?;
+    if !app.router.is_online(terminal.id()).await? {
+        return Err(router::offline());
+    }
+    Ok(Json(json!({ "terminal": {
+        "id": terminal.id(),
+        "is_online": true,
+        "last_registration_ts": terminal.int("last_registration_ts"),
+    } }))
+    .into_response())
+}
+
+/// `POST /v2/terminals/{id}/cancel`: the clerk stops what the terminal
+/// is doing; the request it was working on answers `cancelled` (unless
+/// its payment had begun). 202 when the cancel reached the device's node,
+/// 503 when the device is offline.
+async fn cancel(State(app): State<AppState>, caller: Caller, IdPath(id): IdPath) -> ApiResult<Response> {
+    caller.perms.require("transactions.create")?;
+    let cx = app.cx(&caller);
+    if !requests::cancel(&app.router, &app.store, &cx, &id).await? {
+        return Err(router::offline());
+    }
+    Ok((
+        StatusCode::ACCEPTED,
+        Json(json!({ "terminal": { "id": id, "cancel_requested": true } })),
+    )
+        .into_response())
 }

@@ -60,7 +60,12 @@ fn reply(reply: Reply) -> Response {
 
 /// The request's `Idempotency-Key`, if sent, with the digest of the
 /// request it came with.
-fn idempotency(headers: &HeaderMap, method: &str, path: &str, raw: &[u8]) -> ApiResult<Option<Idempotency>> {
+pub(super) fn idempotency(
+    headers: &HeaderMap,
+    method: &str,
+    path: &str,
+    raw: &[u8],
+) -> ApiResult<Option<Idempotency>> {
     let Some(value) = headers.get("idempotency-key") else {
         return Ok(None);
     };

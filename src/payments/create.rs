@@ -259,27 +259,25 @@ pub fn prepare(
         replacing,
         &mut errors,
     );
+    if let Some(read) = &origin.terminal {
+        record.set("entry_mode_id", read.entry_mode.code());
+    }
     if let (Source::Card(card), Action::Sale | Action::AuthOnly) = (&funding.source, action) {
         super::surcharge::apply(conn, &place.settings, &card.data.pan, &mut record, &mut errors)?;
     }
 
-    check_requirements(parsed, &record, &funding, method, &place, &mut errors);
+    check_requirements(
+        parsed,
+        &record,
+        &funding,
+        method,
+        &place,
+        origin.terminal.is_some(),
+        &mut errors,
+    );
     let save = parsed.flag("save_account") == Some(true);
-    if save && contact_id.is_none() {
-        errors.add(
-            "contact_id",
-            "Contact Id cannot be blank. (save_account stores the account on a contact.)",
-        );
-    }
-    // The api id is unique per location; the index catches a lost race.
-    if let Some(api_id) = record.text("transaction_api_id") {
-        if query::find_by_api_id(conn, &TRANSACTION, &cx.scope, &place.location_id, api_id)?.is_some() {
-            errors.add(
-                "transaction_api_id",
-                "Transaction Api Id has already been taken at this location.",
-            );
-        }
-    }
+    check_save_account(parsed, contact_id.as_deref(), &mut errors);
+    check_api_id(cx, conn, &record, &place, &mut errors)?;
     let amount = record.int("transaction_amount").unwrap_or(0);
     if action == Action::Refund {
         check_refund(cx, conn, &funding, method, amount, &place, &mut errors)?;
@@ -330,6 +328,52 @@ pub fn prepare(
     })
 }
 
+/// The checks of [`prepare`] that need no account, for a payment whose
+/// card a terminal has yet to read: where (location, product
+/// transaction), who (the contact), the api id and what `save_account`
+/// needs. A read job: nothing is reserved, and [`prepare`] checks
+/// everything again once the card is there.
+pub fn precheck(cx: &Cx, conn: &mut dyn Conn, parsed: &Parsed, origin: &Origin) -> ApiResult<()> {
+    let mut errors = FieldErrors::new();
+    let mut record = draft(cx, parsed, origin, "");
+    let method =
+        PaymentMethod::parse(record.text("payment_method").unwrap_or("cc")).unwrap_or(PaymentMethod::Cc);
+    let place = locate(cx, conn, &mut record, method, &mut errors)?;
+    let contact_id = identify_payer(cx, conn, parsed, &place, &mut errors)?;
+    check_save_account(parsed, contact_id.as_deref(), &mut errors);
+    check_api_id(cx, conn, &record, &place, &mut errors)?;
+    errors.into_result()
+}
+
+/// `save_account` stores the account on a contact: one must be named.
+fn check_save_account(parsed: &Parsed, contact_id: Option<&str>, errors: &mut FieldErrors) {
+    if parsed.flag("save_account") == Some(true) && contact_id.is_none() {
+        errors.add(
+            "contact_id",
+            "Contact Id cannot be blank. (save_account stores the account on a contact.)",
+        );
+    }
+}
+
+/// The api id is unique per location (the index catches a lost race).
+fn check_api_id(
+    cx: &Cx,
+    conn: &mut dyn Conn,
+    record: &Record,
+    place: &Place,
+    errors: &mut FieldErrors,
+) -> ApiResult<()> {
+    if let Some(api_id) = record.text("transaction_api_id") {
+        if query::find_by_api_id(conn, &TRANSACTION, &cx.scope, &place.location_id, api_id)?.is_some() {
+            errors.add(
+                "transaction_api_id",
+                "Transaction Api Id has already been taken at this location.",
+            );
+        }
+    }
+    Ok(())
+}
+
 /// The pending row's own fields, before anything is looked up.
 fn draft(cx: &Cx, parsed: &Parsed, origin: &Origin, node: &str) -> Record {
     let mut record = parsed.input.record.clone();
@@ -354,6 +398,11 @@ fn draft(cx: &Cx, parsed: &Parsed, origin: &Origin, node: &str) -> Record {
         origin.quick_invoice_id.as_ref().map(|q| q.to_string()),
     );
     record.set("notification_email_sent", 0);
+    if let Some(read) = &origin.terminal {
+        record.set("terminal_id", read.terminal_id.clone());
+        record.set("terminal_serial_number", read.serial_number.clone());
+        record.set("emv_receipt_data", read.emv_receipt_data.clone());
+    }
     record
 }
 
@@ -540,16 +589,19 @@ fn describe_funding(
 }
 
 /// The product transaction's virtual-terminal requirements and the
-/// lodging dates.
+/// lodging dates. The virtual-terminal requirements (street, zip, CVV)
+/// are for keyed cards: a card read by a terminal (`card_present`) is
+/// verified by its chip, stripe or PIN instead.
 fn check_requirements(
     parsed: &Parsed,
     record: &Record,
     funding: &Funding,
     method: PaymentMethod,
     place: &Place,
+    card_present: bool,
     errors: &mut FieldErrors,
 ) {
-    if method == PaymentMethod::Cc && parsed.action != Action::Refund {
+    if method == PaymentMethod::Cc && parsed.action != Action::Refund && !card_present {
         for (setting, field) in [
             ("vt_require_street", "billing_street"),
             ("vt_require_zip", "billing_zip"),

@@ -108,6 +108,41 @@ pub async fn claim(store: &Store, cx: &Cx, key: &str, print: &str) -> ApiResult<
         .await
 }
 
+/// The answer already kept under `key` for this request, without claiming
+/// the key: for work that must not start twice (a terminal prompting the
+/// cardholder again) before the key is claimed for the payment itself.
+/// The same key with another request is refused, as [`claim`] does.
+pub async fn peek(store: &Store, cx: &Cx, key: &str, print: &str) -> ApiResult<Option<(u16, Json)>> {
+    let (user, key, print, now) = (cx.user_id.clone(), key.to_string(), print.to_string(), cx.now);
+    store
+        .read(move |conn| {
+            let Some(row) = conn.query_one(&Sql::with(
+                "SELECT request_hash, status, response, created_ts FROM idempotency_keys \
+                 WHERE user_id = ? AND idem_key = ?",
+                vec![user.into(), key.into()],
+            ))?
+            else {
+                return Ok(None);
+            };
+            if row[3].as_int().unwrap_or(0) < now - TTL_SECS {
+                return Ok(None);
+            }
+            if row[0].as_str() != Some(print.as_str()) {
+                return Err(ApiError::field(
+                    "idempotency_key",
+                    "This Idempotency-Key was used with a different request; use a new key.",
+                ));
+            }
+            Ok(match (row[1].as_int(), row[2].as_str()) {
+                (Some(status), Some(body)) => {
+                    Some((status as u16, serde_json::from_str(body).unwrap_or(Json::Null)))
+                }
+                _ => None,
+            })
+        })
+        .await
+}
+
 /// Ties the claim to the transaction it created (same job as the insert).
 pub fn link(conn: &mut dyn Conn, user: &str, key: &str, transaction_id: &str) -> ApiResult<()> {
     conn.execute(&Sql::with(

@@ -41,8 +41,8 @@ pub mod surcharge;
 pub mod velocity;
 
 pub use request::{
-    BatchId, FollowUp, Idempotency, NewPayment, Origin, QuickInvoiceId, RecurringId, Reply, TransactionId,
-    TrxSource,
+    BatchId, FollowUp, Idempotency, NewPayment, Origin, QuickInvoiceId, RecurringId, Reply, TerminalRead,
+    TransactionId, TrxSource,
 };
 
 use crate::clock::{date_text, Clock};
@@ -55,6 +55,7 @@ use crate::error::{ApiError, ApiResult};
 use crate::ids::new_id;
 use crate::processor::{Processor, SettleRequest, Simulator, StatusId};
 use crate::resources::{TRANSACTION, TRANSACTION_BATCH};
+use actions::Parsed;
 use idempotency::Claim;
 use serde_json::Value as Json;
 use std::future::Future;
@@ -120,6 +121,17 @@ impl Payments {
         self.operation(cx, idempotency, 201, move |this, cx, key| async move {
             this.new_payment(&cx, request, key).await
         })
+    }
+
+    /// The checks of a new payment that need no account (see
+    /// [`create::precheck`]): for a terminal's payment, made before the
+    /// cardholder is asked for a card, so a request that cannot succeed
+    /// never prompts anyone.
+    pub async fn precheck(&self, cx: &Cx, input: Parsed, origin: Origin) -> ApiResult<()> {
+        let cx = cx.clone();
+        self.store
+            .read(move |conn| create::precheck(&cx, conn, &input, &origin))
+            .await
     }
 
     /// An action on an existing transaction (`PUT /v2/transactions/{id}`).

@@ -93,6 +93,20 @@ pub struct Origin {
     /// An ACH update: the POP or C21 debit this one replaces (voided in
     /// the same operation; `previous_transaction_id` of the new one).
     pub replaces: Option<TransactionId>,
+    /// A card read by a payment terminal (router transactions).
+    pub terminal: Option<TerminalRead>,
+}
+
+/// Where and how a terminal read the card of a card-present payment.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct TerminalRead {
+    pub terminal_id: String,
+    /// The terminal's serial number (`terminal_serial_number`).
+    pub serial_number: Option<String>,
+    /// Chip, contactless, swiped, keyed or fallback.
+    pub entry_mode: crate::processor::EntryMode,
+    /// The EMV receipt tags, as JSON text (`emv_receipt_data`).
+    pub emv_receipt_data: Option<String>,
 }
 
 impl Origin {
@@ -110,6 +124,7 @@ impl From<TrxSource> for Origin {
             recurring_run: None,
             quick_invoice_id: None,
             replaces: None,
+            terminal: None,
         }
     }
 }

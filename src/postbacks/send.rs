@@ -16,7 +16,7 @@
 
 use std::fmt;
 use std::net::{IpAddr, Ipv4Addr, Ipv6Addr, SocketAddr};
-use std::sync::{Arc, OnceLock};
+use std::sync::Arc;
 use std::time::Duration;
 
 use bytes::Bytes;
@@ -30,8 +30,10 @@ use tokio::io::{AsyncRead, AsyncWrite};
 use tokio::net::TcpStream;
 use tokio::task::JoinHandle;
 use tokio::time::{timeout_at, Instant};
+#[cfg(test)]
+use tokio_rustls::rustls;
 use tokio_rustls::rustls::pki_types::ServerName;
-use tokio_rustls::rustls::{self, ClientConfig, RootCertStore};
+use tokio_rustls::rustls::{ClientConfig, RootCertStore};
 use tokio_rustls::TlsConnector;
 
 /// The bound on one attempt: resolve, connect, TLS, send and response head.
@@ -194,7 +196,7 @@ async fn attempt(
         Err(e) => return Outcome::failed(e),
     };
     let tls = if target.https {
-        match tls_config(extra_roots) {
+        match crate::outbound::tls_config(extra_roots) {
             Ok(config) => Some(config),
             Err(e) => return Outcome::failed(e),
         }
@@ -642,36 +644,6 @@ fn is_public_v6(ip: Ipv6Addr) -> bool {
         return is_public_v4(Ipv4Addr::from((bits >> 80) as u32));
     }
     !V6_NOT_PUBLIC.iter().any(|&(net, len)| in_net(net, len))
-}
-
-// ---- TLS ----
-
-/// The client TLS configuration: ring, TLS 1.2 and 1.3, Mozilla's roots
-/// (compiled in, so containers need no CA bundle), HTTP/1.1 by ALPN. Built
-/// once; a configuration with extra roots is built per call (tests).
-fn tls_config(extra_roots: Option<&RootCertStore>) -> Result<Arc<ClientConfig>, String> {
-    static DEFAULT: OnceLock<Result<Arc<ClientConfig>, String>> = OnceLock::new();
-    match extra_roots {
-        None => DEFAULT.get_or_init(|| build_tls_config(None)).clone(),
-        Some(extra) => build_tls_config(Some(extra)),
-    }
-}
-
-fn build_tls_config(extra_roots: Option<&RootCertStore>) -> Result<Arc<ClientConfig>, String> {
-    let mut roots = RootCertStore {
-        roots: webpki_roots::TLS_SERVER_ROOTS.to_vec(),
-    };
-    if let Some(extra) = extra_roots {
-        roots.roots.extend(extra.roots.iter().cloned());
-    }
-    let provider = Arc::new(rustls::crypto::ring::default_provider());
-    let mut config = ClientConfig::builder_with_provider(provider)
-        .with_safe_default_protocol_versions()
-        .map_err(|e| format!("TLS setup failed: {e}"))?
-        .with_root_certificates(roots)
-        .with_no_client_auth();
-    config.alpn_protocols = vec![b"http/1.1".to_vec()];
-    Ok(Arc::new(config))
 }
 
 #[cfg(test)]

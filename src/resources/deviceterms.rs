@@ -1,9 +1,9 @@
 //! Device terms (spec "Device term", reference 6.6): terms and conditions
 //! a location shows on a terminal for the cardholder to accept, with a
-//! signature when `require_signature` is set. A new term waits for the
-//! device's answer (`reason_code_id` null); the answer is recorded by
-//! `terminals::prompts::answer` (1000 accepted, with the signature as a
-//! signature record; 1601 declined). A POST naming the
+//! signature when `require_signature` is set. The POST shows them on the
+//! device (`terminals::requests::device_term`) and records the term with
+//! the answer (`terminals::prompts::answer`: 1000 accepted, with the
+//! signature as a signature record; 1601 declined). A POST naming the
 //! `device_terms_api_id` of a declined term retries that term's prompt.
 
 use crate::db::{Conn, Sql};
@@ -96,7 +96,7 @@ pub static DEVICE_TERM: Resource = Resource {
         create_may_update: true,
         ..Api::PLAIN
     },
-    doc: "Terms a terminal shows for the cardholder to accept (and sign). A POST naming the device_terms_api_id of a declined term retries it (200).",
+    doc: "Terms a terminal shows for the cardholder to accept (and sign). The POST is held open while the terminal shows them (at most its overall_timeout) and answers the term with the cardholder's answer: reason_code_id 1000 accepted (with the signature when asked), 1601 declined (also when the prompt timed out or was cancelled). 503 when the terminal's device is offline and 409 when it is busy (nothing recorded). A POST naming the device_terms_api_id of a declined term retries it (200).",
 };
 
 /// Whether the device answered the term's prompt with a decline: the
@@ -136,6 +136,43 @@ fn check_terminal(conn: &mut dyn Conn, record: &Record) -> ApiResult<()> {
     errors.into_result()
 }
 
+/// The term a new one's `device_terms_api_id` names at its location: a
+/// declined one (to be tried again), or a refusal when it is not declined.
+fn retried_term(cx: &Cx, conn: &mut dyn Conn, record: &Record) -> ApiResult<Option<Record>> {
+    let (Some(location), Some(api_id)) = (
+        record.text("location_id"),
+        record.text("device_terms_api_id").filter(|s| !s.is_empty()),
+    ) else {
+        return Ok(None);
+    };
+    let mut sql = query::select(&DEVICE_TERM, &cx.scope);
+    sql.push(" AND t.location_id = ")
+        .bind(location.to_string())
+        .push(" AND t.device_terms_api_id = ")
+        .bind(api_id.to_string());
+    let Some(row) = conn.query_one(&sql)? else {
+        return Ok(None);
+    };
+    let existing = Record::from_row(&DEVICE_TERM, row);
+    if !is_declined(&existing) {
+        return Err(ApiError::field(
+            "device_terms_api_id",
+            "Device Terms Api Id has already been taken (only a declined term can be tried again).",
+        ));
+    }
+    Ok(Some(existing))
+}
+
+/// The checks of a create that write nothing (the terminal, the api id):
+/// made before a terminal is asked to show the terms, so a term that
+/// cannot be recorded never reaches a cardholder.
+pub fn precheck(cx: &Cx, conn: &mut dyn Conn, record: &Record) -> ApiResult<()> {
+    engine::check_references(cx, conn, record)?;
+    check_terminal(conn, record)?;
+    retried_term(cx, conn, record)?;
+    Ok(())
+}
+
 impl Rules for DeviceTermRules {
     fn before_create(
         &self,
@@ -144,27 +181,9 @@ impl Rules for DeviceTermRules {
         input: &mut CreateInput,
     ) -> ApiResult<Option<Record>> {
         check_terminal(conn, &input.record)?;
-        let (Some(location), Some(api_id)) = (
-            input.record.text("location_id"),
-            input.record.text("device_terms_api_id").filter(|s| !s.is_empty()),
-        ) else {
+        let Some(existing) = retried_term(cx, conn, &input.record)? else {
             return Ok(None);
         };
-        let mut sql = query::select(&DEVICE_TERM, &cx.scope);
-        sql.push(" AND t.location_id = ")
-            .bind(location.to_string())
-            .push(" AND t.device_terms_api_id = ")
-            .bind(api_id.to_string());
-        let Some(row) = conn.query_one(&sql)? else {
-            return Ok(None);
-        };
-        let existing = Record::from_row(&DEVICE_TERM, row);
-        if !is_declined(&existing) {
-            return Err(ApiError::field(
-                "device_terms_api_id",
-                "Device Terms Api Id has already been taken (only a declined term can be tried again).",
-            ));
-        }
         // A retry: the term as now sent, waiting for the device again.
         let mut retried = existing.clone();
         for name in ["terminal_id", "require_signature", "terms_conditions"] {

@@ -274,6 +274,8 @@ fn world(app: &TestApp, tag: &str) -> World {
         .as_str()
         .expect("a terminal secret")
         .to_string();
+    // Terms are shown on the terminal's device: a software one accepts.
+    let device = crate::support::sim::Sim::start(&app.base, &terminal, &terminal_secret, &[]);
     let deviceterm = id_of(
         &t.post(
             "/v2/deviceterms",
@@ -283,6 +285,7 @@ fn world(app: &TestApp, tag: &str) -> World {
         .expect(201),
         "deviceterm",
     );
+    drop(device);
     let signature = id_of(
         &t.post(
             "/v2/signatures",
@@ -766,6 +769,32 @@ fn matrix(a: &World, b: &World) -> Vec<Case> {
                 },
             );
             c.ghost_path = Some(format!("{}{query}", template.replace("{id}", &ghost())));
+            cases.push(c);
+        }
+    }
+    // A's terminal: neither asked whether it is online nor cancelled.
+    for template in [
+        "/v2/terminals/{id}/isonline",
+        "/v2/terminals/{id}/isOnline",
+        "/v2/terminals/{id}/cancel",
+    ] {
+        let verb = if template.ends_with("cancel") {
+            "POST"
+        } else {
+            "GET"
+        };
+        for method in ["POST", "GET", "PUT", "DELETE"] {
+            let mut c = case(
+                method,
+                template,
+                template.replace("{id}", &a.terminal),
+                if method == verb {
+                    not_found.clone()
+                } else {
+                    not_served.clone()
+                },
+            );
+            c.ghost_path = Some(template.replace("{id}", &ghost()));
             cases.push(c);
         }
     }
@@ -1322,6 +1351,33 @@ fn matrix(a: &World, b: &World) -> Vec<Case> {
         ghost_body: Some(ghost_body),
         expect,
     };
+    // B's router requests on A's terminal: the terminal is not B's, as a
+    // terminal that does not exist.
+    let routed = |terminal: &str| {
+        json!({ "routertransaction": { "payment_method": "cc", "action": "sale", "location_id": b.loc,
+            "terminal_id": terminal, "transaction_amount": "1.00" } })
+    };
+    cases.push(create(
+        "/v2/routertransactions",
+        routed(&a.terminal),
+        routed(&ghost()),
+        Expect::Invalid("terminal_id"),
+    ));
+    let stored = |terminal: &str| {
+        json!({ "routeraccountvault": { "payment_method": "cc", "action": "store", "location_id": b.loc,
+            "contact_id": b.contact, "terminal_id": terminal } })
+    };
+    cases.push(create(
+        "/v2/routeraccountvaults",
+        stored(&a.terminal),
+        stored(&ghost()),
+        Expect::Invalid("terminal_id"),
+    ));
+    for template in ["/v2/routertransactions", "/v2/routeraccountvaults"] {
+        for method in ["GET", "PUT", "DELETE"] {
+            cases.push(case(method, template, template.to_string(), not_served.clone()));
+        }
+    }
     for target in [&a.loc, &a.child] {
         cases.push(create(
             "/v2/contacts",
@@ -1863,11 +1919,12 @@ fn cross_tenant_matrix(app: &TestApp) {
     );
     assert_eq!(
         expected.len(),
-        (21 * 2 + 24) * 4,
+        (21 * 2 + 29) * 4,
         "21 resources (collection and item) plus users/me, generateuserapikey, generateemulatorkey, bins, \
          accountvaultupdates, a vault's bininfo, a transaction's bininfo, override and achupdate, the ACH status \
          simulator, settle, the test clock and its advance, a postback config's deliveries and redeliver, \
-         the four recurring actions, the three quick invoice actions and its files, 4 verbs each"
+         the four recurring actions, the three quick invoice actions and its files, router transactions and \
+         account vaults, a terminal's online check (two spellings) and cancel, 4 verbs each"
     );
     // The verbs the matrix expects to be served agree with the OpenAPI document.
     let doc = b.t.get("/v2/openapi.json").body;

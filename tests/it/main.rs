@@ -31,6 +31,7 @@ mod postbacks;
 mod quickinvoices;
 mod recurrings;
 mod reference_samples;
+mod router;
 mod sign_in;
 mod terminals;
 mod testclock;

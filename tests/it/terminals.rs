@@ -1,12 +1,13 @@
-//! Terminals, device terms and signatures (issue 14, the resource half):
-//! the terminal's fields, defaults and timeouts, its device secret shown
-//! once and stored as a digest, the location infos' terminals, device
-//! terms refused on a terminal without signature capture and retried
-//! after a decline, and signatures checked as images on records of the
-//! caller's scope.
+//! Terminals, device terms and signatures (issue 14): the terminal's
+//! fields, defaults and timeouts, its device secret shown once and stored
+//! as a digest, the location infos' terminals, device terms refused on a
+//! terminal without signature capture and retried after a decline on the
+//! device, and signatures checked as images on records of the caller's
+//! scope. The router itself: `router.rs`.
 
 use crate::engine_tests;
 use crate::support::db::db;
+use crate::support::sim::Sim;
 use crate::support::{Resp, Tenant, TestApp};
 use base64::Engine as _;
 use serde_json::{json, Value};
@@ -25,6 +26,17 @@ fn terminal(t: &Tenant, extra: Value) -> Resp {
         body[k] = v.clone();
     }
     t.post("/v2/terminals", json!({ "terminal": body }))
+}
+
+fn terminal_with_secret(t: &Tenant, extra: Value) -> (String, String) {
+    let r = terminal(t, extra).expect(201);
+    (
+        id(&r, "terminal"),
+        r.body["terminal"]["terminal_secret"]
+            .as_str()
+            .unwrap()
+            .to_string(),
+    )
 }
 
 fn id(r: &Resp, key: &str) -> String {
@@ -274,15 +286,18 @@ fn location_infos_list_terminals(app: &TestApp) {
 fn device_terms_capability_and_retry(app: &TestApp) {
     let t = app.bootstrap();
     let loc = t.location_id();
-    let capable = id(&terminal(&t, json!({})).expect(201), "terminal");
-    let no_pad = id(
-        &terminal(
-            &t,
-            json!({ "serial_number": "SN-NOPAD", "sig_capture_enable": 0 }),
-        )
-        .expect(201),
-        "terminal",
+    // Terms are shown on a connected device (`terminal-sim` plays the
+    // cardholder): one whose cardholder declines, one who accepts, and a
+    // terminal without a signature pad.
+    let (declines, declines_secret) = terminal_with_secret(&t, json!({ "serial_number": "SN-NO" }));
+    let (capable, capable_secret) = terminal_with_secret(&t, json!({ "serial_number": "SN-YES" }));
+    let (no_pad, no_pad_secret) = terminal_with_secret(
+        &t,
+        json!({ "serial_number": "SN-NOPAD", "sig_capture_enable": 0 }),
     );
+    let _no = Sim::start(&app.base, &declines, &declines_secret, &["--terms", "decline"]);
+    let _yes = Sim::start(&app.base, &capable, &capable_secret, &["--terms", "accept"]);
+    let _pad_less = Sim::start(&app.base, &no_pad, &no_pad_secret, &["--terms", "accept"]);
     let term = |terminal_id: &str, require: Value, api_id: Value| {
         t.post(
             "/v2/deviceterms",
@@ -290,11 +305,11 @@ fn device_terms_capability_and_retry(app: &TestApp) {
                 "terms_conditions": "I agree to pay the above amount.", "device_terms_api_id": api_id } }),
         )
     };
-    // A term waits for the device's answer.
-    let first = term(&capable, json!(true), json!("terms-1")).expect(201);
+    // The cardholder declines on the device.
+    let first = term(&declines, json!(true), json!("terms-1")).expect(201);
     let d = &first.body["deviceterm"];
     assert_eq!(d["require_signature"], true);
-    assert_eq!(d["reason_code_id"], Value::Null);
+    assert_eq!(d["reason_code_id"], 1601);
     assert_eq!(d["device_terms_api_id"], "terms-1");
     assert_eq!(d["device_term_api_id"], "terms-1");
     let first_id = id(&first, "deviceterm");
@@ -303,7 +318,9 @@ fn device_terms_capability_and_retry(app: &TestApp) {
     let r = term(&no_pad, json!(1), json!("terms-2")).expect(422);
     assert_eq!(r.errors("require_signature"), ["Device is not signature capable"]);
     // Without a signature it may show terms.
-    let unsigned = id(&term(&no_pad, json!(0), json!(null)).expect(201), "deviceterm");
+    let unsigned_r = term(&no_pad, json!(0), json!(null)).expect(201);
+    assert_eq!(unsigned_r.body["deviceterm"]["reason_code_id"], 1000);
+    let unsigned = id(&unsigned_r, "deviceterm");
     // A terminal of another location, an inactive terminal, missing fields.
     let child = t.location(&loc, "Branch");
     let elsewhere = id(
@@ -336,17 +353,8 @@ fn device_terms_capability_and_retry(app: &TestApp) {
     let r = term(&capable, json!(1), json!("x".repeat(37))).expect(422);
     assert!(!r.errors("device_terms_api_id").is_empty());
 
-    // An api id names one term; only a declined one is tried again.
-    assert!(!term(&capable, json!(1), json!("terms-1"))
-        .expect(422)
-        .errors("device_terms_api_id")
-        .is_empty());
-    // The device declines (what the router records through
-    // terminals::prompts::answer).
-    db(app).exec(
-        "UPDATE device_terms SET reason_code_id = 1601 WHERE id = ?",
-        &[&first_id],
-    );
+    // A declined term is tried again by its api id (here on the terminal
+    // whose cardholder accepts): the same record, now accepted and signed.
     let declined = t
         .get(&format!("/v2/deviceterms/{first_id}?expand=reason_code"))
         .expect(200);
@@ -359,33 +367,31 @@ fn device_terms_capability_and_retry(app: &TestApp) {
         )
         .expect(200);
     assert_eq!(id(&retried, "deviceterm"), first_id);
-    assert_eq!(retried.body["deviceterm"]["reason_code_id"], Value::Null);
+    assert_eq!(retried.body["deviceterm"]["reason_code_id"], 1000);
     assert_eq!(retried.body["deviceterm"]["terms_conditions"], "Second try.");
     // An accepted term is final.
-    db(app).exec(
-        "UPDATE device_terms SET reason_code_id = 1000 WHERE id = ?",
-        &[&first_id],
-    );
-    term(&capable, json!(1), json!("terms-1")).expect(422);
+    assert!(!term(&capable, json!(1), json!("terms-1"))
+        .expect(422)
+        .errors("device_terms_api_id")
+        .is_empty());
 
     // Reads: default sort created desc, filters, expands; no PUT or DELETE.
     let list = t.get("/v2/deviceterms").expect(200);
     assert_eq!(list.body["meta"]["sort"]["attributes"]["created_ts"], "desc");
     assert_eq!(ids(&list, "deviceterms").len(), 2);
+    let both = {
+        let mut v = vec![unsigned.clone(), first_id.clone()];
+        v.sort_by_key(|x| std::cmp::Reverse(x.clone()));
+        v
+    };
     for (filter, expected) in [
         (format!("terminal_id={no_pad}"), vec![unsigned.clone()]),
+        (format!("terminal_id={capable}"), vec![first_id.clone()]),
         ("device_terms_api_id=terms-1".to_string(), vec![first_id.clone()]),
-        ("reason_code_id=1000".to_string(), vec![first_id.clone()]),
-        (format!("created_user_id={}", t.user_id()), {
-            let mut v = vec![unsigned.clone(), first_id.clone()];
-            v.sort_by_key(|x| std::cmp::Reverse(x.clone()));
-            v
-        }),
-        ("created_ts=today".to_string(), {
-            let mut v = vec![unsigned.clone(), first_id.clone()];
-            v.sort_by_key(|x| std::cmp::Reverse(x.clone()));
-            v
-        }),
+        ("reason_code_id=1000".to_string(), both.clone()),
+        ("reason_code_id=1601".to_string(), vec![]),
+        (format!("created_user_id={}", t.user_id()), both.clone()),
+        ("created_ts=today".to_string(), both.clone()),
     ] {
         let mut got = ids(
             &t.get(&format!("/v2/deviceterms?{filter}")).expect(200),
@@ -408,7 +414,12 @@ fn device_terms_capability_and_retry(app: &TestApp) {
         e["reason_code"],
         json!({ "id": 1000, "title": "Approved and complete" })
     );
-    assert_eq!(e["signature"], Value::Null);
+    assert_eq!(e["signature"]["resource"], "DeviceTerm");
+    assert_eq!(e["signature"]["resource_id"], json!(first_id));
+    let unsigned_e = t
+        .get(&format!("/v2/deviceterms/{unsigned}?expand=signature"))
+        .expect(200);
+    assert_eq!(unsigned_e.body["deviceterm"]["signature"], Value::Null);
     t.put(
         &format!("/v2/deviceterms/{first_id}"),
         json!({ "deviceterm": {} }),

@@ -5,6 +5,7 @@
 
 pub mod db;
 pub mod receiver;
+pub mod sim;
 pub mod smtp;
 pub mod wait;
 
