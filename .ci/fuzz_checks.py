@@ -2,7 +2,7 @@
 
 no_server_error: every 5xx fails, but for the one the API documents on
 purpose: 503 with terminal_result "terminal_offline", a terminal whose
-device is not connected (the reference's answer; ADR 0019). The fuzzer
+device is not connected (the reference's answer; ADR 0020). The fuzzer
 creates terminals and asks them things, and no device is ever connected.
 """
 

@@ -85,7 +85,7 @@ pub enum ApiError {
     /// A terminal could not do what a router request asked: offline (503),
     /// busy (409), or the request ended on the device without a payment
     /// (422). Rendered `{errors: {terminal_id: [message]}, terminal_result:
-    /// code}` so a client can branch on the code (ADR 0019).
+    /// code}` so a client can branch on the code (ADR 0020).
     #[error("terminal: {message}")]
     Terminal {
         status: StatusCode,

@@ -113,9 +113,9 @@ pub const MIGRATIONS: &[Migration] = &[
         "",
     ),
     (
-        20,
+        21,
         "terminal_links",
-        include_str!("../../migrations/0020_terminal_links.sql"),
+        include_str!("../../migrations/0021_terminal_links.sql"),
         "",
     ),
 ];

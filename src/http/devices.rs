@@ -6,7 +6,6 @@
 
 use super::AppState;
 use crate::error::ApiError;
-use crate::terminals::links;
 use crate::terminals::protocol::{FromDevice, ToDevice};
 use crate::terminals::Device;
 use axum::extract::ws::{Message, WebSocket, WebSocketUpgrade};
@@ -28,6 +27,8 @@ const PING_EVERY: Duration = Duration::from_secs(20);
 const SILENCE_LIMIT: Duration = Duration::from_secs(65);
 /// The largest message a device may send (a signature image in base64).
 const MAX_MESSAGE: usize = 512 * 1024;
+/// A device that stops reading is dropped after this long.
+const WRITE_LIMIT: Duration = Duration::from_secs(10);
 
 pub fn routes() -> Router<AppState> {
     Router::new().route(CONNECT_PATH, get(connect))
@@ -68,6 +69,14 @@ fn text(message: &ToDevice) -> Message {
     Message::Text(serde_json::to_string(message).unwrap_or_default().into())
 }
 
+/// Writes one frame; false when the device is gone or stopped reading.
+async fn write(socket: &mut WebSocket, frame: Message) -> bool {
+    matches!(
+        tokio::time::timeout(WRITE_LIMIT, socket.send(frame)).await,
+        Ok(Ok(()))
+    )
+}
+
 /// Reads the device's `register`, skipping control frames.
 async fn registration(socket: &mut WebSocket) -> Option<Option<String>> {
     loop {
@@ -96,7 +105,9 @@ async fn session(app: AppState, device: Device, mut socket: WebSocket) {
         let _ = socket.close().await;
         return;
     };
-    if let Err(e) = links::registered(&app.store, &terminal_id, local_ip, app.clock.now_ts()).await {
+    if let Err(e) =
+        crate::terminals::record_registration(&app.store, &terminal_id, local_ip, app.clock.now_ts()).await
+    {
         tracing::warn!(terminal_id, error = %e, "a device's registration was not recorded");
         let _ = socket.close().await;
         return;
@@ -115,14 +126,14 @@ async fn session(app: AppState, device: Device, mut socket: WebSocket) {
         timeouts: device.timeouts.clone(),
         signature_capture: device.signature_capture,
     };
-    if socket.send(text(&welcome)).await.is_ok() {
+    if write(&mut socket, text(&welcome)).await {
         let mut ping = tokio::time::interval(PING_EVERY);
         let mut heard = tokio::time::Instant::now();
         loop {
             tokio::select! {
                 message = outbox.recv() => match message {
                     Some(m) => {
-                        if socket.send(text(&m)).await.is_err() {
+                        if !write(&mut socket, text(&m)).await {
                             break;
                         }
                     }
@@ -140,7 +151,7 @@ async fn session(app: AppState, device: Device, mut socket: WebSocket) {
                                 }),
                             };
                             if let Some(reply) = reply {
-                                if socket.send(text(&reply)).await.is_err() {
+                                if !write(&mut socket, text(&reply)).await {
                                     break;
                                 }
                             }
@@ -148,7 +159,7 @@ async fn session(app: AppState, device: Device, mut socket: WebSocket) {
                         Some(Ok(Message::Ping(_) | Message::Pong(_))) => {}
                         Some(Ok(Message::Binary(_))) => {
                             let refusal = ToDevice::Error { message: "Messages are JSON text.".into() };
-                            if socket.send(text(&refusal)).await.is_err() {
+                            if !write(&mut socket, text(&refusal)).await {
                                 break;
                             }
                         }
@@ -156,9 +167,7 @@ async fn session(app: AppState, device: Device, mut socket: WebSocket) {
                     }
                 },
                 _ = ping.tick() => {
-                    if heard.elapsed() > SILENCE_LIMIT
-                        || socket.send(Message::Ping(Vec::new().into())).await.is_err()
-                    {
+                    if heard.elapsed() > SILENCE_LIMIT || !write(&mut socket, Message::Ping(Vec::new().into())).await {
                         break;
                     }
                 }

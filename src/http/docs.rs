@@ -657,7 +657,7 @@ pub fn openapi(public_url: &str) -> Json {
             "responses": merge(json!({ "201": reply("the new transaction", tx_ref.clone()),
                 "409": reply("the same Idempotency-Key is still being processed", errors.clone()) }), &write_errors) } }),
     );
-    // The router (ADR 0019): requests held open while a terminal works.
+    // The router (ADR 0020): requests held open while a terminal works.
     let terminal_errors = merge(
         json!({
             "409": reply("the terminal is working on another request (terminal_result terminal_busy)", errors.clone()),

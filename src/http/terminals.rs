@@ -1,6 +1,6 @@
 //! `/v2/terminals` (the generic routes, with a create of its own that
 //! hands the new terminal's device secret to the caller, once: ADR 0018),
-//! and the requests that reach a terminal through the router (ADR 0019):
+//! and the requests that reach a terminal through the router (ADR 0020):
 //! router transactions, router account vaults, device terms, the online
 //! check and a clerk's cancel. The device's own connection is
 //! `http::devices`.
@@ -12,7 +12,7 @@ use crate::auth::Caller;
 use crate::engine::{self, validate};
 use crate::error::{ApiError, ApiResult};
 use crate::resources::{DEVICE_TERM, TERMINAL};
-use crate::terminals::requests::{self, Desk};
+use crate::terminals::requests::{self, Services};
 use crate::terminals::router;
 use axum::extract::State;
 use axum::http::{HeaderMap, StatusCode};
@@ -78,8 +78,8 @@ async fn create(State(app): State<AppState>, caller: Caller, RawBody(body): RawB
     Ok(crud::one(&TERMINAL, StatusCode::CREATED, JsonValue::Object(out)))
 }
 
-fn desk(app: &AppState) -> Desk<'_> {
-    Desk {
+fn services(app: &AppState) -> Services<'_> {
+    Services {
         router: &app.router,
         payments: &app.payments,
         store: &app.store,
@@ -103,7 +103,7 @@ async fn router_transaction(
     let idempotency = super::transactions::idempotency(&headers, "POST", "/v2/routertransactions", &raw)?;
     let body = envelope(&raw, "routertransaction")?;
     let cx = app.cx(&caller);
-    requests::transaction(desk(&app), &cx, caller.clock_offset_s, body, idempotency)
+    requests::transaction(services(&app), &cx, caller.clock_offset_s, body, idempotency)
         .await
         .map(answer)
 }
@@ -117,7 +117,7 @@ async fn router_account_vault(
     caller.perms.require("accountvaults.create")?;
     let body = envelope(&raw, "routeraccountvault")?;
     let cx = app.cx(&caller);
-    requests::account_vault(desk(&app), &cx, caller.clock_offset_s, body)
+    requests::account_vault(services(&app), &cx, caller.clock_offset_s, body)
         .await
         .map(answer)
 }
@@ -132,7 +132,7 @@ async fn device_term(
     caller.perms.require(&DEVICE_TERM.permission("create"))?;
     let body = envelope(&raw, DEVICE_TERM.name)?;
     let cx = app.cx(&caller);
-    requests::device_term(desk(&app), &cx, caller.clock_offset_s, body)
+    requests::device_term(services(&app), &cx, caller.clock_offset_s, body)
         .await
         .map(answer)
 }
@@ -142,7 +142,7 @@ async fn device_term(
 async fn is_online(State(app): State<AppState>, caller: Caller, IdPath(id): IdPath) -> ApiResult<Response> {
     caller.perms.require(&TERMINAL.permission("read"))?;
     let cx = app.cx(&caller);
-    let terminal = requests::find(&app.store, &cx, &id).await?;
+    let terminal = requests::terminal_of(&app.store, &cx, &id).await?;
     if !app.router.is_online(terminal.id()).await? {
         return Err(router::offline());
     }
@@ -161,7 +161,8 @@ async fn is_online(State(app): State<AppState>, caller: Caller, IdPath(id): IdPa
 async fn cancel(State(app): State<AppState>, caller: Caller, IdPath(id): IdPath) -> ApiResult<Response> {
     caller.perms.require("transactions.create")?;
     let cx = app.cx(&caller);
-    if !requests::cancel(&app.router, &app.store, &cx, &id).await? {
+    let terminal = requests::terminal_of(&app.store, &cx, &id).await?;
+    if !app.router.cancel_terminal(terminal.id()).await? {
         return Err(router::offline());
     }
     Ok((

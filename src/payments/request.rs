@@ -130,7 +130,7 @@ impl From<TrxSource> for Origin {
 }
 
 /// An `Idempotency-Key` and the digest of the request it came with.
-#[derive(Clone, Debug, PartialEq, Eq)]
+#[derive(Clone, Debug, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub struct Idempotency {
     pub key: String,
     pub fingerprint: String,

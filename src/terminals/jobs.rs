@@ -6,6 +6,7 @@
 
 use super::prompts::{self, PromptAnswer};
 use super::protocol::{CardRead, Cvm, DeviceJob, FromDevice, ToDevice};
+use super::requests::parse_payment;
 use super::router::{DeviceEvent, DeviceSession, Outcome, Requester, Runner, Work};
 use super::timeouts;
 use crate::clock::Clock;
@@ -16,7 +17,6 @@ use crate::engine::record::Record;
 use crate::engine::validate::{for_create, CreateInput};
 use crate::engine::{self, Cx};
 use crate::error::{ApiError, ApiResult};
-use crate::payments::actions;
 use crate::payments::{Idempotency, NewPayment, Origin, Payments, TerminalRead};
 use crate::processor::{EntryMode, StatusId};
 use crate::resources::{ACCOUNT_VAULT, DEVICE_TERM, SIGNATURE};
@@ -84,6 +84,15 @@ fn refused(error: ApiError) -> Outcome {
         status: error.status().as_u16(),
         body: error.body(),
     }
+}
+
+/// Stops a request whose origin could not be told that it was committed
+/// (it might answer "nothing was done"): nothing is done.
+fn give_up(session: &DeviceSession) -> Outcome {
+    session.send(ToDevice::Cancel {
+        request_id: session.request_id.clone(),
+    });
+    Outcome::Cancelled
 }
 
 /// Waits for the card, or for the end of the request without one.
@@ -161,10 +170,10 @@ impl Jobs {
         mut session: DeviceSession,
         terminal: &Terminal,
         mut body: Map<String, Json>,
-        idempotency: Option<(String, String)>,
+        idempotency: Option<Idempotency>,
         requester: Requester,
     ) -> Outcome {
-        let shown = match actions::parse(&body, false) {
+        let shown = match parse_payment(&body) {
             Ok(parsed) => parsed,
             Err(e) => return refused(e),
         };
@@ -179,7 +188,9 @@ impl Jobs {
             Ok(card) => card,
             Err(outcome) => return outcome,
         };
-        session.charging().await;
+        if !session.committed().await {
+            return give_up(&session);
+        }
         let Some(entry_mode) = EntryMode::ALL
             .iter()
             .copied()
@@ -196,7 +207,7 @@ impl Jobs {
         if let Some(name) = card.account_holder_name.as_ref().filter(|n| !n.trim().is_empty()) {
             body.entry("account_holder_name").or_insert_with(|| json!(name));
         }
-        let input = match actions::parse(&body, false) {
+        let input = match parse_payment(&body) {
             Ok(parsed) => parsed,
             Err(e) => {
                 self.tell(&session, false, "CARD NOT ACCEPTED", false);
@@ -219,7 +230,7 @@ impl Jobs {
         let request = NewPayment {
             input,
             origin,
-            idempotency: idempotency.map(|(key, fingerprint)| Idempotency { key, fingerprint }),
+            idempotency,
         };
         let cx = self.cx(&requester).await;
         let reply = match self.payments.create(cx.clone(), request).await {
@@ -303,7 +314,9 @@ impl Jobs {
             Ok(card) => card,
             Err(outcome) => return outcome,
         };
-        session.charging().await;
+        if !session.committed().await {
+            return give_up(&session);
+        }
         let mut vault = Map::new();
         for name in ["location_id", "contact_id"] {
             if let Some(v) = body.get(name) {

@@ -1,7 +1,8 @@
-//! Which node holds each connected device (`terminal_links`, ADR 0019),
-//! and what a device's registration writes on its terminal.
+//! What the router keeps in the database (ADR 0020): which node holds
+//! each connected device (`terminal_links`), and the messages between
+//! nodes too long for a notification (`router_messages`).
 
-use crate::db::{Sql, Store, Value};
+use crate::db::{Sql, Store};
 use crate::error::ApiResult;
 
 /// Records that `node` holds the device's connection `link_id`; returns
@@ -73,29 +74,61 @@ pub async fn forget_all(store: &Store) -> ApiResult<()> {
         .await
 }
 
-/// What a device's registration writes on its terminal: the time, the
-/// address it reports on the merchant's network (kept only when it is an
-/// IPv4 address, as the field holds) and that it is provisioned.
-pub async fn registered(
-    store: &Store,
-    terminal_id: &str,
-    local_ip: Option<String>,
-    now: i64,
-) -> ApiResult<()> {
-    let terminal = terminal_id.to_string();
-    let ip = local_ip.filter(|ip| ip.parse::<std::net::Ipv4Addr>().is_ok());
+/// Removes the row naming `node` as the device's holder (a node that
+/// finds it no longer has the link the row names).
+pub async fn release_node(store: &Store, terminal_id: &str, node: &str) -> ApiResult<()> {
+    let (terminal, node) = (terminal_id.to_string(), node.to_string());
     store
         .write(move |conn| {
             conn.execute(&Sql::with(
-                "UPDATE terminals SET last_registration_ts = ?, is_provisioned = 1, \
-                 local_ip_address = COALESCE(?, local_ip_address) WHERE id = ?",
-                vec![
-                    now.into(),
-                    ip.map(Value::Text).unwrap_or(Value::Null),
-                    terminal.into(),
-                ],
+                "DELETE FROM terminal_links WHERE terminal_id = ? AND node_id = ?",
+                vec![terminal.into(), node.into()],
             ))?;
             Ok(())
+        })
+        .await
+}
+
+/// How long a parked message waits for its reader.
+const PARKED_FOR_S: i64 = 3600;
+
+/// Keeps a message too long for a notification; returns its id. Messages
+/// nobody read within the hour are removed on the way.
+pub async fn park(store: &Store, payload: String, now: i64) -> ApiResult<String> {
+    let id = crate::ids::new_id();
+    let row = id.clone();
+    store
+        .write(move |conn| {
+            conn.execute(&Sql::with(
+                "DELETE FROM router_messages WHERE created_ts < ?",
+                vec![(now - PARKED_FOR_S).into()],
+            ))?;
+            conn.execute(&Sql::with(
+                "INSERT INTO router_messages (id, payload, created_ts) VALUES (?, ?, ?)",
+                vec![row.into(), payload.into(), now.into()],
+            ))?;
+            Ok(())
+        })
+        .await?;
+    Ok(id)
+}
+
+/// Takes a parked message (once).
+pub async fn unpark(store: &Store, id: &str) -> ApiResult<Option<String>> {
+    let id = id.to_string();
+    store
+        .write(move |conn| {
+            let payload = conn
+                .query_one(&Sql::with(
+                    "SELECT payload FROM router_messages WHERE id = ?",
+                    vec![id.clone().into()],
+                ))?
+                .and_then(|r| r[0].as_str().map(str::to_string));
+            conn.execute(&Sql::with(
+                "DELETE FROM router_messages WHERE id = ?",
+                vec![id.into()],
+            ))?;
+            Ok(payload)
         })
         .await
 }

@@ -20,7 +20,7 @@ pub mod router;
 pub mod sim;
 pub mod timeouts;
 
-use crate::db::{Sql, Store};
+use crate::db::{Sql, Store, Value};
 use crate::error::{ApiError, ApiResult};
 use serde_json::{Map, Value as Json};
 
@@ -87,6 +87,33 @@ pub fn new_secret() -> String {
 /// (`secret_digest`), in constant time.
 pub fn verify_secret(presented: &str, digest: &str) -> bool {
     crate::crypto::verify_api_key(presented, digest)
+}
+
+/// What a device's registration writes on its terminal: the time, the
+/// address it reports on the merchant's network (kept only when it is an
+/// IPv4 address, as the field holds) and that it is provisioned.
+pub async fn record_registration(
+    store: &Store,
+    terminal_id: &str,
+    local_ip: Option<String>,
+    now: i64,
+) -> ApiResult<()> {
+    let terminal = terminal_id.to_string();
+    let ip = local_ip.filter(|ip| ip.parse::<std::net::Ipv4Addr>().is_ok());
+    store
+        .write(move |conn| {
+            conn.execute(&Sql::with(
+                "UPDATE terminals SET last_registration_ts = ?, is_provisioned = 1, \
+                 local_ip_address = COALESCE(?, local_ip_address) WHERE id = ?",
+                vec![
+                    now.into(),
+                    ip.map(Value::Text).unwrap_or(Value::Null),
+                    terminal.into(),
+                ],
+            ))?;
+            Ok(())
+        })
+        .await
 }
 
 #[cfg(test)]

@@ -1,6 +1,6 @@
-//! The answer of a device-term prompt: the seam the router calls when a
-//! terminal reports what the cardholder did with the terms it showed.
-//! Until then a device term waits with `reason_code_id` null (ADR 0018).
+//! The answer of a device-term prompt: what the router records when a
+//! terminal reports what the cardholder did with the terms it showed
+//! (`terminals::jobs`, ADR 0020).
 //!
 //! Accepted: `reason_code_id` 1000 and, when the device captured one, the
 //! signature stored as a signature record (`resource` DeviceTerm), which

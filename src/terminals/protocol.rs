@@ -67,14 +67,11 @@ pub enum DeviceJob {
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 #[serde(tag = "type", rename_all = "snake_case")]
 pub enum FromDevice {
-    /// The first message of a connection: what the device says of itself.
+    /// The first message of a connection: the device's address on the
+    /// merchant's network (recorded as the terminal's `local_ip_address`).
     Register {
         #[serde(default)]
-        serial_number: Option<String>,
-        #[serde(default)]
         local_ip_address: Option<String>,
-        #[serde(default)]
-        model: Option<String>,
     },
     /// The card the cardholder presented.
     Card { request_id: String, card: CardRead },

@@ -8,10 +8,11 @@ use super::router::{refusal, Outcome, Requester, Router, Work};
 use super::timeouts;
 use crate::db::Store;
 use crate::engine::record::Record;
-use crate::engine::validate::{blank, for_create, label};
+use crate::engine::resource::Resource;
+use crate::engine::validate::{blank, for_create, label, parse_flag};
 use crate::engine::{self, query, Cx};
 use crate::error::{ApiError, ApiResult, FieldErrors};
-use crate::payments::actions::{self, Action};
+use crate::payments::actions::{self, Action, Parsed};
 use crate::payments::{idempotency, Idempotency, Origin, Payments};
 use crate::resources::{ACCOUNT_VAULT, CONTACT, DEVICE_TERM, TERMINAL, TRANSACTION};
 use serde_json::{json, Map, Value as Json};
@@ -55,6 +56,10 @@ pub const ACTIONS: &[Action] = &[
     Action::Force,
 ];
 
+/// A router transaction's `billing_street` takes 64 characters (spec;
+/// 32 on other transactions).
+const ROUTER_STREET_MAX: usize = 64;
+
 /// The fields of a router account vault (spec), all required.
 const VAULT_FIELDS: &[&str] = &[
     "payment_method",
@@ -64,8 +69,8 @@ const VAULT_FIELDS: &[&str] = &[
     "terminal_id",
 ];
 
-/// What a request needs besides its body.
-pub struct Desk<'a> {
+/// What the terminal requests run with.
+pub struct Services<'a> {
     pub router: &'a Router,
     pub payments: &'a Payments,
     pub store: &'a Store,
@@ -81,6 +86,30 @@ pub fn requester(cx: &Cx, offset_s: i64) -> Requester {
         leaf: cx.scope.leaf,
         offset_s,
     }
+}
+
+/// A router transaction's body (without `terminal_id`) as a payment
+/// request, on both sides of the router: the transaction's rules, but
+/// `billing_street` up to 64 characters.
+pub fn parse_payment(body: &Map<String, Json>) -> ApiResult<Parsed> {
+    let mut body = body.clone();
+    let street = match body.remove("billing_street") {
+        None | Some(Json::Null) => None,
+        Some(Json::String(s)) if s.trim().is_empty() => None,
+        Some(Json::String(s)) if s.trim().chars().count() <= ROUTER_STREET_MAX => Some(s.trim().to_string()),
+        Some(_) => {
+            return Err(ApiError::field(
+                "billing_street",
+                format!("Billing Street must be a text of at most {ROUTER_STREET_MAX} characters."),
+            ))
+        }
+    };
+    let mut parsed = actions::parse(&body, false)?;
+    if let Some(street) = street {
+        parsed.input.record.set("billing_street", street);
+        parsed.input.present.push("billing_street");
+    }
+    Ok(parsed)
 }
 
 /// Refuses members outside `allowed`, naming what the endpoint takes.
@@ -110,6 +139,14 @@ fn card_method(body: &Map<String, Json>, errors: &mut FieldErrors) {
     }
 }
 
+/// A record of the caller's scope.
+async fn find(store: &Store, cx: &Cx, res: &'static Resource, id: &str) -> ApiResult<Option<Record>> {
+    let (cx, id) = (cx.clone(), id.to_string());
+    store
+        .read(move |conn| Ok(query::find(conn, res, &cx.scope, &id)?))
+        .await
+}
+
 /// The terminal a request names: in the caller's scope, at the request's
 /// location, active. Returns it, or records what is wrong.
 async fn terminal(
@@ -126,11 +163,7 @@ async fn terminal(
         errors.add("terminal_id", blank("terminal_id"));
         return Ok(None);
     };
-    let (cx2, id) = (cx.clone(), id.to_string());
-    let found = store
-        .read(move |conn| Ok(query::find(conn, &TERMINAL, &cx2.scope, &id)?))
-        .await?;
-    let Some(t) = found else {
+    let Some(t) = find(store, cx, &TERMINAL, id).await? else {
         errors.add("terminal_id", "terminal_id provided is not valid");
         return Ok(None);
     };
@@ -146,8 +179,31 @@ async fn terminal(
     Ok(Some(t))
 }
 
-fn overall_timeout(terminal: &Record) -> i64 {
+fn overall_timeout_s(terminal: &Record) -> i64 {
     timeouts::get(terminal.text("terminal_timeouts"), "overall_timeout").unwrap_or(300)
+}
+
+/// The record the holder made, or the refusal the outcome stands for.
+/// Also whether a device term was an earlier one tried again.
+async fn record_of(
+    store: &Store,
+    cx: &Cx,
+    res: &'static Resource,
+    outcome: Outcome,
+) -> ApiResult<(Record, bool)> {
+    let (id, retried) = match outcome {
+        Outcome::Transaction { id } | Outcome::Vault { id } => (id, false),
+        Outcome::Term { id, retried } => (id, retried),
+        other => {
+            return Err(
+                refusal(&other).unwrap_or_else(|| ApiError::internal("a router outcome without a record"))
+            )
+        }
+    };
+    let record = find(store, cx, res, &id)
+        .await?
+        .ok_or_else(|| ApiError::internal("the record a terminal made is not readable"))?;
+    Ok((record, retried))
 }
 
 /// `POST /v2/routertransactions`: a card payment on a terminal. Answers
@@ -156,18 +212,19 @@ fn overall_timeout(terminal: &Record) -> i64 {
 /// answers what the first request stored without asking the terminal
 /// again.
 pub async fn transaction(
-    desk: Desk<'_>,
+    services: Services<'_>,
     cx: &Cx,
     offset_s: i64,
     body: Map<String, Json>,
     idem: Option<Idempotency>,
 ) -> ApiResult<(u16, Json)> {
     only(&body, TRANSACTION_FIELDS, "router transactions")?;
+    let saved = body.get("save_account").and_then(parse_flag) == Some(true);
     // A repeat of a request that was answered: that answer, without
     // asking the terminal again.
     if let Some(i) = &idem {
-        if let Some((status, stored)) = idempotency::peek(desk.store, cx, &i.key, &i.fingerprint).await? {
-            return Ok((status, router_answer(stored)));
+        if let Some((status, stored)) = idempotency::peek(services.store, cx, &i.key, &i.fingerprint).await? {
+            return replay(services.store, cx, status, stored, saved).await;
         }
     }
     let mut errors = FieldErrors::new();
@@ -177,10 +234,10 @@ pub async fn transaction(
             errors.add(name, blank(name));
         }
     }
-    let terminal = terminal(desk.store, cx, &body, &mut errors).await?;
-    let mut payment = body.clone();
+    let terminal = terminal(services.store, cx, &body, &mut errors).await?;
+    let mut payment = body;
     payment.remove("terminal_id");
-    let parsed = match actions::parse(&payment, false) {
+    let parsed = match parse_payment(&payment) {
         Ok(p) if ACTIONS.contains(&p.action) => Some(p),
         Ok(p) => {
             errors.add(
@@ -207,36 +264,28 @@ pub async fn transaction(
     let (Some(terminal), Some(parsed)) = (terminal, parsed) else {
         return Err(ApiError::field("terminal_id", blank("terminal_id")));
     };
-    desk.payments.precheck(cx, parsed, Origin::api()).await?;
+    services.payments.precheck(cx, parsed, Origin::api()).await?;
     let work = Work::Payment {
         body: payment,
-        idempotency: idem.map(|i| (i.key, i.fingerprint)),
+        idempotency: idem,
     };
-    let outcome = desk
+    let outcome = services
         .router
         .submit(
             terminal.id(),
-            terminal.text("location_id").unwrap_or_default(),
             work,
             requester(cx, offset_s),
-            overall_timeout(&terminal),
+            overall_timeout_s(&terminal),
         )
         .await?;
-    let Outcome::Transaction { id } = outcome else {
-        return Err(refusal(&outcome).unwrap_or_else(|| ApiError::internal("unexpected router outcome")));
-    };
-    let saved = body
-        .get("save_account")
-        .is_some_and(|v| matches!(v, Json::Bool(true)) || v.as_i64() == Some(1) || v.as_str() == Some("1"));
-    let (cx2, id2) = (cx.clone(), id.clone());
-    let record = desk
-        .store
-        .read(move |conn| Ok(query::find(conn, &TRANSACTION, &cx2.scope, &id2)?))
-        .await?
-        .ok_or_else(|| ApiError::internal("the terminal's transaction is not readable"))?;
-    let mut out = engine::render(cx, &record);
-    // Since 2026 the reference answers the expiry of a card save_account
-    // stored.
+    let (record, _) = record_of(services.store, cx, &TRANSACTION, outcome).await?;
+    Ok((201, transaction_answer(cx, &record, saved)))
+}
+
+/// `{"routertransaction": ...}`; since 2026 the reference answers the
+/// expiry of a card `save_account` stored.
+fn transaction_answer(cx: &Cx, record: &Record, saved: bool) -> Json {
+    let mut out = engine::render(cx, record);
     if saved && !record.get("account_vault_id").is_null() {
         let links = out.remove("_links");
         out.insert("exp_date".into(), json!(record.text("exp_date")));
@@ -244,24 +293,28 @@ pub async fn transaction(
             out.insert("_links".into(), links);
         }
     }
-    Ok((201, json!({ "routertransaction": Json::Object(out) })))
+    json!({ "routertransaction": Json::Object(out) })
 }
 
-/// A stored `{"transaction": ...}` answer as the router's.
-fn router_answer(stored: Json) -> Json {
-    match stored {
-        Json::Object(mut map) => match map.remove("transaction") {
-            Some(tx) => json!({ "routertransaction": tx }),
-            None => Json::Object(map),
-        },
-        other => other,
-    }
+/// The answer kept under an `Idempotency-Key`, as the router answers: the
+/// payment core keeps `{"transaction": ...}`.
+async fn replay(store: &Store, cx: &Cx, status: u16, stored: Json, saved: bool) -> ApiResult<(u16, Json)> {
+    let id = stored["transaction"]["id"].as_str().map(str::to_string);
+    let record = match id {
+        Some(id) => find(store, cx, &TRANSACTION, &id).await?,
+        None => None,
+    };
+    Ok(match record {
+        Some(record) => (status, transaction_answer(cx, &record, saved)),
+        // A refusal kept under the key: as it was.
+        None => (status, stored),
+    })
 }
 
 /// `POST /v2/routeraccountvaults`: a card read on a terminal and stored
 /// on a contact. Answers `{"accountvault": ...}` (201).
 pub async fn account_vault(
-    desk: Desk<'_>,
+    services: Services<'_>,
     cx: &Cx,
     offset_s: i64,
     body: Map<String, Json>,
@@ -281,17 +334,12 @@ pub async fn account_vault(
             Some(_) => errors.add(name, format!("{} must be an id.", label(name))),
         }
     }
-    let terminal = terminal(desk.store, cx, &body, &mut errors).await?;
+    let terminal = terminal(services.store, cx, &body, &mut errors).await?;
     if let (Some(contact), Some(location)) = (
         body.get("contact_id").and_then(Json::as_str),
         body.get("location_id").and_then(Json::as_str),
     ) {
-        let (cx2, contact) = (cx.clone(), contact.to_string());
-        let found = desk
-            .store
-            .read(move |conn| Ok(query::find(conn, &CONTACT, &cx2.scope, &contact)?))
-            .await?;
-        match found {
+        match find(services.store, cx, &CONTACT, contact).await? {
             None => errors.add("contact_id", "contact_id provided is not valid"),
             Some(c) if c.text("location_id") != Some(location) => {
                 errors.add("contact_id", "The contact belongs to another location.")
@@ -303,25 +351,16 @@ pub async fn account_vault(
     let Some(terminal) = terminal else {
         return Err(ApiError::field("terminal_id", blank("terminal_id")));
     };
-    let outcome = desk
+    let outcome = services
         .router
         .submit(
             terminal.id(),
-            terminal.text("location_id").unwrap_or_default(),
             Work::Store { body },
             requester(cx, offset_s),
-            overall_timeout(&terminal),
+            overall_timeout_s(&terminal),
         )
         .await?;
-    let Outcome::Vault { id } = outcome else {
-        return Err(refusal(&outcome).unwrap_or_else(|| ApiError::internal("unexpected router outcome")));
-    };
-    let cx2 = cx.clone();
-    let vault = desk
-        .store
-        .read(move |conn| Ok(query::find(conn, &ACCOUNT_VAULT, &cx2.scope, &id)?))
-        .await?
-        .ok_or_else(|| ApiError::internal("the terminal's account vault is not readable"))?;
+    let (vault, _) = record_of(services.store, cx, &ACCOUNT_VAULT, outcome).await?;
     Ok((
         201,
         json!({ "accountvault": Json::Object(engine::render(cx, &vault)) }),
@@ -333,40 +372,32 @@ pub async fn account_vault(
 /// declined, also when the prompt timed out or was cancelled). 201, or
 /// 200 for a declined term tried again by its api id.
 pub async fn device_term(
-    desk: Desk<'_>,
+    services: Services<'_>,
     cx: &Cx,
     offset_s: i64,
     body: Map<String, Json>,
 ) -> ApiResult<(u16, Json)> {
     let input = for_create(&DEVICE_TERM, &body).map_err(ApiError::Validation)?;
-    let (cx2, record) = (cx.clone(), input.record.clone());
-    desk.store
+    let (cx2, record) = (cx.clone(), input.record);
+    services
+        .store
         .read(move |conn| crate::resources::deviceterms::precheck(&cx2, conn, &record))
         .await?;
     let mut errors = FieldErrors::new();
-    let Some(terminal) = terminal(desk.store, cx, &body, &mut errors).await? else {
+    let Some(terminal) = terminal(services.store, cx, &body, &mut errors).await? else {
         errors.into_result()?;
         return Err(ApiError::field("terminal_id", blank("terminal_id")));
     };
-    let outcome = desk
+    let outcome = services
         .router
         .submit(
             terminal.id(),
-            terminal.text("location_id").unwrap_or_default(),
             Work::Terms { body },
             requester(cx, offset_s),
-            overall_timeout(&terminal),
+            overall_timeout_s(&terminal),
         )
         .await?;
-    let Outcome::Term { id, retried } = outcome else {
-        return Err(refusal(&outcome).unwrap_or_else(|| ApiError::internal("unexpected router outcome")));
-    };
-    let cx2 = cx.clone();
-    let term = desk
-        .store
-        .read(move |conn| Ok(query::find(conn, &DEVICE_TERM, &cx2.scope, &id)?))
-        .await?
-        .ok_or_else(|| ApiError::internal("the device term is not readable"))?;
+    let (term, retried) = record_of(services.store, cx, &DEVICE_TERM, outcome).await?;
     let status = if retried { 200 } else { 201 };
     Ok((
         status,
@@ -374,18 +405,9 @@ pub async fn device_term(
     ))
 }
 
-/// `POST /v2/terminals/{id}/cancel`: stops what the terminal is doing
-/// (unless a payment has begun). False when the device is offline.
-pub async fn cancel(router: &Router, store: &Store, cx: &Cx, terminal_id: &str) -> ApiResult<bool> {
-    let found = find(store, cx, terminal_id).await?;
-    router.cancel_terminal(found.id()).await
-}
-
 /// A terminal of the caller's scope, or 404.
-pub async fn find(store: &Store, cx: &Cx, terminal_id: &str) -> ApiResult<Record> {
-    let (cx2, id) = (cx.clone(), terminal_id.to_string());
-    store
-        .read(move |conn| Ok(query::find(conn, &TERMINAL, &cx2.scope, &id)?))
+pub async fn terminal_of(store: &Store, cx: &Cx, terminal_id: &str) -> ApiResult<Record> {
+    find(store, cx, &TERMINAL, terminal_id)
         .await?
         .ok_or_else(|| ApiError::not_found(TERMINAL.name))
 }

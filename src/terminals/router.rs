@@ -1,6 +1,6 @@
 //! The router: a request for a terminal reaches the node that holds the
 //! terminal's connection, and its outcome comes back to the node that
-//! took the request (ADR 0019).
+//! took the request (ADR 0020).
 //!
 //! Every node runs one [`Router`]. Two roles meet in it:
 //!
@@ -25,7 +25,7 @@ use super::links;
 use super::protocol::{Failure, FromDevice, ToDevice};
 use crate::clock::Clock;
 use crate::crypto::Keyring;
-use crate::db::{Sql, Store};
+use crate::db::Store;
 use crate::engine::query::TenantScope;
 use crate::error::{ApiError, ApiResult};
 use crate::ids::new_id;
@@ -33,6 +33,7 @@ use axum::http::StatusCode;
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value as Json};
 use std::collections::HashMap;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex, OnceLock, PoisonError};
 use std::time::Duration;
 use tokio::sync::{mpsc, watch};
@@ -49,6 +50,10 @@ const CLOCK_POLL: Duration = Duration::from_secs(2);
 /// The holder stops waiting for a device this long after the origin's
 /// deadline, in case the origin went away without cancelling.
 const HOLDER_SLACK_S: u64 = 60;
+/// A sealed message longer than this goes through `router_messages`, its
+/// notification carrying only the row's id (PostgreSQL refuses payloads
+/// of 8000 bytes and more).
+const NOTIFY_LIMIT: usize = 7000;
 
 /// What a terminal is asked to do. Crosses nodes (serialized).
 #[derive(Clone, Debug, Serialize, Deserialize)]
@@ -58,7 +63,7 @@ pub enum Work {
     /// checked (no account in it); the card comes from the device.
     Payment {
         body: Map<String, Json>,
-        idempotency: Option<(String, String)>,
+        idempotency: Option<crate::payments::Idempotency>,
     },
     /// A card stored as an account vault on a contact.
     Store { body: Map<String, Json> },
@@ -145,6 +150,7 @@ pub struct DeviceSession {
     events: mpsc::UnboundedReceiver<DeviceEvent>,
     router: Router,
     origin: String,
+    committed: Arc<AtomicBool>,
 }
 
 impl DeviceSession {
@@ -162,17 +168,22 @@ impl DeviceSession {
         }
     }
 
-    /// Tells the origin that money may move now: from here on the
-    /// request is finished, whatever cancel arrives.
-    pub async fn charging(&self) {
+    /// Commits to the request before money moves (or a card is stored):
+    /// tells the origin, and from here on the request is finished and
+    /// answered whatever cancel arrives (a cancel is answered by telling
+    /// the origin again). False when the origin could not be told: the
+    /// runner must then stop, since the origin may answer "nothing was
+    /// done" at its deadline.
+    pub async fn committed(&self) -> bool {
+        self.committed.store(true, Ordering::SeqCst);
         self.router
             .send(
                 &self.origin,
-                Wire::Charging {
+                Wire::Committed {
                     request_id: self.request_id.clone(),
                 },
             )
-            .await;
+            .await
     }
 }
 
@@ -194,8 +205,8 @@ enum Wire {
     Cancel { request_id: String },
     /// Anyone → holder: stop whatever the terminal is doing.
     CancelTerminal { terminal_id: String },
-    /// Holder → origin: the payment has begun.
-    Charging { request_id: String },
+    /// Holder → origin: the request is committed (the payment has begun).
+    Committed { request_id: String },
     /// Holder → origin: the outcome.
     Done { request_id: String, outcome: Outcome },
     /// A node → the node that held an older connection of the device.
@@ -204,9 +215,9 @@ enum Wire {
     ClockMoved,
 }
 
-/// An origin's view of its request.
-enum Heard {
-    Charging,
+/// What an origin hears of its request from the holder.
+enum FromHolder {
+    Committed,
     Done(Outcome),
 }
 
@@ -221,7 +232,10 @@ struct Link {
 /// A request running on a device of this node.
 struct Running {
     terminal_id: String,
+    origin: String,
     events: mpsc::UnboundedSender<DeviceEvent>,
+    /// Set once the runner committed (see [`DeviceSession::committed`]).
+    committed: Arc<AtomicBool>,
 }
 
 struct Inner {
@@ -232,7 +246,7 @@ struct Inner {
     runner: OnceLock<Arc<dyn Runner>>,
     links: Mutex<HashMap<String, Link>>,
     running: Mutex<HashMap<String, Running>>,
-    waiting: Mutex<HashMap<String, mpsc::UnboundedSender<Heard>>>,
+    waiting: Mutex<HashMap<String, mpsc::UnboundedSender<FromHolder>>>,
     clock_moved: watch::Sender<u64>,
 }
 
@@ -285,6 +299,18 @@ impl Router {
             let this = self.clone();
             tokio::spawn(async move {
                 while let Some(payload) = rx.recv().await {
+                    // A long message waits in a row; the notification names it.
+                    let payload = match payload.strip_prefix('@') {
+                        Some(id) => match links::unpark(&this.inner.store, id).await {
+                            Ok(Some(parked)) => parked,
+                            Ok(None) => continue,
+                            Err(e) => {
+                                tracing::warn!(error = %e, "router: a long message could not be read");
+                                continue;
+                            }
+                        },
+                        None => payload,
+                    };
                     match this.unseal(&payload) {
                         Some(wire) => this.receive(wire),
                         None => tracing::warn!("router: a notification that is not ours was ignored"),
@@ -299,10 +325,6 @@ impl Router {
         Ok(())
     }
 
-    pub fn node(&self) -> &str {
-        &self.inner.node
-    }
-
     fn seal(&self, wire: &Wire) -> String {
         self.inner
             .keyring
@@ -314,15 +336,29 @@ impl Router {
         serde_json::from_str(&text).ok()
     }
 
-    /// Sends `wire` to `node`'s router (this one: in-process).
-    async fn send(&self, node: &str, wire: Wire) {
+    /// Sends `wire` to `node`'s router (this one: in-process). False when
+    /// it could not be handed to the database.
+    async fn send(&self, node: &str, wire: Wire) -> bool {
         if node == self.inner.node {
             self.receive(wire);
-            return;
+            return true;
         }
-        let payload = self.seal(&wire);
-        if let Err(e) = self.inner.store.notify(channel_of(node), payload).await {
-            tracing::warn!(error = %e, "router: a message to another node was lost");
+        let mut payload = self.seal(&wire);
+        if payload.len() > NOTIFY_LIMIT {
+            match links::park(&self.inner.store, payload, self.inner.clock.now_ts()).await {
+                Ok(id) => payload = format!("@{id}"),
+                Err(e) => {
+                    tracing::warn!(error = %e, "router: a long message to another node was lost");
+                    return false;
+                }
+            }
+        }
+        match self.inner.store.notify(channel_of(node), payload).await {
+            Ok(()) => true,
+            Err(e) => {
+                tracing::warn!(error = %e, "router: a message to another node was lost");
+                false
+            }
         }
     }
 
@@ -347,8 +383,21 @@ impl Router {
                 wait_s,
             } => self.begin(request_id, origin, terminal_id, *work, requester, wait_s),
             Wire::Cancel { request_id } => {
-                if let Some(r) = lock(&self.inner.running).get(&request_id) {
-                    let _ = r.events.send(DeviceEvent::Cancel);
+                let committed_to = lock(&self.inner.running).get(&request_id).and_then(|r| {
+                    if r.committed.load(Ordering::SeqCst) {
+                        Some(r.origin.clone())
+                    } else {
+                        let _ = r.events.send(DeviceEvent::Cancel);
+                        None
+                    }
+                });
+                // Too late to cancel: the origin hears again that the
+                // request is under way (the first word may have been lost).
+                if let Some(origin) = committed_to {
+                    let this = self.clone();
+                    tokio::spawn(async move {
+                        this.send(&origin, Wire::Committed { request_id }).await;
+                    });
                 }
             }
             Wire::CancelTerminal { terminal_id } => {
@@ -361,14 +410,19 @@ impl Router {
                     }
                 }
             }
-            Wire::Charging { request_id } => self.heard(&request_id, Heard::Charging),
-            Wire::Done { request_id, outcome } => self.heard(&request_id, Heard::Done(outcome)),
+            Wire::Committed { request_id } => self.heard(&request_id, FromHolder::Committed),
+            Wire::Done { request_id, outcome } => self.heard(&request_id, FromHolder::Done(outcome)),
             Wire::Unlink { terminal_id, link_id } => {
-                let mut links = lock(&self.inner.links);
-                if links.get(&terminal_id).is_some_and(|l| l.link_id == link_id) {
-                    // Dropping the sender ends the connection's task.
-                    links.remove(&terminal_id);
-                }
+                // Dropping the link's sender ends the connection's task; the
+                // request it worked on has lost its device.
+                let current = {
+                    let mut links = lock(&self.inner.links);
+                    match links.get(&terminal_id) {
+                        Some(l) if l.link_id == link_id => links.remove(&terminal_id).and_then(|l| l.current),
+                        _ => None,
+                    }
+                };
+                self.lost_device(current);
             }
             Wire::ClockMoved => {
                 self.inner.clock_moved.send_modify(|n| *n = n.wrapping_add(1));
@@ -376,7 +430,16 @@ impl Router {
         }
     }
 
-    fn heard(&self, request_id: &str, what: Heard) {
+    /// Tells the request a device was working on that the device is gone.
+    fn lost_device(&self, request_id: Option<String>) {
+        if let Some(request_id) = request_id {
+            if let Some(r) = lock(&self.inner.running).get(&request_id) {
+                let _ = r.events.send(DeviceEvent::Disconnected);
+            }
+        }
+    }
+
+    fn heard(&self, request_id: &str, what: FromHolder) {
         if let Some(tx) = lock(&self.inner.waiting).get(request_id) {
             let _ = tx.send(what);
         }
@@ -390,14 +453,8 @@ impl Router {
     pub async fn attach(&self, terminal_id: &str) -> ApiResult<(String, mpsc::UnboundedReceiver<ToDevice>)> {
         let link_id = new_id();
         let (tx, rx) = mpsc::unbounded_channel();
-        let previous = links::claim(
-            &self.inner.store,
-            terminal_id,
-            &self.inner.node,
-            &link_id,
-            self.inner.clock.now_ts(),
-        )
-        .await?;
+        // The link first, the row second: a lookup that finds the row
+        // always finds the link behind it.
         let replaced = lock(&self.inner.links).insert(
             terminal_id.to_string(),
             Link {
@@ -406,12 +463,25 @@ impl Router {
                 current: None,
             },
         );
-        // A request the old connection was working on has lost its device.
-        if let Some(old) = replaced.and_then(|l| l.current) {
-            if let Some(r) = lock(&self.inner.running).get(&old) {
-                let _ = r.events.send(DeviceEvent::Disconnected);
+        self.lost_device(replaced.and_then(|l| l.current));
+        let claimed = links::claim(
+            &self.inner.store,
+            terminal_id,
+            &self.inner.node,
+            &link_id,
+            self.inner.clock.now_ts(),
+        )
+        .await;
+        let previous = match claimed {
+            Ok(previous) => previous,
+            Err(e) => {
+                let mut links = lock(&self.inner.links);
+                if links.get(terminal_id).is_some_and(|l| l.link_id == link_id) {
+                    links.remove(terminal_id);
+                }
+                return Err(e);
             }
-        }
+        };
         if let Some((node, old_link)) = previous.filter(|(node, _)| *node != self.inner.node) {
             self.send(
                 &node,
@@ -434,11 +504,7 @@ impl Router {
                 _ => None,
             }
         };
-        if let Some(request_id) = current {
-            if let Some(r) = lock(&self.inner.running).get(&request_id) {
-                let _ = r.events.send(DeviceEvent::Disconnected);
-            }
-        }
+        self.lost_device(current);
         if let Err(e) = links::release(&self.inner.store, terminal_id, link_id).await {
             tracing::warn!(error = %e, terminal_id, "router: the link row could not be removed");
         }
@@ -492,16 +558,36 @@ impl Router {
                 }
             };
             let outcome = match to_device {
+                // The row that sent the request here names a link this node
+                // no longer has.
+                Err(Outcome::Offline) => {
+                    if let Err(e) =
+                        links::release_node(&this.inner.store, &terminal_id, &this.inner.node).await
+                    {
+                        tracing::warn!(error = %e, terminal_id, "router: a stale link row could not be removed");
+                    }
+                    Outcome::Offline
+                }
                 Err(refusal) => refusal,
                 Ok(to_device) => {
                     let (tx, events) = mpsc::unbounded_channel();
+                    let committed = Arc::new(AtomicBool::new(false));
                     lock(&this.inner.running).insert(
                         request_id.clone(),
                         Running {
                             terminal_id: terminal_id.clone(),
+                            origin: origin.clone(),
                             events: tx.clone(),
+                            committed: committed.clone(),
                         },
                     );
+                    // The device is free again however the runner ends (a
+                    // panic included).
+                    let _free = Free {
+                        router: &this,
+                        request_id: &request_id,
+                        terminal_id: &terminal_id,
+                    };
                     // The holder's own limit, in case the origin is gone.
                     let backstop = tokio::spawn(async move {
                         tokio::time::sleep(Duration::from_secs(wait_s + HOLDER_SLACK_S)).await;
@@ -514,18 +600,13 @@ impl Router {
                         events,
                         router: this.clone(),
                         origin: origin.clone(),
+                        committed,
                     };
                     let outcome = match this.inner.runner.get() {
                         Some(runner) => runner.run(session, work, requester).await,
                         None => Outcome::Offline,
                     };
                     backstop.abort();
-                    lock(&this.inner.running).remove(&request_id);
-                    if let Some(link) = lock(&this.inner.links).get_mut(&terminal_id) {
-                        if link.current.as_deref() == Some(request_id.as_str()) {
-                            link.current = None;
-                        }
-                    }
                     outcome
                 }
             };
@@ -568,24 +649,26 @@ impl Router {
         let Some(node) = self.holder(terminal_id).await? else {
             return Ok(false);
         };
-        self.send(
-            &node,
-            Wire::CancelTerminal {
-                terminal_id: terminal_id.to_string(),
-            },
-        )
-        .await;
-        Ok(true)
+        Ok(self
+            .send(
+                &node,
+                Wire::CancelTerminal {
+                    terminal_id: terminal_id.to_string(),
+                },
+            )
+            .await)
     }
 
     /// Runs `work` on the terminal's device and waits for its outcome, at
-    /// most `overall_timeout_s` of the location's time (`location_id`'s
-    /// test clock counts). Errors: the device is offline (503) or busy
-    /// (409), or the deadline passed with nothing charged (422).
+    /// most `overall_timeout_s` of the requester's location's time (its
+    /// test clock counts, the same clock the holder writes the records
+    /// with). An offline or busy device and a request that ended on the
+    /// device are outcomes; errors: the deadline passed with nothing done
+    /// (422), or the holder stopped answering (503: whether something was
+    /// done is not known here, and the answer says so).
     pub async fn submit(
         &self,
         terminal_id: &str,
-        location_id: &str,
         work: Work,
         requester: Requester,
         overall_timeout_s: i64,
@@ -600,23 +683,28 @@ impl Router {
             router: self,
             request_id: &request_id,
         };
+        let location_id = requester.location_id.clone();
         let mut offset = requester.offset_s;
         let deadline = self.inner.clock.location_now(offset) + overall_timeout_s;
-        self.send(
-            &node,
-            Wire::Start {
-                request_id: request_id.clone(),
-                origin: self.inner.node.clone(),
-                terminal_id: terminal_id.to_string(),
-                work: Box::new(work),
-                requester,
-                wait_s: overall_timeout_s.max(0) as u64,
-            },
-        )
-        .await;
         let mut moved = self.inner.clock_moved.subscribe();
-        // Until the deadline: the outcome, or progress.
-        let charging = loop {
+        let started = self
+            .send(
+                &node,
+                Wire::Start {
+                    request_id: request_id.clone(),
+                    origin: self.inner.node.clone(),
+                    terminal_id: terminal_id.to_string(),
+                    work: Box::new(work),
+                    requester,
+                    wait_s: overall_timeout_s.max(0) as u64,
+                },
+            )
+            .await;
+        if !started {
+            return Ok(Outcome::Offline);
+        }
+        // Until the deadline: the outcome, or the holder's commitment.
+        let committed = loop {
             let left = deadline - self.inner.clock.location_now(offset);
             if left <= 0 {
                 break false;
@@ -624,18 +712,18 @@ impl Router {
             let nap = Duration::from_secs(left as u64).min(CLOCK_POLL);
             tokio::select! {
                 what = heard.recv() => match what {
-                    Some(Heard::Done(outcome)) => return Ok(outcome),
-                    Some(Heard::Charging) => break true,
+                    Some(FromHolder::Done(outcome)) => return Ok(outcome),
+                    Some(FromHolder::Committed) => break true,
                     None => return Ok(Outcome::Offline),
                 },
-                _ = tokio::time::sleep(nap) => offset = self.offset(location_id, offset).await,
-                _ = moved.changed() => offset = self.offset(location_id, offset).await,
+                _ = tokio::time::sleep(nap) => offset = self.offset(&location_id, offset).await,
+                _ = moved.changed() => offset = self.offset(&location_id, offset).await,
             }
         };
-        let cancelled = !charging;
+        let cancelled = !committed;
         if cancelled {
             // The deadline: the holder decides between the cancel and a
-            // payment it may have begun a moment ago.
+            // request it may have committed to a moment ago.
             self.send(
                 &node,
                 Wire::Cancel {
@@ -644,22 +732,19 @@ impl Router {
             )
             .await;
         }
-        let mut begun = charging;
+        let mut committed = committed;
         loop {
-            let limit = if begun { CHARGE_LIMIT } else { CANCEL_GRACE };
+            let limit = if committed { CHARGE_LIMIT } else { CANCEL_GRACE };
             match tokio::time::timeout(limit, heard.recv()).await {
-                Ok(Some(Heard::Charging)) => begun = true,
-                Ok(Some(Heard::Done(Outcome::Cancelled))) if cancelled => {
+                Ok(Some(FromHolder::Committed)) => committed = true,
+                Ok(Some(FromHolder::Done(Outcome::Cancelled))) if cancelled => {
                     return Err(overall_timeout(overall_timeout_s))
                 }
-                Ok(Some(Heard::Done(outcome))) => return Ok(outcome),
-                // The holder did not answer the cancel: it is gone, and
-                // with it the device's connection.
-                Ok(None) | Err(_) if !begun => return Err(overall_timeout(overall_timeout_s)),
+                Ok(Some(FromHolder::Done(outcome))) => return Ok(outcome),
                 Ok(None) | Err(_) => {
                     return Err(ApiError::Unavailable(
-                        "The terminal's node stopped answering while the payment was under way; \
-                         look the transaction up by its transaction_api_id before trying again."
+                        "The terminal's node stopped answering; the payment may have been made. \
+                         Look the transaction up by its transaction_api_id before trying again."
                             .into(),
                     ))
                 }
@@ -673,17 +758,8 @@ impl Router {
         let id = location_id.to_string();
         self.inner
             .store
-            .read(move |conn| {
-                Ok(conn
-                    .query_one(&Sql::with(
-                        "SELECT clock_offset_s FROM locations WHERE id = ?",
-                        vec![id.into()],
-                    ))?
-                    .and_then(|r| r[0].as_int()))
-            })
+            .read(move |conn| Ok(crate::billing::location_zone(conn, &id)?.1))
             .await
-            .ok()
-            .flatten()
             .unwrap_or(known)
     }
 }
@@ -697,6 +773,24 @@ struct Waiting<'a> {
 impl Drop for Waiting<'_> {
     fn drop(&mut self) {
         lock(&self.router.inner.waiting).remove(self.request_id);
+    }
+}
+
+/// Frees a device of its request however the request ends.
+struct Free<'a> {
+    router: &'a Router,
+    request_id: &'a str,
+    terminal_id: &'a str,
+}
+
+impl Drop for Free<'_> {
+    fn drop(&mut self) {
+        lock(&self.router.inner.running).remove(self.request_id);
+        if let Some(link) = lock(&self.router.inner.links).get_mut(self.terminal_id) {
+            if link.current.as_deref() == Some(self.request_id) {
+                link.current = None;
+            }
+        }
     }
 }
 

@@ -32,6 +32,18 @@ pub enum Entry {
     Keyed,
 }
 
+impl Entry {
+    /// Its `entry_mode_id`.
+    fn code(self) -> &'static str {
+        match self {
+            Entry::Chip => "C",
+            Entry::Contactless => "P",
+            Entry::Swipe => "S",
+            Entry::Keyed => "K",
+        }
+    }
+}
+
 /// What the cardholder does with terms.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
 pub enum TermsAnswer {
@@ -178,16 +190,7 @@ pub fn act_for(cents: i64, args: &SimArgs, random_brand: usize) -> Act {
         721 => present(VISA_DEBIT.into(), "P", Cvm::Pin),
         750..=753 => present(BRANDS[(cents - 750) as usize].into(), "K", Cvm::None),
         754..=757 => present(BRANDS[(cents - 754) as usize].into(), "S", Cvm::None),
-        _ => present(
-            args.card.clone(),
-            match args.entry {
-                Entry::Chip => "C",
-                Entry::Contactless => "P",
-                Entry::Swipe => "S",
-                Entry::Keyed => "K",
-            },
-            args.cvm.into(),
-        ),
+        _ => present(args.card.clone(), args.entry.code(), args.cvm.into()),
     }
 }
 
@@ -235,8 +238,11 @@ fn emv_tags(number: &str, cvm: Cvm) -> Map<String, Json> {
     tags
 }
 
+/// The last four digits only (what a receipt shows).
 fn masked(number: &str) -> String {
-    format!("****{}", &number[number.len().saturating_sub(4)..])
+    let digits: Vec<char> = number.chars().collect();
+    let last: String = digits[digits.len().saturating_sub(4)..].iter().collect();
+    format!("****{last}")
 }
 
 fn default_exp() -> String {
@@ -361,9 +367,7 @@ async fn session(args: &SimArgs, url: &str) -> Result<(), SimError> {
     let socket = open(args, url).await?;
     let (mut sink, mut stream) = socket.split();
     let register = FromDevice::Register {
-        serial_number: None,
         local_ip_address: Some(args.local_ip.clone()),
-        model: Some("ferrogate terminal-sim".into()),
     };
     send(&mut sink, &register).await?;
     // What request tasks want to send, written by this loop alone.
@@ -489,21 +493,13 @@ fn start(
                 ),
             }
         }
-        DeviceJob::Store => {
-            let entry = match args.entry {
-                Entry::Chip => "C",
-                Entry::Contactless => "P",
-                Entry::Swipe => "S",
-                Entry::Keyed => "K",
-            };
-            (
-                Some(FromDevice::Card {
-                    request_id: request_id.clone(),
-                    card: card_of(args.card.clone(), entry, args.cvm.into()),
-                }),
-                None,
-            )
-        }
+        DeviceJob::Store => (
+            Some(FromDevice::Card {
+                request_id: request_id.clone(),
+                card: card_of(args.card.clone(), args.entry.code(), args.cvm.into()),
+            }),
+            None,
+        ),
         DeviceJob::Terms {
             require_signature, ..
         } => (

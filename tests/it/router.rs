@@ -1,4 +1,4 @@
-//! The router (issue 14, ADR 0019) with real `ferrogate terminal-sim`
+//! The router (issue 14, ADR 0020) with real `ferrogate terminal-sim`
 //! processes: router transactions approved and declined with their
 //! card-present data, the mock device's failures and time-outs (none
 //! leaves a transaction), the overall time-out driven by the test clock,
@@ -19,6 +19,8 @@ engine_tests!(
     the_mock_device_failures_charge_nothing,
     overall_timeout_cancel_busy_and_offline,
     a_client_that_hangs_up_still_gets_its_sale_recorded,
+    a_payment_under_way_outlives_the_deadline,
+    a_device_that_reconnects_takes_over,
     signatures_are_captured_after_approval,
     router_account_vaults_store_the_card_read,
     device_terms_are_answered_on_the_device,
@@ -340,6 +342,7 @@ fn overall_timeout_cancel_busy_and_offline(app: &TestApp) {
 
 fn a_client_that_hangs_up_still_gets_its_sale_recorded(app: &TestApp) {
     use std::io::Write;
+    use std::os::fd::AsRawFd;
     let t = app.bootstrap();
     let (tid, secret) = terminal(&t, json!({}));
     // The cardholder takes a moment: the client is gone by then.
@@ -357,7 +360,24 @@ fn a_client_that_hangs_up_still_gets_its_sale_recorded(app: &TestApp) {
     head.push_str("\r\n");
     stream.write_all(head.as_bytes()).unwrap();
     stream.write_all(body.as_bytes()).unwrap();
-    stream.shutdown(std::net::Shutdown::Both).unwrap();
+    // Once the terminal has the request, the client resets its connection
+    // (SO_LINGER 0): the server's connection ends with an error, and only
+    // a request that runs on its own still finishes.
+    sim.wait_events("request", 1);
+    let linger = libc::linger {
+        l_onoff: 1,
+        l_linger: 0,
+    };
+    let set = unsafe {
+        libc::setsockopt(
+            stream.as_raw_fd(),
+            libc::SOL_SOCKET,
+            libc::SO_LINGER,
+            &linger as *const libc::linger as *const libc::c_void,
+            std::mem::size_of::<libc::linger>() as libc::socklen_t,
+        )
+    };
+    assert_eq!(set, 0, "SO_LINGER");
     drop(stream);
     let tx = wait_until(
         "the sale of a client that hung up",
@@ -370,7 +390,89 @@ fn a_client_that_hangs_up_still_gets_its_sale_recorded(app: &TestApp) {
     );
     assert_eq!(tx["status_id"], 101);
     assert_eq!(tx["terminal_id"], json!(tid));
-    sim.wait_events("result", 1);
+    // The device was told the outcome.
+    assert_eq!(sim.wait_events("result", 1)[0]["approved"], true);
+}
+
+/// The deadline arrives while the processor is still answering (8.01: a
+/// delayed answer): the payment is finished and answered, not cancelled.
+fn a_payment_under_way_outlives_the_deadline(app: &TestApp) {
+    let t = app.bootstrap();
+    let (tid, secret) = terminal(&t, json!({ "terminal_timeouts": { "overall_timeout": 30 } }));
+    let sim = Sim::start(&app.base, &tid, &secret, &[]);
+    let waiting = post_later(
+        &t,
+        "/v2/routertransactions",
+        sale(&t, &tid, "8.01", "late-1", json!({})),
+    );
+    sim.wait_events("request", 1);
+    advance(&t, 31);
+    let r = waiting.join().unwrap().expect(201);
+    assert_eq!(
+        r.body["routertransaction"]["transaction_api_id"], "late-1",
+        "{}",
+        r.text
+    );
+    assert!(!r.body["routertransaction"]["status_id"].is_null());
+    assert_eq!(count(&t, "late-1"), 1);
+    assert!(sim.events("cancelled").is_empty(), "{:?}", sim.lines());
+
+    // A card the cardholder is slow to present meets the deadline first:
+    // cancelled on the device, nothing made.
+    let (slow, slow_secret) = terminal(&t, json!({ "terminal_timeouts": { "overall_timeout": 30 } }));
+    let hesitant = Sim::start(&app.base, &slow, &slow_secret, &["--think-ms", "60000"]);
+    let waiting = post_later(
+        &t,
+        "/v2/routertransactions",
+        sale(&t, &slow, "1.00", "late-2", json!({})),
+    );
+    hesitant.wait_events("request", 1);
+    advance(&t, 31);
+    let r = waiting.join().unwrap().expect(422);
+    assert_eq!(r.body["terminal_result"], "overall_timeout");
+    hesitant.wait_events("cancelled", 1);
+    assert_eq!(count(&t, "late-2"), 0);
+    // A router vault cancelled or offline leaves no vault either.
+    let contact = t.contact(json!({ "last_name": "NoVault" }));
+    let cid = contact["id"].as_str().unwrap().to_string();
+    let store = |terminal: &str| {
+        json!({ "routeraccountvault": { "payment_method": "cc", "action": "store", "location_id": t.location_id(),
+            "contact_id": cid, "terminal_id": terminal } })
+    };
+    let waiting = post_later(&t, "/v2/routeraccountvaults", store(&slow));
+    hesitant.wait_events("request", 2);
+    t.post(&format!("/v2/terminals/{slow}/cancel"), json!({}))
+        .expect(202);
+    let r = waiting.join().unwrap().expect(422);
+    assert_eq!(r.body["terminal_result"], "cancelled");
+    let (unplugged, _) = terminal(&t, json!({}));
+    t.post("/v2/routeraccountvaults", store(&unplugged)).expect(503);
+    let vaults = t.get(&format!("/v2/accountvaults?contact_id={cid}")).expect(200);
+    assert_eq!(vaults.body["accountvaults"].as_array().unwrap().len(), 0);
+}
+
+/// A device that connects again (a new connection of the same terminal)
+/// takes over from the old one, which is closed; requests reach the new.
+fn a_device_that_reconnects_takes_over(app: &TestApp) {
+    let t = app.bootstrap();
+    let (tid, secret) = terminal(&t, json!({}));
+    let mut first = Sim::start(&app.base, &tid, &secret, &["--no-reconnect"]);
+    t.post(
+        "/v2/routertransactions",
+        sale(&t, &tid, "1.00", "re-1", json!({})),
+    )
+    .expect(201);
+    let second = Sim::start(&app.base, &tid, &secret, &[]);
+    // The first connection was closed by the gateway.
+    first.wait_exit(Duration::from_secs(20));
+    t.post(
+        "/v2/routertransactions",
+        sale(&t, &tid, "1.00", "re-2", json!({})),
+    )
+    .expect(201);
+    assert_eq!(first.events("request").len(), 1);
+    assert_eq!(second.events("request").len(), 1);
+    t.get(&format!("/v2/terminals/{tid}/isonline")).expect(200);
 }
 
 fn signatures_are_captured_after_approval(app: &TestApp) {
@@ -669,7 +771,7 @@ fn a_device_on_another_node() {
     let node_b = Node::start(&app);
     let b = node_b.tenant(&t);
     let (tid, secret) = terminal(&t, json!({ "terminal_timeouts": { "overall_timeout": 30 } }));
-    let sim = Sim::start(&b.base, &tid, &secret, &[]);
+    let mut sim = Sim::start(&b.base, &tid, &secret, &["--no-reconnect"]);
     // A sale on node A, the device on node B.
     let r = t
         .post(
@@ -707,6 +809,26 @@ fn a_device_on_another_node() {
         )
         .expect(201);
     assert_eq!(term.body["deviceterm"]["reason_code_id"], 1000);
+    // Terms too long for one notification (non-ASCII, 4,000 characters)
+    // cross the nodes too.
+    let long = "é".repeat(4000);
+    let term = t
+        .post(
+            "/v2/deviceterms",
+            json!({ "deviceterm": { "location_id": t.location_id(), "terminal_id": tid,
+                "require_signature": 0, "terms_conditions": long } }),
+        )
+        .expect(201);
+    assert_eq!(
+        term.body["deviceterm"]["terms_conditions"]
+            .as_str()
+            .unwrap()
+            .chars()
+            .count(),
+        4000
+    );
+    let shown = sim.wait_events("request", 5);
+    assert_eq!(shown[4]["job"]["terms"].as_str().unwrap().chars().count(), 4000);
     // The overall time-out on node A, the device on node B; then a
     // clerk's cancel sent to node A.
     let waiting = post_later(
@@ -714,7 +836,7 @@ fn a_device_on_another_node() {
         "/v2/routertransactions",
         sale(&t, &tid, "7.71", "two-4", json!({})),
     );
-    sim.wait_events("request", 5);
+    sim.wait_events("request", 6);
     advance(&t, 31);
     let r = waiting.join().unwrap().expect(422);
     assert_eq!(r.body["terminal_result"], "overall_timeout");
@@ -723,13 +845,31 @@ fn a_device_on_another_node() {
         "/v2/routertransactions",
         sale(&t, &tid, "7.71", "two-5", json!({})),
     );
-    sim.wait_events("request", 6);
+    sim.wait_events("request", 7);
     t.post(&format!("/v2/terminals/{tid}/cancel"), json!({}))
         .expect(202);
     let r = waiting.join().unwrap().expect(422);
     assert_eq!(r.body["terminal_result"], "cancelled");
     assert_eq!(count(&t, "two-4") + count(&t, "two-5"), 0);
-    // Node B dies: node A sees the device offline.
+    // The device moves to node A: node B lets go of it, and node B's
+    // requests reach it through node A.
+    let moved = Sim::start(&app.base, &tid, &secret, &[]);
+    sim.wait_exit(Duration::from_secs(20));
+    b.post(
+        "/v2/routertransactions",
+        sale(&b, &tid, "7.16", "two-7", json!({})),
+    )
+    .expect(201);
+    assert_eq!(moved.events("request").len(), 1);
+    // The device goes back to node B, which then dies: node A sees the
+    // device offline.
+    drop(moved);
+    let sim = Sim::start(&b.base, &tid, &secret, &["--no-reconnect"]);
+    t.post(
+        "/v2/routertransactions",
+        sale(&t, &tid, "1.00", "two-8", json!({})),
+    )
+    .expect(201);
     drop(node_b);
     wait_until("node A to see the device gone", Duration::from_secs(20), || {
         (t.get(&format!("/v2/terminals/{tid}/isonline")).status == 503).then_some(())
