@@ -112,6 +112,12 @@ pub const MIGRATIONS: &[Migration] = &[
         include_str!("../../migrations/0019_emulator_credentials.sql"),
         "",
     ),
+    (
+        20,
+        "user_profile",
+        include_str!("../../migrations/0020_user_profile.sql"),
+        "",
+    ),
 ];
 
 /// Applies every migration not yet recorded. Returns how many ran.

@@ -92,6 +92,20 @@ fn passwords_and_session_tokens(app: &TestApp) {
     let after = t.get(&format!("/v2/users/{id}")).expect(200).body["user"].clone();
     assert_eq!(after["login_attempts"], 0, "reset by a sign-in");
     assert!(after["last_login_ts"].is_i64());
+    // The login data of the reference's record: this sign-in, and where
+    // it came from.
+    assert_eq!(after["current_login_ip"], "127.0.0.1", "{after}");
+    let current = after["current_login"]
+        .as_str()
+        .unwrap_or_else(|| panic!("{after}"));
+    assert!(
+        chrono::DateTime::parse_from_str(current, "%Y-%m-%dT%H:%M:%S%z").is_ok(),
+        "{current}"
+    );
+    assert_eq!(
+        after["last_login_ts"], session["time"],
+        "the first sign-in is also the last"
+    );
 
     // Until the user sets their own password, the session only does that.
     let r = with_token(&c, "GET", "/v2/contacts", &token, None);
