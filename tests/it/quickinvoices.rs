@@ -18,7 +18,8 @@ engine_tests!(
     reminders_follow_the_test_clock,
     invoice_mail_by_smtp,
     files_need_storage_and_are_checked,
-    multipart_create_with_files
+    multipart_create_with_files,
+    tags_on_quick_invoices
 );
 
 const PDF: &str = "%PDF-1.4\n1 0 obj << /Type /Catalog >> endobj\ntrailer << /Root 1 0 R >>\n%%EOF\n";
@@ -849,4 +850,95 @@ fn multipart_create_with_files(app: &TestApp) {
             .len(),
         1
     );
+}
+
+/// Tags on quick invoices (reference-facts 5): taken by a JSON and a
+/// multipart create, answered as on transactions, filterable by whole
+/// title, and shown by `?expand=tags` (with `files`, the reference's other
+/// expand of the invoice's own parts).
+fn tags_on_quick_invoices(app: &TestApp) {
+    let t = app.bootstrap();
+    let shown = json!([{ "id": "Rent", "title": "Rent" }, { "id": "Deposit", "title": "Deposit" }]);
+    let q = invoice(&t, json!({ "tags": ["Rent", "Deposit", "rent"] }))
+        .expect(201)
+        .body["quickinvoice"]
+        .clone();
+    assert_eq!(q["tags"], shown);
+    let json_id = q["id"].as_str().unwrap().to_string();
+    let plain = invoice(&t, json!({})).expect(201).body["quickinvoice"].clone();
+    assert_eq!(plain["tags"], json!([]), "the key is always there");
+    let plain_id = plain["id"].as_str().unwrap().to_string();
+    let r = invoice(&t, json!({ "tags": [1] }));
+    assert_eq!(r.status, 422, "{}", r.text);
+    assert!(r.body["errors"]["tags"].is_array(), "{}", r.text);
+
+    t.post(
+        "/v2/productfiles",
+        json!({ "productfile": { "location_id": t.location_id(), "title": "Invoices" } }),
+    )
+    .expect(201);
+    let loc = t.location_id();
+    let fields = [
+        ("quickinvoice[title]", "Multipart"),
+        ("quickinvoice[due_date]", "2030-02-01"),
+        ("quickinvoice[location_id]", loc.as_str()),
+        ("quickinvoice[item_list][item1]", "3"),
+        ("quickinvoice[tags][0]", "Test tag1"),
+        ("quickinvoice[tags][1]", "Test tag2"),
+    ];
+    let files = [("quickinvoice[files][0]", "a.pdf", PDF)];
+    let m = send_multipart(app, &t, "/v2/quickinvoices", &fields, &files)
+        .expect(201)
+        .body["quickinvoice"]
+        .clone();
+    let multipart_id = m["id"].as_str().unwrap().to_string();
+    let multipart_tags =
+        json!([{ "id": "Test tag1", "title": "Test tag1" }, { "id": "Test tag2", "title": "Test tag2" }]);
+    assert_eq!(m["tags"], multipart_tags);
+
+    // The expand shows what each carries, alone and in a list.
+    for (id, tags) in [
+        (&json_id, &shown),
+        (&multipart_id, &multipart_tags),
+        (&plain_id, &json!([])),
+    ] {
+        let read = t
+            .get(&format!("/v2/quickinvoices/{id}?expand=tags"))
+            .expect(200)
+            .body;
+        assert_eq!(&read["quickinvoice"]["tags"], tags, "{read}");
+    }
+    let listed = t
+        .get(&format!("/v2/quickinvoices?id={multipart_id}&expand=tags,files"))
+        .expect(200)
+        .body;
+    assert_eq!(listed["quickinvoices"][0]["tags"], multipart_tags, "{listed}");
+    assert_eq!(
+        listed["quickinvoices"][0]["files"][0]["name"], "a.pdf",
+        "{listed}"
+    );
+    let read = t
+        .get(&format!("/v2/quickinvoices/{json_id}?expand=files"))
+        .expect(200)
+        .body;
+    assert_eq!(read["quickinvoice"]["files"], json!([]));
+
+    // The filter matches a whole title, in any case.
+    let found = |q: &str| -> Vec<String> {
+        let mut ids: Vec<String> = t.get(&format!("/v2/quickinvoices?tags={q}")).expect(200).body
+            ["quickinvoices"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|x| x["id"].as_str().unwrap().to_string())
+            .collect();
+        ids.sort();
+        ids
+    };
+    assert_eq!(found("rent"), vec![json_id.clone()]);
+    assert_eq!(found("test%20tag2"), vec![multipart_id.clone()]);
+    let mut both = vec![json_id.clone(), multipart_id.clone()];
+    both.sort();
+    assert_eq!(found("Deposit,Test%20tag1"), both);
+    assert!(found("Ren").is_empty(), "a title matches whole");
 }
