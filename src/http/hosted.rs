@@ -119,6 +119,10 @@ fn framed_page(
         h.insert(header::CONTENT_SECURITY_POLICY, v);
     }
     h.insert(header::CACHE_CONTROL, HeaderValue::from_static("no-store"));
+    // Browsers that predate CSP's frame-ancestors read this one.
+    if frame_ancestors == "'none'" {
+        h.insert(header::X_FRAME_OPTIONS, HeaderValue::from_static("DENY"));
+    }
     h.insert(
         header::X_CONTENT_TYPE_OPTIONS,
         HeaderValue::from_static("nosniff"),
