@@ -123,7 +123,69 @@ fn a_put_carries_only_what_it_changes(app: &TestApp) {
         json!({ "location_id": loc, "account_vault_id": card, "transaction_amount": "9.00",
             "interval": 1, "interval_type": "m", "start_date": tomorrow, "description": "Gym" }),
     );
+    let files = made(
+        &t,
+        "/v2/productfiles",
+        "productfile",
+        json!({ "location_id": loc, "title": "Invoices", "product_file_credential_id": "cred-1" }),
+    );
+    let tag = made(
+        &t,
+        "/v2/tags",
+        "tag",
+        json!({ "location_id": loc, "title": "Gala" }),
+    );
+    let invoice = made(
+        &t,
+        "/v2/quickinvoices",
+        "quickinvoice",
+        json!({ "location_id": loc, "title": "Invoice", "due_date": "2030-01-15",
+            "item_list": { "Bread": "4.00" }, "email": "jo@example.com", "note": "Thanks" }),
+    );
+    let hosted = made(
+        &t,
+        "/v2/hostedpaymentpages",
+        "hostedpaymentpage",
+        json!({ "location_id": loc, "product_transaction_id": t.cred("cc_product_transaction_id"),
+            "title": "Donate", "redirect_url_on_approve": "https://shop.example/thanks" }),
+    );
     let cases: Vec<(String, &str, Value, &str)> = vec![
+        (
+            format!("/v2/productfiles/{files}"),
+            "productfile",
+            json!({ "title": "Invoice files" }),
+            "product_file_credential_id",
+        ),
+        (
+            format!("/v2/tags/{tag}"),
+            "tag",
+            json!({ "title": "Gala 2027" }),
+            "location_id",
+        ),
+        (
+            format!("/v2/quickinvoices/{invoice}"),
+            "quickinvoice",
+            json!({ "note": "Thank you" }),
+            "item_list",
+        ),
+        (
+            format!("/v2/quickinvoices/{invoice}"),
+            "quickinvoice",
+            json!({ "due_date": "2030-02-01" }),
+            "title",
+        ),
+        (
+            format!("/v2/hostedpaymentpages/{hosted}"),
+            "hostedpaymentpage",
+            json!({ "redirect_url_delay": 5 }),
+            "redirect_url_on_approve",
+        ),
+        (
+            format!("/v2/hostedpaymentpages/{hosted}"),
+            "hostedpaymentpage",
+            json!({ "title": "Give" }),
+            "product_transaction_id",
+        ),
         (
             format!("/v2/contacts/{contact}"),
             "contact",
@@ -186,6 +248,12 @@ fn a_put_carries_only_what_it_changes(app: &TestApp) {
             );
         }
         assert_eq!(after[kept], before[kept], "{path}: {kept} unchanged");
+        // Nor anything else the PUT did not name.
+        for (field, was) in before.as_object().unwrap() {
+            if change.get(field).is_none() && !["modified_ts", "modified_user_id"].contains(&field.as_str()) {
+                assert_eq!(&after[field], was, "{path}: {field} unchanged");
+            }
+        }
     }
 }
 
