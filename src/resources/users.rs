@@ -488,6 +488,12 @@ impl Rules for UserRules {
         if new.get("date_of_birth") != old.get("date_of_birth") {
             check_birth_date(cx, new, &mut errors);
         }
+        // Not required on create (they default), but never without a value.
+        for name in ["status", "email_trx_receipt"] {
+            if new.get(name).is_null() {
+                errors.add(name, crate::engine::validate::blank(name));
+            }
+        }
         errors.into_result()?;
         if new.get("terms_condition_id") != old.get("terms_condition_id") {
             match new.text("terms_condition_id") {
