@@ -144,6 +144,8 @@ pub fn create_tenant(
     user.set("status", 1);
     user.set("requires_new_password", 0);
     user.set("login_attempts", 0);
+    user.set("branding_domain_url", "localhost");
+    user.set("email_trx_receipt", 0);
     user.set("api_key_hash", hash_api_key(&api_key));
     user.set("hash_key_enc", keyring.encrypt(&hash_key));
     user.set("created_ts", now);

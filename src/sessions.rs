@@ -97,7 +97,7 @@ pub fn record_failure(conn: &mut dyn Conn, account: &Account) -> ApiResult<()> {
 
 /// Opens a session for a user whose password was checked, and answers the
 /// reference's token record.
-pub fn open(conn: &mut dyn Conn, account: &Account) -> ApiResult<Json> {
+pub fn open(conn: &mut dyn Conn, account: &Account, address: Option<std::net::IpAddr>) -> ApiResult<Json> {
     let token = random_secret(48);
     let id = crate::ids::new_id();
     let expires = account.now + IDLE_SECONDS;
@@ -111,9 +111,16 @@ pub fn open(conn: &mut dyn Conn, account: &Account) -> ApiResult<Json> {
             expires.into(),
         ],
     ))?;
+    // The sign-in before this one becomes the last; this one the current.
     conn.execute(&Sql::with(
-        "UPDATE users SET login_attempts = 0, login_locked_until = NULL, last_login_ts = ? WHERE id = ?",
-        vec![account.now.into(), account.user_id.clone().into()],
+        "UPDATE users SET login_attempts = 0, login_locked_until = NULL, \
+         last_login_ts = COALESCE(current_login_ts, ?), current_login_ts = ?, current_login_ip = ? WHERE id = ?",
+        vec![
+            account.now.into(),
+            account.now.into(),
+            address.map(|a| a.to_string()).into(),
+            account.user_id.clone().into(),
+        ],
     ))?;
     let p = &account.profile;
     Ok(json!({ "token": {

@@ -113,6 +113,12 @@ pub const MIGRATIONS: &[Migration] = &[
         "",
     ),
     (
+        20,
+        "user_profile",
+        include_str!("../../migrations/0020_user_profile.sql"),
+        "",
+    ),
+    (
         21,
         "terminal_links",
         include_str!("../../migrations/0021_terminal_links.sql"),

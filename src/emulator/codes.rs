@@ -37,6 +37,11 @@ pub const BAD_AMOUNT: Reason = reason(ResponseCode::Error, 5, "A valid amount is
 pub const BAD_CARD: Reason = reason(ResponseCode::Error, 6, "The credit card number is invalid.");
 pub const BAD_EXPIRY: Reason = reason(ResponseCode::Error, 7, "Credit card expiration date is invalid.");
 pub const EXPIRED: Reason = reason(ResponseCode::Error, 8, "The credit card has expired.");
+pub const NO_AUTH_CODE: Reason = reason(
+    ResponseCode::Error,
+    12,
+    "An authorization code is required but not present.",
+);
 pub const BAD_LOGIN: Reason = reason(
     ResponseCode::Error,
     13,

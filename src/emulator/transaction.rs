@@ -171,16 +171,15 @@ pub fn plan(request: &Map<String, Json>) -> Result<Plan, Refusal> {
                 card(request, &mut body)?;
             }
             if kind == Kind::CaptureOnly {
-                let code = t("authCode").ok_or_else(|| {
-                    Refusal::with(
-                        codes::TRY_AGAIN,
-                        "authCode is required for a captureOnlyTransaction.",
-                    )
-                })?;
+                // Their reason 12, as Authorize.Net answers a capture
+                // without its authorization code.
+                let code = t("authCode")
+                    .filter(|c| !c.trim().is_empty())
+                    .ok_or_else(|| Refusal::new(codes::NO_AUTH_CODE))?;
                 if code.chars().count() != 6 {
                     return Err(Refusal::with(
-                        codes::TRY_AGAIN,
-                        "authCode must be six characters.",
+                        codes::NO_AUTH_CODE,
+                        "The authorization code (authCode) must be six characters.",
                     ));
                 }
                 body.insert("auth_code".into(), json!(code));

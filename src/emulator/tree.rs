@@ -39,16 +39,18 @@ pub struct Unreadable {
     pub message: String,
 }
 
-/// Reads a request body. JSON is recognised by its first character (the
-/// official libraries send `Content-Type: application/json` or
-/// `text/xml`; some integrations send neither faithfully).
-pub fn parse(raw: &[u8]) -> Result<Parsed, Unreadable> {
+/// Reads a request body. The format is recognised by its first character
+/// (the official libraries send `Content-Type: application/json` or
+/// `text/xml`; some integrations send neither faithfully): `<` is XML,
+/// `{` or `[` JSON, anything else the format the content type
+/// `declared`, so a JSON client's unreadable body is answered in JSON.
+pub fn parse(raw: &[u8], declared: Format) -> Result<Parsed, Unreadable> {
     let raw = raw.strip_prefix(b"\xEF\xBB\xBF").unwrap_or(raw);
     let first = raw.iter().find(|b| !b.is_ascii_whitespace()).copied();
-    if first == Some(b'{') {
-        parse_json(raw)
-    } else {
-        parse_xml(raw)
+    match (first, declared) {
+        (Some(b'<'), _) => parse_xml(raw),
+        (Some(b'{' | b'['), _) | (_, Format::Json) => parse_json(raw),
+        _ => parse_xml(raw),
     }
 }
 
@@ -236,9 +238,16 @@ fn first(v: &Json) -> &Json {
     }
 }
 
-/// The text at a dotted path, trimmed; `None` when absent or empty.
+/// The text at a dotted path, trimmed; `None` when absent or empty, and
+/// when the value itself is a list: a single value sent as a JSON array
+/// (`"amount": [5]`), or an XML element the schema allows once given
+/// twice, is not that value.
 pub fn text(body: &Map<String, Json>, path: &str) -> Option<String> {
-    match at(body, path)? {
+    let (parent, leaf) = match path.rsplit_once('.') {
+        Some((parent, leaf)) => (object(body, parent)?, leaf),
+        None => (body, path),
+    };
+    match parent.get(leaf)? {
         Json::String(s) if !s.trim().is_empty() => Some(s.trim().to_string()),
         Json::Number(n) => Some(n.to_string()),
         Json::Bool(b) => Some(b.to_string()),
@@ -345,7 +354,7 @@ mod tests {
     #[test]
     fn xml_and_json_requests_read_alike() {
         let xml = br#"<?xml version="1.0"?><createTransactionRequest xmlns="AnetApi/xml/v1/schema/AnetApiSchema.xsd"><merchantAuthentication><name>u</name><transactionKey>k&amp;1</transactionKey></merchantAuthentication><transactionRequest><transactionType>authCaptureTransaction</transactionType><amount>5</amount><lineItems><lineItem><itemId>1</itemId></lineItem><lineItem><itemId>2</itemId></lineItem></lineItems><poNumber/></transactionRequest></createTransactionRequest>"#;
-        let x = parse(xml).unwrap();
+        let x = parse(xml, Format::Xml).unwrap();
         assert_eq!(x.format, Format::Xml);
         assert_eq!(x.method, "createTransactionRequest");
         assert_eq!(
@@ -357,8 +366,12 @@ mod tests {
             Some("1")
         );
         assert_eq!(text(&x.body, "transactionRequest.poNumber"), None);
+        // A value given as a list is no value.
+        let listed = parse(br#"{"m":{"amount":[5],"a":{"b":["x"]}}}"#, Format::Json).unwrap();
+        assert_eq!(text(&listed.body, "amount"), None);
+        assert_eq!(text(&listed.body, "a.b"), None);
         let json = br#"{"createTransactionRequest":{"merchantAuthentication":{"name":"u","transactionKey":"k&1"},"transactionRequest":{"transactionType":"authCaptureTransaction","amount":5}}}"#;
-        let j = parse(json).unwrap();
+        let j = parse(json, Format::Xml).unwrap();
         assert_eq!(j.format, Format::Json);
         assert_eq!(text(&j.body, "transactionRequest.amount").as_deref(), Some("5"));
         assert_eq!(
@@ -369,11 +382,15 @@ mod tests {
 
     #[test]
     fn unreadable_bodies_say_so_in_their_format() {
-        assert_eq!(parse(b"{oops").unwrap_err().format, Format::Json);
-        assert_eq!(parse(b"<a><b></a>").unwrap_err().format, Format::Xml);
-        assert!(parse(b"").is_err());
-        assert!(parse(b"<!DOCTYPE x [<!ENTITY e \"e\">]><x>&e;</x>").is_err());
-        assert!(parse(&b"<a>".repeat(100)).is_err());
+        assert_eq!(parse(b"{oops", Format::Xml).unwrap_err().format, Format::Json);
+        assert_eq!(parse(b"<a><b></a>", Format::Xml).unwrap_err().format, Format::Xml);
+        assert!(parse(b"", Format::Xml).is_err());
+        assert!(parse(b"<!DOCTYPE x [<!ENTITY e \"e\">]><x>&e;</x>", Format::Xml).is_err());
+        assert!(parse(&b"<a>".repeat(100), Format::Xml).is_err());
+        // What is neither is answered in the format the client declared.
+        assert_eq!(parse(b"[1]", Format::Xml).unwrap_err().format, Format::Json);
+        assert_eq!(parse(b"\"x\"", Format::Json).unwrap_err().format, Format::Json);
+        assert_eq!(parse(b"5", Format::Xml).unwrap_err().format, Format::Xml);
     }
 
     #[test]

@@ -55,6 +55,8 @@ pub enum Pattern {
     Domain,
     /// Standard base64 with its padding (a Check 21 image).
     Base64,
+    /// An IPv4 or IPv6 address.
+    Ip,
 }
 
 /// A closed set of accepted values, checked exactly (no trimming, no case

@@ -409,6 +409,7 @@ fn check_pattern(field: &Field, s: &str) -> Result<(), String> {
         Pattern::TimeZone => s.parse::<chrono_tz::Tz>().is_ok(),
         Pattern::Domain => is_domain_or_url(s),
         Pattern::Base64 => is_base64(s),
+        Pattern::Ip => s.parse::<std::net::IpAddr>().is_ok(),
     };
     if ok {
         Ok(())
@@ -424,6 +425,7 @@ fn check_pattern(field: &Field, s: &str) -> Result<(), String> {
             Pattern::TimeZone => format!("{name} must be a time zone name such as America/New_York."),
             // Never the value itself: an image can be 64 KB.
             Pattern::Base64 => format!("{name} must be base64 (A-Z, a-z, 0-9, + and /, padded with =)."),
+            Pattern::Ip => format!("{name} must be an IPv4 or IPv6 address."),
             _ => format!("{name} is invalid."),
         })
     }

@@ -37,6 +37,8 @@ fn pattern_regex(p: Pattern) -> Option<&'static str> {
         Pattern::Email => "^[^@\\s]+@[^@\\s.][^@\\s]*\\.[^@\\s]*[^@\\s.]$",
         Pattern::Domain => "^(https?://)?[A-Za-z0-9.:-]+(/[\\s\\S]*)?$",
         Pattern::Base64 => "^(?:[A-Za-z0-9+/]{4})*(?:[A-Za-z0-9+/]{2}==|[A-Za-z0-9+/]{3}=)?$",
+        // The server also parses the address; the pattern says its alphabet.
+        Pattern::Ip => "^[0-9A-Fa-f:.]*$",
     })
 }
 

@@ -181,7 +181,7 @@ async fn request_api(
             ),
         );
     };
-    let parsed = match tree::parse(&body) {
+    let parsed = match tree::parse(&body, declared) {
         Ok(p) => p,
         Err(e) => return error_document(e.format, None, (api::UNREADABLE, e.message)),
     };

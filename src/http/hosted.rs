@@ -119,6 +119,10 @@ fn framed_page(
         h.insert(header::CONTENT_SECURITY_POLICY, v);
     }
     h.insert(header::CACHE_CONTROL, HeaderValue::from_static("no-store"));
+    // Browsers that predate CSP's frame-ancestors read this one.
+    if frame_ancestors == "'none'" {
+        h.insert(header::X_FRAME_OPTIONS, HeaderValue::from_static("DENY"));
+    }
     h.insert(
         header::X_CONTENT_TYPE_OPTIONS,
         HeaderValue::from_static("nosniff"),
@@ -1178,7 +1182,14 @@ fn render_result(session: &Session, prepared: &Prepared, result: &Json) -> Respo
 pub fn render_result_page(result: &Json, flags: &Flags, parent_origin: Option<&str>) -> Response {
     let (approved, heading, message, details) = match result.get("transaction") {
         Some(tx) => {
-            let approved = tx["reason_code_id"].as_i64() == Some(1000);
+            // Approval is decided by status_id, as the spec says: a
+            // partial approval (reason 1201) or an ACH debit pending
+            // origination went through too.
+            let approved = tx["status_id"]
+                .as_u64()
+                .and_then(|s| u16::try_from(s).ok())
+                .and_then(crate::processor::StatusId::from_code)
+                .is_some_and(crate::processor::StatusId::is_approved);
             let mut details = Vec::new();
             if let Some(a) = tx["transaction_amount"].as_str() {
                 details.push(("Amount", format!("${a}")));

@@ -881,6 +881,17 @@ async fn pay(
 
 fn payment_refused(opened: &Opened, token: &str, e: ApiError, posted: &[(String, String)]) -> Response {
     match e {
+        // The same form sent again while its first submission still runs
+        // (the nonce is the payment's idempotency key): said in the
+        // payer's words.
+        ApiError::Conflict(errors) if errors.has("idempotency_key") => {
+            let mut errors = FieldErrors::new();
+            errors.add(
+                "form",
+                "This payment is already being processed. Reload the page in a moment to see its result.",
+            );
+            view(opened, token, &errors, posted, StatusCode::CONFLICT)
+        }
         ApiError::Validation(errors) | ApiError::Conflict(errors) => {
             view(opened, token, &errors, posted, StatusCode::UNPROCESSABLE_ENTITY)
         }

@@ -107,7 +107,7 @@ async fn sign_in(
     };
     let answer = app
         .store
-        .write(move |conn| sessions::open(conn, &account))
+        .write(move |conn| sessions::open(conn, &account, ip))
         .await?;
     Ok((StatusCode::CREATED, axum::Json(answer)).into_response())
 }

@@ -245,17 +245,27 @@ fn reminder_dates(r: &Record) -> Vec<chrono::NaiveDate> {
     dates
 }
 
-/// The location-time second of the invoice's next reminder after `now`,
-/// if one is due: only open, unpaid invoices with an address are
-/// reminded.
+/// The location-time second after `now` at which an open invoice next
+/// needs the scheduler (`remind_ts`): its next reminder (only invoices
+/// with an address are reminded) or the start of the day after its
+/// `expire_date`, when [`remind`] finds it expired and sets status 3, so
+/// the status is true without a change to the invoice.
 pub fn next_reminder(r: &Record, tz: Tz, now: i64) -> Option<i64> {
-    if r.int("status_id") != Some(STATUS_OPEN) || r.text("email").is_none_or(str::is_empty) {
+    if r.int("status_id") != Some(STATUS_OPEN) {
         return None;
     }
-    reminder_dates(r)
+    let reminder = reminder_dates(r)
         .into_iter()
         .map(|d| local_midnight(d, tz) + REMINDER_HOUR_S)
         .find(|ts| *ts > now)
+        .filter(|_| r.text("email").is_some_and(|e| !e.is_empty()));
+    let expiry = r
+        .text("expire_date")
+        .and_then(parse_date)
+        .and_then(|d| d.succ_opt())
+        .map(|d| local_midnight(d, tz))
+        .filter(|ts| *ts > now);
+    [reminder, expiry].into_iter().flatten().min()
 }
 
 /// Which reminder a date is, for its wording.

@@ -1,7 +1,7 @@
 //! Transaction receipts: written when a payment completes, in its
 //! transaction, to `notification_email_address` (which then reads
-//! `notification_email_sent: true`) and to the contact when its
-//! `email_trx_receipt` is on.
+//! `notification_email_sent: true`), to the contact when its
+//! `email_trx_receipt` is on, and to the user who made it when theirs is.
 
 use super::{account_label, enqueue, plausible_address, sender, Message};
 use crate::clock::timestamp_text;
@@ -70,10 +70,14 @@ pub fn queue(cx: &Cx, conn: &mut dyn Conn, tx: &mut Record) -> ApiResult<()> {
         Some(id) => contact_address(conn, id)?,
         None => None,
     };
+    let user = match tx.text("created_user_id") {
+        Some(id) => user_address(conn, id)?,
+        None => None,
+    };
     let mut recipients: Vec<String> = named.iter().cloned().collect();
-    if let Some(c) = contact {
-        if !recipients.iter().any(|r| r.eq_ignore_ascii_case(&c)) {
-            recipients.push(c);
+    for address in [contact, user].into_iter().flatten() {
+        if !recipients.iter().any(|r| r.eq_ignore_ascii_case(&address)) {
+            recipients.push(address);
         }
     }
     if recipients.is_empty() || amount == 0 {
@@ -146,6 +150,18 @@ fn contact_address(conn: &mut dyn Conn, contact_id: &str) -> ApiResult<Option<St
         .query_one(&Sql::with(
             "SELECT email, email_trx_receipt FROM contacts WHERE id = ?",
             vec![contact_id.into()],
+        ))?
+        .filter(|r| r[1].as_int() == Some(1))
+        .and_then(|r| r[0].as_str().map(str::to_string))
+        .filter(|a| plausible_address(a)))
+}
+
+/// The user's address when they want receipts of what they make.
+fn user_address(conn: &mut dyn Conn, user_id: &str) -> ApiResult<Option<String>> {
+    Ok(conn
+        .query_one(&Sql::with(
+            "SELECT email, email_trx_receipt FROM users WHERE id = ?",
+            vec![user_id.into()],
         ))?
         .filter(|r| r[1].as_int() == Some(1))
         .and_then(|r| r[0].as_str().map(str::to_string))

@@ -183,7 +183,8 @@ impl Rules for LocationRules {
         Ok(())
     }
 
-    fn after_update(&self, _cx: &Cx, conn: &mut dyn Conn, old: &Record, new: &Record) -> ApiResult<()> {
+    fn after_update(&self, cx: &Cx, conn: &mut dyn Conn, old: &Record, new: &Record) -> ApiResult<()> {
+        super::users::follow_branding_domain(cx, conn, old, new)?;
         let (Some(old_path), Some(new_path)) = (old.text("path"), new.text("path")) else {
             return Ok(());
         };

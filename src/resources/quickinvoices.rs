@@ -126,6 +126,8 @@ pub static QUICK_INVOICE: Resource = Resource {
             column: "created_user_id",
         },
         Expand::Custom("transactions"),
+        Expand::Custom("tags"),
+        Expand::Custom("files"),
         Expand::Changelogs { users: &USER },
     ],
     list_params: &[],
@@ -419,6 +421,13 @@ impl Rules for QuickInvoiceRules {
     fn expand(&self, cx: &Cx, conn: &mut dyn Conn, record: &Record, name: &str) -> ApiResult<Json> {
         match name {
             "transactions" => transactions(cx, conn, record.id()),
+            "tags" => Ok(super::tags::expand_of(record)),
+            "files" => Ok(Json::Array(
+                invoices::attachments::list(conn, record.id())?
+                    .iter()
+                    .map(|f| f.to_json())
+                    .collect(),
+            )),
             _ => Ok(Json::Null),
         }
     }

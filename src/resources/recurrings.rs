@@ -12,7 +12,7 @@ use crate::engine::rules::Rules;
 use crate::engine::validate::{blank, CreateInput, UpdateInput};
 use crate::engine::{query, render, Cx};
 use crate::error::{ApiError, ApiResult, FieldErrors};
-use serde_json::{json, Value as Json};
+use serde_json::Value as Json;
 
 use super::product_transactions::default_for;
 use super::transactions::MAX_AMOUNT;
@@ -510,7 +510,7 @@ impl Rules for RecurringRules {
 
     fn expand(&self, cx: &Cx, conn: &mut dyn Conn, record: &Record, name: &str) -> ApiResult<Json> {
         Ok(match name {
-            "tags" => json!([]),
+            "tags" => super::tags::expand_of(record),
             "signature" => super::signatures::latest(cx, conn, "Recurring", record.id())?,
             _ => Json::Null,
         })

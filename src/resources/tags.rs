@@ -1,9 +1,11 @@
 //! Tags: a location's catalogue of labels for classifying transactions
 //! and recurrings (which carry tag titles in their own `tags` field).
 
+use crate::engine::record::Record;
 use crate::engine::resource::{Api, Expand, Field, Resource, Scope};
 use crate::engine::rules::NoRules;
 use crate::engine::validate::MAX_TAG_TITLE;
+use serde_json::Value as Json;
 
 use super::{LOCATION, USER};
 
@@ -51,3 +53,14 @@ pub static TAG: Resource = Resource {
     api: Api::PLAIN,
     doc: "A tag title a location classifies transactions and recurrings with.",
 };
+
+/// The `tags` expand of a record that carries tag titles (a transaction,
+/// a recurring, a quick invoice): its own `tags`, as the field renders
+/// them, so the expand never hides what the record holds.
+pub fn expand_of(record: &Record) -> Json {
+    record
+        .res
+        .field("tags")
+        .map(|f| crate::engine::to_json(f, record.get("tags")))
+        .unwrap_or_else(|| Json::Array(Vec::new()))
+}

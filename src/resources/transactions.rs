@@ -449,11 +449,7 @@ impl Rules for TransactionRules {
                 None => Json::Null,
             },
             "transaction_level3" => crate::payments::level3::embedded(cx, conn, record)?,
-            "tags" => record
-                .res
-                .field("tags")
-                .map(|f| crate::engine::to_json(f, record.get("tags")))
-                .unwrap_or(Json::Null),
+            "tags" => super::tags::expand_of(record),
             "recurring" => super::recurrings::of_transaction(cx, conn, record)?,
             "signature" => super::signatures::latest(cx, conn, "Transaction", record.id())?,
             // Quick invoices and surcharges arrive with their features.

@@ -292,6 +292,40 @@ fn check21_images(app: &TestApp) {
     );
     assert!(!c21.text.contains(IMAGE));
     assert!(!read(&t, &tx["id"]).to_string().contains(IMAGE));
+
+    // At rest and in the log: neither image, base64 or decoded, is kept
+    // anywhere, for a debit, the one its ACH update makes, or one held
+    // for a manager.
+    use base64::Engine as _;
+    let secret = |side: &str| {
+        let text = format!("CHECK-IMAGE-{side}-{}", uuid::Uuid::new_v4().simple());
+        (base64::engine::general_purpose::STANDARD.encode(&text), text)
+    };
+    let (front, front_text) = secret("front");
+    let (back, back_text) = secret("back");
+    let images = json!({ "image_front": front, "image_back": back });
+    let debit = post_debit(&t, "C21", "6.00", images.clone()).expect(201).body["transaction"].clone();
+    let id = str_of(&debit["id"]);
+    ach_update(
+        &t,
+        &debit["id"],
+        json!({ "track_data": "T021000021T 987654321O 1002", "transaction_amount": "7.00" }),
+    )
+    .expect(201);
+    post_debit(&t, "C21", "6.63", images).expect(201);
+    let mut conn = crate::support::db::db(app);
+    for needle in [&front, &back, &front_text, &back_text] {
+        let found = conn.columns_containing(needle);
+        assert!(found.is_empty(), "a check image is stored in {found:?}");
+        assert!(
+            !app.log().contains(needle.as_str()),
+            "a check image is in the server log"
+        );
+    }
+    assert!(
+        !conn.columns_containing(&id).is_empty(),
+        "the scan reads the tables"
+    );
 }
 
 fn override_approves_a_manager_hold(app: &TestApp) {

@@ -2,7 +2,9 @@
 //! SDK (tests/anet, unmodified, from npm) pointed at Ferrogate by its
 //! endpoint setting; the XML and JSON API by hand, its refusals in their
 //! shape; AIM 3.0/3.1 over plain HTTP with each delimiter option. Every
-//! emulated payment is ours: trx_source_id 11, in a batch.
+//! emulated payment is ours: trx_source_id 11, in a batch, heard by
+//! postbacks. Bodies of the wrong types are their errors, never a 5xx; no
+//! card number reaches the server log.
 
 use crate::engine_tests;
 use crate::support::{Client, Tenant, TestApp};
@@ -16,7 +18,40 @@ engine_tests!(
     refusals_are_theirs_never_a_server_error,
     aim_with_each_delimiter_option,
     python_sdk_with_short_credentials,
+    an_emulated_payment_reaches_a_postback,
+    capture_only_is_a_force_and_needs_its_code,
+    aim_capture_only_and_credit,
+    type_confused_json_answers_their_error,
 );
+
+/// The full card numbers these tests (and the SDK scripts) send: none may
+/// reach the server log.
+const CARDS: &[&str] = &["4111111111111111", "5454545454545454", "4111111111111112"];
+
+#[track_caller]
+fn no_card_in_log(app: &TestApp) {
+    let log = app.log();
+    assert!(!log.is_empty(), "the server wrote its log");
+    for card in CARDS {
+        assert!(!log.contains(card), "card number {card} in the server log");
+    }
+}
+
+fn json_path(t: &Tenant) -> String {
+    format!("/xml/v1/request.api?developer={}", t.cred("developer_id"))
+}
+
+/// Posts a JSON body to the API endpoint; the answer parsed.
+fn post_json(app: &TestApp, t: &Tenant, body: &Value) -> Value {
+    let (status, content, text) = post_raw(app, &json_path(t), "application/json", &body.to_string());
+    assert_eq!(status, 200, "{text}");
+    assert!(content.starts_with("application/json"), "{content}");
+    serde_json::from_str(text.trim_start_matches('\u{feff}')).unwrap_or_else(|_| panic!("JSON: {text}"))
+}
+
+fn authentication(t: &Tenant) -> Value {
+    json!({ "name": t.user_id(), "transactionKey": t.cred("user_api_key") })
+}
 
 fn scripts() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/anet")
@@ -127,6 +162,7 @@ fn official_client_library(app: &TestApp) {
     assert_eq!(recurrings[0]["status"], json!("ended"));
     assert_eq!(recurrings[0]["ended_reason"], json!("canceled"));
     assert_eq!(recurrings[0]["transaction_amount"], json!("15.00"));
+    no_card_in_log(app);
 }
 
 fn post_raw(app: &TestApp, path: &str, content_type: &str, body: &str) -> (u16, String, String) {
@@ -224,6 +260,7 @@ fn xml_and_json_answer_in_their_format(app: &TestApp) {
     let list = emulated(&t);
     assert_eq!(list.len(), 2);
     assert!(list.iter().all(|tx| tx["trx_source_id"] == json!(11)));
+    no_card_in_log(app);
 }
 
 fn refusals_are_theirs_never_a_server_error(app: &TestApp) {
@@ -301,6 +338,7 @@ fn refusals_are_theirs_never_a_server_error(app: &TestApp) {
     assert_eq!(element(&text, "resultCode"), "Error");
     // Nothing here made a payment.
     assert!(emulated(&t).is_empty());
+    no_card_in_log(app);
 }
 
 /// Posts AIM pairs: the tenant's credentials, version 3.1 and delimited
@@ -412,6 +450,7 @@ fn aim_with_each_delimiter_option(app: &TestApp) {
     let list = emulated(&t);
     assert_eq!(list.len(), 3, "sale, authorization and decline");
     assert!(list.iter().any(|tx| tx["status_id"] == json!(201)), "the void");
+    no_card_in_log(app);
 }
 
 /// The Python of the virtual environment `.ci/run` makes for the official
@@ -511,4 +550,344 @@ fn python_sdk_with_short_credentials(app: &TestApp) {
     )
     .expect(200);
     assert!(test(&login, &key).contains("E00007"));
+    no_card_in_log(app);
+}
+
+/// The second way a result reaches an integrator: an emulated payment is
+/// a transaction like any other, so a transaction postback hears of it,
+/// once, with trx_source_id 11.
+fn an_emulated_payment_reaches_a_postback(app: &TestApp) {
+    use crate::support::receiver::{config, deliveries, wait_log, Receiver};
+    let t = app.bootstrap();
+    let receiver = Receiver::start("/emulator-results");
+    let hook = config(
+        &t,
+        json!({ "resource": "transaction", "url": receiver.url,
+            "product_transaction_id": t.cred("cc_product_transaction_id") }),
+    );
+    let hook = hook["id"].as_str().unwrap().to_string();
+    let answer = post_json(
+        app,
+        &t,
+        &json!({ "createTransactionRequest": { "merchantAuthentication": authentication(&t),
+            "refId": "pb-1",
+            "transactionRequest": { "transactionType": "authCaptureTransaction", "amount": "3.21",
+                "payment": { "creditCard": { "cardNumber": "4111111111111111", "expirationDate": "2035-12" } },
+                "order": { "invoiceNumber": "PB-1" } } } }),
+    );
+    assert_eq!(answer["transactionResponse"]["responseCode"], "1", "{answer}");
+    let got = receiver.wait_for(1, std::time::Duration::from_secs(10));
+    let log = wait_log(&t, &hook, std::time::Duration::from_secs(10), |log| {
+        !log.is_empty() && log.iter().all(|d| d["status"] == "delivered")
+    });
+    assert_eq!(log.len(), 1, "one delivery: {log:#?}");
+    assert_eq!(deliveries(&t, &hook).len(), 1);
+    assert_eq!(receiver.received().len(), 1);
+    assert_eq!(got[0].field("type"), "CREATE");
+    assert_eq!(got[0].field("resource"), "transaction");
+    let data = got[0].data();
+    assert_eq!(data["trx_source_id"], 11, "{data}");
+    assert_eq!(data["transaction_amount"], "3.21");
+    assert_eq!(data["order_num"], "PB-1");
+    assert_eq!(data["status_id"], 101);
+    assert_eq!(data["id"], emulated(&t)[0]["id"]);
+    assert!(!got[0].body.contains("4111111111111111"));
+    no_card_in_log(app);
+}
+
+/// `captureOnlyTransaction` with an `authCode` is our force (a sale
+/// authorized by phone); without the code it is Authorize.Net's reason
+/// 12, and nothing is charged.
+fn capture_only_is_a_force_and_needs_its_code(app: &TestApp) {
+    let t = app.bootstrap();
+    let capture = |extra: Value| {
+        let mut request = json!({ "transactionType": "captureOnlyTransaction", "amount": "6.50",
+            "payment": { "creditCard": { "cardNumber": "4111111111111111", "expirationDate": "2035-12" } } });
+        for (k, v) in extra.as_object().unwrap() {
+            request[k] = v.clone();
+        }
+        post_json(
+            app,
+            &t,
+            &json!({ "createTransactionRequest": { "merchantAuthentication": authentication(&t),
+                "transactionRequest": request } }),
+        )
+    };
+    for (extra, why) in [
+        (json!({}), "no authCode"),
+        (json!({ "authCode": "" }), "a blank authCode"),
+        (json!({ "authCode": "ABC1234" }), "seven characters"),
+    ] {
+        let v = capture(extra);
+        assert_eq!(v["messages"]["resultCode"], "Error", "{why}: {v}");
+        assert_eq!(v["transactionResponse"]["responseCode"], "3", "{why}: {v}");
+        assert_eq!(
+            v["transactionResponse"]["errors"][0]["errorCode"], "12",
+            "{why}: {v}"
+        );
+    }
+    let v = capture(json!({}));
+    assert_eq!(
+        v["transactionResponse"]["errors"][0]["errorText"],
+        "An authorization code is required but not present."
+    );
+    assert!(emulated(&t).is_empty(), "a refusal charges nothing");
+
+    let v = capture(json!({ "authCode": "ABC123" }));
+    assert_eq!(v["messages"]["resultCode"], "Ok", "{v}");
+    assert_eq!(v["transactionResponse"]["responseCode"], "1", "{v}");
+    assert_eq!(v["transactionResponse"]["authCode"], "ABC123", "{v}");
+    let list = emulated(&t);
+    assert_eq!(list.len(), 1);
+    let force = &list[0];
+    assert_eq!(force["auth_code"], "ABC123");
+    assert_eq!(force["transaction_amount"], "6.50");
+    assert_eq!(force["status_id"], 101);
+    assert_eq!(force["type_id"], 20);
+    assert!(
+        force["transaction_batch_id"].is_string(),
+        "a force enters the batch"
+    );
+    no_card_in_log(app);
+}
+
+/// AIM's CAPTURE_ONLY (a force with `x_auth_code`) and CREDIT (a refund
+/// of a settled sale by `x_trans_id`).
+fn aim_capture_only_and_credit(app: &TestApp) {
+    let t = app.bootstrap();
+    let send = |extra: &[(&str, &str)]| -> Vec<String> {
+        aim(app, &t, extra).split(',').map(str::to_string).collect()
+    };
+    let card = [("x_card_num", "4111111111111111"), ("x_exp_date", "12/35")];
+    let mut no_code = vec![("x_type", "CAPTURE_ONLY"), ("x_amount", "7.00")];
+    no_code.extend_from_slice(&card);
+    let f = send(&no_code);
+    assert_eq!((f[0].as_str(), f[2].as_str()), ("3", "12"), "{f:?}");
+    assert_eq!(f[3], "An authorization code is required but not present.");
+    let mut forced = no_code.clone();
+    forced.push(("x_auth_code", "XYZ789"));
+    let f = send(&forced);
+    assert_eq!((f[0].as_str(), f[2].as_str()), ("1", "1"), "{f:?}");
+    assert_eq!(f[4], "XYZ789", "the code sent is the authorization");
+    assert_eq!(f[11], "capture_only");
+    let force_id = f[6].clone();
+
+    // A sale, settled, then credited in part, twice, and not beyond.
+    let mut sale = vec![("x_type", "AUTH_CAPTURE"), ("x_amount", "10.00")];
+    sale.extend_from_slice(&card);
+    let sale_id = send(&sale)[6].clone();
+    let f = send(&[
+        ("x_type", "CREDIT"),
+        ("x_amount", "1.00"),
+        ("x_trans_id", &sale_id),
+    ]);
+    assert_eq!(
+        (f[0].as_str(), f[2].as_str()),
+        ("3", "54"),
+        "an unsettled sale: {f:?}"
+    );
+    let f = send(&[("x_type", "CREDIT"), ("x_amount", "1.00")]);
+    assert_eq!(
+        (f[0].as_str(), f[2].as_str()),
+        ("3", "15"),
+        "no x_trans_id: {f:?}"
+    );
+    let batch = emulated(&t)
+        .into_iter()
+        .find(|tx| tx["transaction_amount"] == "10.00")
+        .expect("the sale")["transaction_batch_id"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    t.post(&format!("/v2/transactionbatches/{batch}/settle"), json!({}))
+        .expect(200);
+    let f = send(&[
+        ("x_type", "CREDIT"),
+        ("x_amount", "4.00"),
+        ("x_trans_id", &sale_id),
+    ]);
+    assert_eq!((f[0].as_str(), f[2].as_str()), ("1", "1"), "{f:?}");
+    assert_eq!((f[9].as_str(), f[11].as_str()), ("4.00", "credit"), "{f:?}");
+    let f = send(&[
+        ("x_type", "CREDIT"),
+        ("x_amount", "7.00"),
+        ("x_trans_id", &sale_id),
+    ]);
+    assert_eq!(
+        (f[0].as_str(), f[2].as_str()),
+        ("3", "55"),
+        "beyond the sale: {f:?}"
+    );
+    let f = send(&[
+        ("x_type", "CREDIT"),
+        ("x_amount", "6.00"),
+        ("x_trans_id", &sale_id),
+    ]);
+    assert_eq!(f[0], "1", "the rest: {f:?}");
+
+    let list = emulated(&t);
+    let refunds: Vec<&Value> = list.iter().filter(|tx| tx["type_id"] == 30).collect();
+    assert_eq!(refunds.len(), 2, "{list:#?}");
+    assert!(refunds.iter().all(|r| r["trx_source_id"] == 11));
+    assert!(list
+        .iter()
+        .any(|tx| tx["auth_code"] == "XYZ789" && tx["transaction_amount"] == "7.00"));
+    assert!(!force_id.is_empty());
+    no_card_in_log(app);
+}
+
+/// JSON whose members have the wrong types, or that nests too deep, is
+/// answered like Authorize.Net answers what it cannot use: HTTP 200 and
+/// an error in their shape, never a 5xx, never a payment.
+fn type_confused_json_answers_their_error(app: &TestApp) {
+    let t = app.bootstrap();
+    let auth = authentication(&t);
+    let card = json!({ "cardNumber": "4111111111111111", "expirationDate": "2035-12" });
+    let sale = |request: Value| json!({ "createTransactionRequest": { "merchantAuthentication": auth.clone(), "transactionRequest": request } });
+    let deep = format!("{}{}", "[".repeat(10_000), "]".repeat(10_000));
+    let deep_request = format!(
+        "{{\"createTransactionRequest\": {{\"merchantAuthentication\": {auth}, \"transactionRequest\": {deep}}}}}"
+    );
+    let deep_member = format!(
+        "{{\"createTransactionRequest\": {{\"merchantAuthentication\": {auth}, \"transactionRequest\": \
+         {{\"transactionType\": \"authCaptureTransaction\", \"amount\": {}1{}}}}}}}",
+        "[".repeat(200),
+        "]".repeat(200)
+    );
+    let cases: Vec<(&str, String)> = vec![
+        ("transactionRequest: []", sale(json!([])).to_string()),
+        ("transactionRequest: \"x\"", sale(json!("x")).to_string()),
+        ("transactionRequest: null", sale(Value::Null).to_string()),
+        (
+            "amount: {}",
+            sale(json!({ "transactionType": "authCaptureTransaction", "amount": {},
+                "payment": { "creditCard": card } }))
+            .to_string(),
+        ),
+        (
+            "amount: [5]",
+            sale(json!({ "transactionType": "authCaptureTransaction", "amount": [5],
+                "payment": { "creditCard": card } }))
+            .to_string(),
+        ),
+        (
+            "amount: true",
+            sale(json!({ "transactionType": "authCaptureTransaction", "amount": true,
+                "payment": { "creditCard": card } }))
+            .to_string(),
+        ),
+        (
+            "cardNumber: [1]",
+            sale(json!({ "transactionType": "authCaptureTransaction", "amount": "1.00",
+                "payment": { "creditCard": { "cardNumber": [1], "expirationDate": "2035-12" } } }))
+            .to_string(),
+        ),
+        (
+            "cardNumber: {}",
+            sale(json!({ "transactionType": "authCaptureTransaction", "amount": "1.00",
+                "payment": { "creditCard": { "cardNumber": {}, "expirationDate": "2035-12" } } }))
+            .to_string(),
+        ),
+        (
+            "expirationDate: 1235.5",
+            sale(json!({ "transactionType": "authCaptureTransaction", "amount": "1.00",
+                "payment": { "creditCard": { "cardNumber": "4111111111111111", "expirationDate": 1235.5 } } }))
+            .to_string(),
+        ),
+        (
+            "creditCard: []",
+            sale(json!({ "transactionType": "authCaptureTransaction", "amount": "1.00",
+                "payment": { "creditCard": [] } }))
+            .to_string(),
+        ),
+        (
+            "payment: \"cash\"",
+            sale(json!({ "transactionType": "authCaptureTransaction", "amount": "1.00", "payment": "cash" }))
+                .to_string(),
+        ),
+        (
+            "transactionType: 1",
+            sale(json!({ "transactionType": 1, "amount": "1.00", "payment": { "creditCard": card } })).to_string(),
+        ),
+        (
+            "transactionType: {}",
+            sale(json!({ "transactionType": {}, "amount": "1.00", "payment": { "creditCard": card } }))
+                .to_string(),
+        ),
+        (
+            "refTransId: {}",
+            sale(json!({ "transactionType": "voidTransaction", "refTransId": {} })).to_string(),
+        ),
+        (
+            "refTransId: [12345678901]",
+            sale(json!({ "transactionType": "priorAuthCaptureTransaction", "refTransId": [12345678901u64] }))
+                .to_string(),
+        ),
+        (
+            "merchantAuthentication: \"x\"",
+            json!({ "createTransactionRequest": { "merchantAuthentication": "x",
+                "transactionRequest": { "transactionType": "authCaptureTransaction", "amount": "1.00",
+                    "payment": { "creditCard": card } } } })
+            .to_string(),
+        ),
+        (
+            "merchantAuthentication: []",
+            json!({ "createTransactionRequest": { "merchantAuthentication": [],
+                "transactionRequest": { "transactionType": "authCaptureTransaction", "amount": "1.00" } } })
+            .to_string(),
+        ),
+        (
+            "name: {}",
+            json!({ "createTransactionRequest": {
+                "merchantAuthentication": { "name": {}, "transactionKey": t.cred("user_api_key") },
+                "transactionRequest": { "transactionType": "authCaptureTransaction", "amount": "1.00" } } })
+            .to_string(),
+        ),
+        (
+            "transactionKey: [..]",
+            json!({ "createTransactionRequest": {
+                "merchantAuthentication": { "name": t.user_id(), "transactionKey": [t.cred("user_api_key")] },
+                "transactionRequest": { "transactionType": "authCaptureTransaction", "amount": "1.00" } } })
+            .to_string(),
+        ),
+        ("createTransactionRequest: []", json!({ "createTransactionRequest": [] }).to_string()),
+        ("createTransactionRequest: 5", json!({ "createTransactionRequest": 5 }).to_string()),
+        ("a bare array", json!([{ "createTransactionRequest": {} }]).to_string()),
+        ("a bare string", json!("createTransactionRequest").to_string()),
+        ("two methods", json!({ "createTransactionRequest": {}, "authenticateTestRequest": {} }).to_string()),
+        ("an empty object", "{}".to_string()),
+        ("deeply nested arrays", deep),
+        ("a request nested deep", deep_request),
+        ("an amount nested deep", deep_member),
+        (
+            "ARB amount: {}",
+            json!({ "ARBCreateSubscriptionRequest": { "merchantAuthentication": auth.clone(),
+                "subscription": { "amount": {}, "paymentSchedule": [] } } })
+            .to_string(),
+        ),
+        (
+            "details transId: {}",
+            json!({ "getTransactionDetailsRequest": { "merchantAuthentication": auth.clone(), "transId": {} } })
+                .to_string(),
+        ),
+    ];
+    for (what, body) in &cases {
+        let (status, content, text) = post_raw(app, &json_path(&t), "application/json", body);
+        assert_eq!(status, 200, "{what}: {text}");
+        assert!(content.starts_with("application/json"), "{what}: {content}");
+        let v: Value = serde_json::from_str(text.trim_start_matches('\u{feff}'))
+            .unwrap_or_else(|_| panic!("{what}: not JSON: {text}"));
+        assert_eq!(v["messages"]["resultCode"], "Error", "{what}: {v}");
+        let code = v["messages"]["message"][0]["code"].as_str().unwrap_or_default();
+        assert!(code.starts_with('E'), "{what}: {v}");
+    }
+    assert!(emulated(&t).is_empty(), "nothing was charged");
+    // The server is still well.
+    let v = post_json(
+        app,
+        &t,
+        &json!({ "authenticateTestRequest": { "merchantAuthentication": authentication(&t) } }),
+    );
+    assert_eq!(v["messages"]["resultCode"], "Ok", "{v}");
+    no_card_in_log(app);
 }

@@ -18,7 +18,12 @@ engine_tests!(
     tickets_fill_a_vault_once,
     hosted_payment_page_links,
     hosted_payment_page_resource_is_checked,
-    a_payform_payment_reaches_a_postback
+    a_payform_payment_reaches_a_postback,
+    a_form_submits_within_fifteen_minutes,
+    authonly_and_avsonly_save_the_account,
+    a_partial_approval_is_shown_approved,
+    results_go_to_the_parent_origin_only,
+    flags_change_the_form
 );
 
 fn now() -> i64 {
@@ -749,4 +754,231 @@ fn a_payform_payment_reaches_a_postback(app: &TestApp) {
     assert_eq!(data["transaction_api_id"], "order-pb");
     assert_eq!(data["trx_source_id"], 9);
     assert!(!got[0].body.contains("4111111111111111"));
+}
+
+/// Opens a link with the given extra request headers.
+fn open_with(app: &TestApp, path: &str, headers: &[(&str, &str)]) -> Resp {
+    let mut all = vec![("accept", "text/html")];
+    all.extend_from_slice(headers);
+    client(app).send("GET", path, &all, None)
+}
+
+/// A form opened now submits for 15 minutes from its timestamp (the
+/// hash's lifetime); past that, on the location's clock, the submission
+/// is refused and charges nothing.
+fn a_form_submits_within_fifteen_minutes(app: &TestApp) {
+    let t = app.bootstrap();
+    let action =
+        form_action(&get_page(app, &form_link(&t, "/v2/payform", now(), &sale_data("late-1"))).expect(200));
+    t.post(
+        "/v2/developer/testclock/advance",
+        json!({ "testclock": { "seconds": 16 * 60 } }),
+    )
+    .expect(200);
+    let late = submit(
+        app,
+        &action,
+        &[("account_number", "4111111111111111"), ("exp_date", "1239")],
+    );
+    assert!(
+        (400..500).contains(&late.status),
+        "{}: {}",
+        late.status,
+        late.text
+    );
+    assert!(late.text.to_lowercase().contains("expired"), "{}", late.text);
+    assert!(by_api_id(&t, "late-1").is_empty(), "no transaction");
+    // A form opened on the moved clock still works within its window.
+    let clock = t.get("/v2/developer/testclock").expect(200).body["testclock"]["now"]
+        .as_i64()
+        .unwrap();
+    let action =
+        form_action(&get_page(app, &form_link(&t, "/v2/payform", clock, &sale_data("late-2"))).expect(200));
+    t.post(
+        "/v2/developer/testclock/advance",
+        json!({ "testclock": { "seconds": 14 * 60 } }),
+    )
+    .expect(200);
+    submit(
+        app,
+        &action,
+        &[("account_number", "4111111111111111"), ("exp_date", "1239")],
+    )
+    .expect(200);
+    assert_eq!(by_api_id(&t, "late-2").len(), 1);
+}
+
+/// PayForm authonly and avsonly with `save_account` and a `contact_id`
+/// store the entered card as a vault of that contact.
+fn authonly_and_avsonly_save_the_account(app: &TestApp) {
+    let t = app.bootstrap();
+    for (i, (action, amount, status)) in [("authonly", "12.00", 102), ("avsonly", "0.00", 121)]
+        .into_iter()
+        .enumerate()
+    {
+        let contact = t.contact(json!({ "first_name": action }))["id"]
+            .as_str()
+            .unwrap()
+            .to_string();
+        let api_id = format!("save-{action}");
+        let data = json!({ "transaction": { "payment_method": "cc", "action": action, "transaction_amount": amount,
+            "transaction_api_id": api_id, "save_account": 1, "save_account_title": "Saved card",
+            "contact_id": contact, "show_zip": true } });
+        let form = get_page(app, &form_link(&t, "/v2/payform", now() - i as i64, &data)).expect(200);
+        let done = submit(
+            app,
+            &form_action(&form),
+            &[
+                ("account_holder_name", "Pat Payer"),
+                ("account_number", "4111111111111111"),
+                ("exp_date", "1239"),
+                ("billing_zip", "12345"),
+            ],
+        )
+        .expect(200);
+        assert!(done.text.contains("approved"), "{action}: {}", done.text);
+        let tx = &by_api_id(&t, &api_id)[0];
+        assert_eq!(tx["status_id"], status, "{action}: {tx}");
+        assert_eq!(tx["contact_id"], contact.as_str(), "{action}");
+        let vault_id = tx["account_vault_id"]
+            .as_str()
+            .unwrap_or_else(|| panic!("{action}: the account is saved: {tx}"));
+        let vault = t.get(&format!("/v2/accountvaults/{vault_id}")).expect(200).body["accountvault"].clone();
+        assert_eq!(vault["contact_id"], contact.as_str(), "{action}");
+        assert_eq!(vault["last_four"], "1111");
+        assert_eq!(vault["title"], "Saved card");
+        let of_contact = t
+            .get(&format!("/v2/accountvaults?contact_id={contact}"))
+            .expect(200)
+            .body;
+        assert_eq!(of_contact["meta"]["pagination"]["totalCount"], 1, "{action}");
+    }
+    assert!(!app.log().contains("4111111111111111"));
+}
+
+/// Approval is judged by status_id: a partial approval (reason 1201, the
+/// sandbox's $2.01) is an approval, shown as one.
+fn a_partial_approval_is_shown_approved(app: &TestApp) {
+    let t = app.bootstrap();
+    let data = json!({ "transaction": { "payment_method": "cc", "action": "sale", "transaction_amount": "2.01",
+        "transaction_api_id": "partial-1", "allow_partial_authorization_override": 1,
+        "redirect_url_on_approval": "https://shop.example/thanks",
+        "redirect_url_on_decline": "https://shop.example/sorry" } });
+    let action = form_action(&get_page(app, &form_link(&t, "/v2/payform", now(), &data)).expect(200));
+    let done = submit(
+        app,
+        &action,
+        &[("account_number", "4111111111111111"), ("exp_date", "1239")],
+    )
+    .expect(200);
+    let tx = &by_api_id(&t, "partial-1")[0];
+    assert_eq!(
+        (tx["status_id"].as_i64(), tx["reason_code_id"].as_i64()),
+        (Some(101), Some(1201)),
+        "{tx}"
+    );
+    assert!(done.text.contains("Payment approved"), "{}", done.text);
+    assert!(!done.text.contains("Payment declined"));
+    assert_eq!(done.header("refresh"), Some("0;url=https://shop.example/thanks"));
+    // And a decline is still one.
+    let data = json!({ "transaction": { "payment_method": "cc", "action": "sale", "transaction_amount": "2.01",
+        "transaction_api_id": "partial-2" } });
+    let action = form_action(&get_page(app, &form_link(&t, "/v2/payform", now() - 1, &data)).expect(200));
+    let done = submit(
+        app,
+        &action,
+        &[("account_number", "4111111111111111"), ("exp_date", "1239")],
+    )
+    .expect(200);
+    assert_eq!(by_api_id(&t, "partial-2")[0]["status_id"], 301);
+    assert!(done.text.contains("Payment declined"), "{}", done.text);
+}
+
+/// The config attribute the page's script posts results to.
+fn posted_origin(page: &Resp) -> String {
+    let at = page
+        .text
+        .find("data-parent-origin=\"")
+        .expect("the config element")
+        + "data-parent-origin=\"".len();
+    let end = page.text[at..].find('"').unwrap();
+    page.text[at..at + end].to_string()
+}
+
+/// Results are posted to the page that embedded the form: the origin of
+/// the Referer that opened it, on the form and on the result page; never
+/// a wildcard.
+fn results_go_to_the_parent_origin_only(app: &TestApp) {
+    let t = app.bootstrap();
+    let link = form_link(&t, "/v2/payform", now(), &sale_data("parent-1"));
+    let form = open_with(
+        app,
+        &link,
+        &[("referer", "https://shop.example:8443/checkout?step=2#pay")],
+    )
+    .expect(200);
+    assert_eq!(posted_origin(&form), "https://shop.example:8443");
+    let done = submit(
+        app,
+        &form_action(&form),
+        &[("account_number", "4111111111111111"), ("exp_date", "1239")],
+    )
+    .expect(200);
+    assert_eq!(posted_origin(&done), "https://shop.example:8443");
+    assert!(done.text.contains("data-send-message=\"true\""), "{}", done.text);
+    assert!(!done.text.contains("postMessage(message, \"*\")") && !done.text.contains("'*'"));
+    // Without a Referer there is no origin to post to (the script then
+    // asks the browser for the embedding page's own origin).
+    let link = form_link(&t, "/v2/payform", now() - 1, &sale_data("parent-2"));
+    let form = open_with(app, &link, &[]).expect(200);
+    assert_eq!(posted_origin(&form), "");
+    // A Referer that is no http(s) URL is not taken.
+    let link = form_link(&t, "/v2/payform", now() - 2, &sale_data("parent-3"));
+    let form = open_with(app, &link, &[("referer", "javascript:alert(1)")]).expect(200);
+    assert_eq!(posted_origin(&form), "");
+}
+
+/// UI flags act on the form: `require_zip` refuses a submission without
+/// a ZIP (nothing charged); `display_close_button: false` removes the
+/// close button, which is there by default.
+fn flags_change_the_form(app: &TestApp) {
+    let t = app.bootstrap();
+    let data = json!({ "transaction": { "payment_method": "cc", "action": "sale", "transaction_amount": "3.00",
+        "transaction_api_id": "zip-1", "show_zip": true, "require_zip": true } });
+    let form = get_page(app, &form_link(&t, "/v2/payform", now(), &data)).expect(200);
+    assert!(form.text.contains("fg-billing_zip"), "the ZIP is asked");
+    assert!(form.text.contains("data-fg-close"), "a close button by default");
+    let action = form_action(&form);
+    let refused = submit(
+        app,
+        &action,
+        &[("account_number", "4111111111111111"), ("exp_date", "1239")],
+    )
+    .expect(422);
+    assert!(refused.text.contains("role=\"alert\""), "{}", refused.text);
+    assert!(refused.text.contains("fg-billing_zip"), "{}", refused.text);
+    assert!(by_api_id(&t, "zip-1").is_empty(), "nothing charged");
+    submit(
+        app,
+        &action,
+        &[
+            ("account_number", "4111111111111111"),
+            ("exp_date", "1239"),
+            ("billing_zip", "12345"),
+        ],
+    )
+    .expect(200);
+    assert_eq!(by_api_id(&t, "zip-1")[0]["billing_zip"], "12345");
+
+    let data = json!({ "transaction": { "payment_method": "cc", "action": "sale", "transaction_amount": "3.00",
+        "transaction_api_id": "close-1", "display_close_button": false } });
+    let form = get_page(app, &form_link(&t, "/v2/payform", now() - 1, &data)).expect(200);
+    assert!(!form.text.contains("data-fg-close"), "no close button");
+    let done = submit(
+        app,
+        &form_action(&form),
+        &[("account_number", "4111111111111111"), ("exp_date", "1239")],
+    )
+    .expect(200);
+    assert!(!done.text.contains("data-fg-close"), "nor on the result");
 }

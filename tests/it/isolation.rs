@@ -1252,7 +1252,7 @@ fn matrix(a: &World, b: &World) -> Vec<Case> {
         ),
         (
             "/v2/quickinvoices",
-            "?expand=contact,location,created_user,transactions,changelogs&page_size=100",
+            "?expand=contact,location,created_user,transactions,tags,files,changelogs&page_size=100",
         ),
         ("/v2/productfiles", "?expand=location,created_user&page_size=100"),
         (

@@ -18,7 +18,13 @@ engine_tests!(
     reminders_follow_the_test_clock,
     invoice_mail_by_smtp,
     files_need_storage_and_are_checked,
-    multipart_create_with_files
+    multipart_create_with_files,
+    tags_on_quick_invoices,
+    a_double_submit_is_one_payment,
+    files_up_to_five_mebibytes,
+    the_pay_page_cannot_be_framed,
+    an_expired_invoice_stops_taking_payments,
+    concurrent_full_payments_approve_once
 );
 
 const PDF: &str = "%PDF-1.4\n1 0 obj << /Type /Catalog >> endobj\ntrailer << /Root 1 0 R >>\n%%EOF\n";
@@ -703,6 +709,16 @@ fn invoice_mail_by_smtp(app: &mut TestApp) {
         &[("file[file]", "terms.pdf", PDF)],
     )
     .expect(200);
+    // Without attach_files_to_email (the default), a resend carries no
+    // file, though the invoice has one.
+    t.send("POST", &format!("/v2/quickinvoices/{id}/resend"), None)
+        .expect(204);
+    let plain = sink.wait_for(3, Duration::from_secs(20)).remove(2).decoded();
+    assert!(plain.contains("item1xx"), "the invoice again");
+    assert!(
+        !plain.contains("Content-Disposition: attachment") && !plain.contains("terms.pdf"),
+        "no attachment without attach_files_to_email"
+    );
     t.put(
         &format!("/v2/quickinvoices/{id}"),
         json!({ "quickinvoice": { "attach_files_to_email": 1 } }),
@@ -715,7 +731,7 @@ fn invoice_mail_by_smtp(app: &mut TestApp) {
         None,
     )
     .expect(204);
-    let resent = sink.wait_for(3, Duration::from_secs(20)).remove(2).decoded();
+    let resent = sink.wait_for(4, Duration::from_secs(20)).remove(3).decoded();
     assert!(
         resent.contains("application/pdf") && resent.contains("terms.pdf"),
         "the file attached"
@@ -849,4 +865,350 @@ fn multipart_create_with_files(app: &TestApp) {
             .len(),
         1
     );
+}
+
+/// Tags on quick invoices (reference-facts 5): taken by a JSON and a
+/// multipart create, answered as on transactions, filterable by whole
+/// title, and shown by `?expand=tags` (with `files`, the reference's other
+/// expand of the invoice's own parts).
+fn tags_on_quick_invoices(app: &TestApp) {
+    let t = app.bootstrap();
+    let shown = json!([{ "id": "Rent", "title": "Rent" }, { "id": "Deposit", "title": "Deposit" }]);
+    let q = invoice(&t, json!({ "tags": ["Rent", "Deposit", "rent"] }))
+        .expect(201)
+        .body["quickinvoice"]
+        .clone();
+    assert_eq!(q["tags"], shown);
+    let json_id = q["id"].as_str().unwrap().to_string();
+    let plain = invoice(&t, json!({})).expect(201).body["quickinvoice"].clone();
+    assert_eq!(plain["tags"], json!([]), "the key is always there");
+    let plain_id = plain["id"].as_str().unwrap().to_string();
+    let r = invoice(&t, json!({ "tags": [1] }));
+    assert_eq!(r.status, 422, "{}", r.text);
+    assert!(r.body["errors"]["tags"].is_array(), "{}", r.text);
+
+    t.post(
+        "/v2/productfiles",
+        json!({ "productfile": { "location_id": t.location_id(), "title": "Invoices" } }),
+    )
+    .expect(201);
+    let loc = t.location_id();
+    let fields = [
+        ("quickinvoice[title]", "Multipart"),
+        ("quickinvoice[due_date]", "2030-02-01"),
+        ("quickinvoice[location_id]", loc.as_str()),
+        ("quickinvoice[item_list][item1]", "3"),
+        ("quickinvoice[tags][0]", "Test tag1"),
+        ("quickinvoice[tags][1]", "Test tag2"),
+    ];
+    let files = [("quickinvoice[files][0]", "a.pdf", PDF)];
+    let m = send_multipart(app, &t, "/v2/quickinvoices", &fields, &files)
+        .expect(201)
+        .body["quickinvoice"]
+        .clone();
+    let multipart_id = m["id"].as_str().unwrap().to_string();
+    let multipart_tags =
+        json!([{ "id": "Test tag1", "title": "Test tag1" }, { "id": "Test tag2", "title": "Test tag2" }]);
+    assert_eq!(m["tags"], multipart_tags);
+
+    // The expand shows what each carries, alone and in a list.
+    for (id, tags) in [
+        (&json_id, &shown),
+        (&multipart_id, &multipart_tags),
+        (&plain_id, &json!([])),
+    ] {
+        let read = t
+            .get(&format!("/v2/quickinvoices/{id}?expand=tags"))
+            .expect(200)
+            .body;
+        assert_eq!(&read["quickinvoice"]["tags"], tags, "{read}");
+    }
+    let listed = t
+        .get(&format!("/v2/quickinvoices?id={multipart_id}&expand=tags,files"))
+        .expect(200)
+        .body;
+    assert_eq!(listed["quickinvoices"][0]["tags"], multipart_tags, "{listed}");
+    assert_eq!(
+        listed["quickinvoices"][0]["files"][0]["name"], "a.pdf",
+        "{listed}"
+    );
+    let read = t
+        .get(&format!("/v2/quickinvoices/{json_id}?expand=files"))
+        .expect(200)
+        .body;
+    assert_eq!(read["quickinvoice"]["files"], json!([]));
+
+    // The filter matches a whole title, in any case.
+    let found = |q: &str| -> Vec<String> {
+        let mut ids: Vec<String> = t.get(&format!("/v2/quickinvoices?tags={q}")).expect(200).body
+            ["quickinvoices"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|x| x["id"].as_str().unwrap().to_string())
+            .collect();
+        ids.sort();
+        ids
+    };
+    assert_eq!(found("rent"), vec![json_id.clone()]);
+    assert_eq!(found("test%20tag2"), vec![multipart_id.clone()]);
+    let mut both = vec![json_id.clone(), multipart_id.clone()];
+    both.sort();
+    assert_eq!(found("Deposit,Test%20tag1"), both);
+    assert!(found("Ren").is_empty(), "a title matches whole");
+}
+
+/// The hidden nonce of a pay page.
+fn nonce_of(page: &Resp) -> String {
+    let at = page.text.find("name=\"nonce\" value=\"").expect("a nonce") + "name=\"nonce\" value=\"".len();
+    let end = page.text[at..].find('"').unwrap();
+    page.text[at..at + end].to_string()
+}
+
+fn invoice_transactions(t: &Tenant, id: &str) -> Vec<Value> {
+    t.get(&format!("/v2/transactions?quick_invoice_id={id}&page_size=100"))
+        .expect(200)
+        .body["transactions"]
+        .as_array()
+        .cloned()
+        .unwrap_or_default()
+}
+
+/// The same form sent twice (a double click, a reload), one after the
+/// other and at once: one payment, the same answer.
+fn a_double_submit_is_one_payment(app: &TestApp) {
+    let t = app.bootstrap();
+    let q = invoice(&t, json!({ "allow_partial_pay": 1 })).expect(201).body["quickinvoice"].clone();
+    let id = q["id"].as_str().unwrap().to_string();
+    let link = pay_path(&q);
+    let nonce = nonce_of(&page(app, &link, None).expect(200));
+    let mut fields = with_amount("5.50");
+    fields.push(("nonce", &nonce));
+    let first = page(app, &link, Some(&fields)).expect(200);
+    let second = page(app, &link, Some(&fields)).expect(200);
+    assert!(first.text.contains("Payment approved") && second.text.contains("Payment approved"));
+    let txs = invoice_transactions(&t, &id);
+    assert_eq!(txs.len(), 1, "{txs:#?}");
+    assert!(
+        second.text.contains(txs[0]["id"].as_str().unwrap()),
+        "the first one's answer"
+    );
+    // At once, from two connections.
+    let nonce = nonce_of(&page(app, &link, None).expect(200));
+    let mut fields = with_amount("2.50");
+    fields.push(("nonce", &nonce));
+    let answers: Vec<Resp> = std::thread::scope(|s| {
+        let runs: Vec<_> = (0..2)
+            .map(|_| s.spawn(|| page(app, &link, Some(&fields))))
+            .collect();
+        runs.into_iter().map(|h| h.join().unwrap()).collect()
+    });
+    // The second, while the first still runs, is told so; or, after it,
+    // shown its answer.
+    for r in &answers {
+        assert!(
+            (r.status == 200 && r.text.contains("Payment approved"))
+                || (r.status == 409 && r.text.contains("already being processed")),
+            "{}: {}",
+            r.status,
+            r.text
+        );
+    }
+    let txs = invoice_transactions(&t, &id);
+    assert_eq!(txs.len(), 2, "one more payment: {txs:#?}");
+    let after = t.get(&format!("/v2/quickinvoices/{id}")).expect(200).body["quickinvoice"].clone();
+    assert_eq!(after["remaining_balance"], "13.00");
+    // A new nonce is a new payment.
+    let nonce = nonce_of(&page(app, &link, None).expect(200));
+    let mut fields = with_amount("1.00");
+    fields.push(("nonce", &nonce));
+    page(app, &link, Some(&fields)).expect(200);
+    assert_eq!(invoice_transactions(&t, &id).len(), 3);
+}
+
+/// A file of exactly 5 MiB is taken; one byte more is refused and stores
+/// nothing.
+fn files_up_to_five_mebibytes(app: &TestApp) {
+    const MIB5: usize = 5 * 1024 * 1024;
+    let t = app.bootstrap();
+    t.post(
+        "/v2/productfiles",
+        json!({ "productfile": { "location_id": t.location_id(), "title": "Invoices" } }),
+    )
+    .expect(201);
+    let q = invoice(&t, json!({})).expect(201).body["quickinvoice"].clone();
+    let id = q["id"].as_str().unwrap();
+    let path = format!("/v2/quickinvoices/{id}/files");
+    let over = format!("{}\n", "a".repeat(MIB5));
+    assert_eq!(over.len(), MIB5 + 1);
+    let r = send_multipart(app, &t, &path, &[], &[("file[file]", "big.txt", &over)]);
+    assert_eq!(r.status, 422, "{}", r.text);
+    assert!(r.text.contains("larger than 5 MB"), "{}", r.text);
+    let files = |t: &Tenant| {
+        t.get(&format!("/v2/quickinvoices/{id}?expand=files"))
+            .expect(200)
+            .body["quickinvoice"]["files"]
+            .as_array()
+            .unwrap()
+            .len()
+    };
+    assert_eq!(files(&t), 0, "nothing stored");
+    let stored = std::fs::read_dir(app.dir.join("files"))
+        .map(|d| d.count())
+        .unwrap_or(0);
+    assert_eq!(stored, 0, "no bytes kept");
+    // The same at creation.
+    let loc = t.location_id();
+    let create = [
+        ("quickinvoice[title]", "Big"),
+        ("quickinvoice[due_date]", "2030-02-01"),
+        ("quickinvoice[location_id]", loc.as_str()),
+        ("quickinvoice[item_list][item1]", "3"),
+    ];
+    let r = send_multipart(
+        app,
+        &t,
+        "/v2/quickinvoices",
+        &create,
+        &[("quickinvoice[files][0]", "big.txt", &over)],
+    );
+    assert_eq!(r.status, 422, "{}", r.text);
+    assert_eq!(
+        t.get("/v2/quickinvoices").expect(200).body["meta"]["pagination"]["totalCount"],
+        1,
+        "no invoice made"
+    );
+    // Exactly 5 MiB.
+    let exact = format!("{}\n", "a".repeat(MIB5 - 1));
+    assert_eq!(exact.len(), MIB5);
+    let added = send_multipart(app, &t, &path, &[], &[("file[file]", "exact.txt", &exact)])
+        .expect(200)
+        .body["quickinvoice"]
+        .clone();
+    assert_eq!(added["files"][0]["size"], MIB5);
+    assert_eq!(files(&t), 1);
+}
+
+/// The pay page is not framed by other sites (clickjacking): its CSP
+/// says frame-ancestors 'none', with the header browsers older than CSP
+/// read.
+fn the_pay_page_cannot_be_framed(app: &TestApp) {
+    let t = app.bootstrap();
+    let q = invoice(&t, json!({})).expect(201).body["quickinvoice"].clone();
+    for shown in [
+        page(app, &pay_path(&q), None).expect(200),
+        page(app, &pay_path(&q), Some(&[("exp_date", "1239")])).expect(422),
+    ] {
+        let csp = shown
+            .header("content-security-policy")
+            .expect("a CSP")
+            .to_string();
+        assert!(csp.contains("frame-ancestors 'none'"), "{csp}");
+        assert!(!csp.contains("frame-ancestors *"), "{csp}");
+        assert_eq!(
+            shown
+                .header("x-frame-options")
+                .map(str::to_ascii_uppercase)
+                .as_deref(),
+            Some("DENY")
+        );
+    }
+}
+
+/// Past its expire_date on the location's clock an invoice reads status 3
+/// and its link no longer opens or pays.
+fn an_expired_invoice_stops_taking_payments(app: &TestApp) {
+    let t = app.bootstrap();
+    let today = t.get("/v2/developer/testclock").expect(200).body["testclock"]["now"]
+        .as_i64()
+        .unwrap();
+    let day = |d: i64| {
+        chrono::DateTime::from_timestamp(today + d * 86_400, 0)
+            .unwrap()
+            .date_naive()
+            .to_string()
+    };
+    let q = invoice(
+        &t,
+        json!({ "due_date": day(1), "expire_date": day(2), "allow_partial_pay": 1 }),
+    )
+    .expect(201)
+    .body["quickinvoice"]
+        .clone();
+    let id = q["id"].as_str().unwrap().to_string();
+    let link = pay_path(&q);
+    page(app, &link, Some(&with_amount("1.00"))).expect(200);
+    t.post(
+        "/v2/developer/testclock/advance",
+        json!({ "testclock": { "seconds": 4 * 86_400 } }),
+    )
+    .expect(200);
+    let after = t.get(&format!("/v2/quickinvoices/{id}")).expect(200).body["quickinvoice"].clone();
+    assert_eq!(after["status_id"], 3, "{after}");
+    assert_eq!(after["remaining_balance"], "20.00");
+    let listed = t.get("/v2/quickinvoices?status_id=3").expect(200).body;
+    assert_eq!(listed["meta"]["pagination"]["totalCount"], 1, "{listed}");
+    let shown = page(app, &link, None);
+    assert_eq!(shown.status, 404, "{}", shown.text);
+    assert!(shown.text.contains("expired"), "{}", shown.text);
+    let paid = page(app, &link, Some(&with_amount("20.00")));
+    assert_eq!(paid.status, 404, "{}", paid.text);
+    assert_eq!(invoice_transactions(&t, &id).len(), 1, "nothing more taken");
+}
+
+/// Two payers paying the whole balance at the same moment: exactly one
+/// is charged, the other told the invoice is paid.
+fn concurrent_full_payments_approve_once(app: &TestApp) {
+    let t = app.bootstrap();
+    for round in 0..3 {
+        let q = invoice(&t, json!({})).expect(201).body["quickinvoice"].clone();
+        let id = q["id"].as_str().unwrap().to_string();
+        let link = pay_path(&q);
+        let pages: Vec<String> = (0..2)
+            .map(|_| nonce_of(&page(app, &link, None).expect(200)))
+            .collect();
+        let barrier = std::sync::Barrier::new(2);
+        let answers: Vec<Resp> = std::thread::scope(|s| {
+            let runs: Vec<_> = pages
+                .iter()
+                .map(|nonce| {
+                    let (link, barrier) = (&link, &barrier);
+                    s.spawn(move || {
+                        let mut fields = with_amount("21.00");
+                        fields.push(("nonce", nonce));
+                        barrier.wait();
+                        page(app, link, Some(&fields))
+                    })
+                })
+                .collect();
+            runs.into_iter().map(|h| h.join().unwrap()).collect()
+        });
+        let approved = answers
+            .iter()
+            .filter(|r| r.text.contains("Payment approved"))
+            .count();
+        assert_eq!(
+            approved,
+            1,
+            "round {round}: {:?}",
+            answers.iter().map(|r| r.status).collect::<Vec<_>>()
+        );
+        let refused = answers
+            .iter()
+            .find(|r| !r.text.contains("Payment approved"))
+            .unwrap();
+        assert_eq!(refused.status, 422, "round {round}: {}", refused.text);
+        let txs = invoice_transactions(&t, &id);
+        let charged: Vec<&Value> = txs.iter().filter(|tx| tx["status_id"] == 101).collect();
+        assert_eq!(charged.len(), 1, "round {round}: {txs:#?}");
+        let after = t.get(&format!("/v2/quickinvoices/{id}")).expect(200).body["quickinvoice"].clone();
+        assert_eq!(
+            (
+                after["payment_status_id"].as_i64(),
+                after["remaining_balance"].as_str()
+            ),
+            (Some(2), Some("0.00")),
+            "round {round}"
+        );
+    }
 }

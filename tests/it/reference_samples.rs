@@ -10,6 +10,7 @@ engine_tests!(
     what_published_clients_send,
     a_put_carries_only_what_it_changes,
     tags_classify_transactions_and_recurrings,
+    the_tags_expand_shows_the_records_tags,
     every_key_of_the_samples,
     surcharges_on_credit_cards_only,
 );
@@ -122,7 +123,69 @@ fn a_put_carries_only_what_it_changes(app: &TestApp) {
         json!({ "location_id": loc, "account_vault_id": card, "transaction_amount": "9.00",
             "interval": 1, "interval_type": "m", "start_date": tomorrow, "description": "Gym" }),
     );
+    let files = made(
+        &t,
+        "/v2/productfiles",
+        "productfile",
+        json!({ "location_id": loc, "title": "Invoices", "product_file_credential_id": "cred-1" }),
+    );
+    let tag = made(
+        &t,
+        "/v2/tags",
+        "tag",
+        json!({ "location_id": loc, "title": "Gala" }),
+    );
+    let invoice = made(
+        &t,
+        "/v2/quickinvoices",
+        "quickinvoice",
+        json!({ "location_id": loc, "title": "Invoice", "due_date": "2030-01-15",
+            "item_list": { "Bread": "4.00" }, "email": "jo@example.com", "note": "Thanks" }),
+    );
+    let hosted = made(
+        &t,
+        "/v2/hostedpaymentpages",
+        "hostedpaymentpage",
+        json!({ "location_id": loc, "product_transaction_id": t.cred("cc_product_transaction_id"),
+            "title": "Donate", "redirect_url_on_approve": "https://shop.example/thanks" }),
+    );
     let cases: Vec<(String, &str, Value, &str)> = vec![
+        (
+            format!("/v2/productfiles/{files}"),
+            "productfile",
+            json!({ "title": "Invoice files" }),
+            "product_file_credential_id",
+        ),
+        (
+            format!("/v2/tags/{tag}"),
+            "tag",
+            json!({ "title": "Gala 2027" }),
+            "location_id",
+        ),
+        (
+            format!("/v2/quickinvoices/{invoice}"),
+            "quickinvoice",
+            json!({ "note": "Thank you" }),
+            "item_list",
+        ),
+        (
+            format!("/v2/quickinvoices/{invoice}"),
+            "quickinvoice",
+            json!({ "due_date": "2030-02-01" }),
+            "title",
+        ),
+        (
+            format!("/v2/hostedpaymentpages/{hosted}"),
+            "hostedpaymentpage",
+            json!({ "redirect_url_delay": 5 }),
+            "redirect_url_on_approve",
+        ),
+        (
+            format!("/v2/hostedpaymentpages/{hosted}"),
+            "hostedpaymentpage",
+            json!({ "title": "Give" }),
+            "product_transaction_id",
+        ),
         (
             format!("/v2/contacts/{contact}"),
             "contact",
@@ -185,6 +248,12 @@ fn a_put_carries_only_what_it_changes(app: &TestApp) {
             );
         }
         assert_eq!(after[kept], before[kept], "{path}: {kept} unchanged");
+        // Nor anything else the PUT did not name.
+        for (field, was) in before.as_object().unwrap() {
+            if change.get(field).is_none() && !["modified_ts", "modified_user_id"].contains(&field.as_str()) {
+                assert_eq!(&after[field], was, "{path}: {field} unchanged");
+            }
+        }
     }
 }
 
@@ -330,6 +399,66 @@ fn tags_classify_transactions_and_recurrings(app: &TestApp) {
     );
     assert_eq!(r.status, 200, "{}", r.text);
     assert_eq!(r.body["recurring"]["tags"], json!([]));
+}
+
+/// `?expand=tags` answers the tags the record carries (it replaces the
+/// `tags` key, so an expand that answered nothing hid them), on a
+/// transaction and a recurring, read alone and in a list.
+fn the_tags_expand_shows_the_records_tags(app: &TestApp) {
+    let t = app.bootstrap();
+    let loc = t.location_id();
+    let shown = json!([{ "id": "Gala", "title": "Gala" }, { "id": "Raffle", "title": "Raffle" }]);
+    let tx = sale(&t, json!({ "tags": ["Gala", "Raffle"] })).expect(201).body["transaction"].clone();
+    let tx_id = tx["id"].as_str().unwrap();
+    let read = t
+        .get(&format!("/v2/transactions/{tx_id}?expand=tags"))
+        .expect(200)
+        .body;
+    assert_eq!(read["transaction"]["tags"], shown, "{read}");
+    let listed = t
+        .get(&format!("/v2/transactions?id={tx_id}&expand=tags"))
+        .expect(200)
+        .body;
+    assert_eq!(listed["transactions"][0]["tags"], shown, "{listed}");
+    let untagged = sale(&t, json!({})).expect(201).body["transaction"]["id"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    let read = t
+        .get(&format!("/v2/transactions/{untagged}?expand=tags"))
+        .expect(200)
+        .body;
+    assert_eq!(read["transaction"]["tags"], json!([]));
+
+    let contact = t.contact(json!({}))["id"].as_str().unwrap().to_string();
+    let card = made(
+        &t,
+        "/v2/accountvaults",
+        "accountvault",
+        json!({ "location_id": loc, "payment_method": "cc", "contact_id": contact,
+            "account_number": "4111111111111111", "exp_date": "1239" }),
+    );
+    let tomorrow = (chrono::Utc::now() + chrono::Duration::days(2))
+        .format("%Y-%m-%d")
+        .to_string();
+    let plan = made(
+        &t,
+        "/v2/recurrings",
+        "recurring",
+        json!({ "location_id": loc, "account_vault_id": card, "transaction_amount": "3.00",
+            "interval": 1, "interval_type": "m", "start_date": tomorrow, "tags": ["Gala", "Raffle"] }),
+    );
+    let read = t
+        .get(&format!("/v2/recurrings/{plan}?expand=tags"))
+        .expect(200)
+        .body;
+    assert_eq!(read["recurring"]["tags"], shown, "{read}");
+    let listed = t
+        .get(&format!("/v2/recurrings?id={plan}&expand=tags,contact"))
+        .expect(200)
+        .body;
+    assert_eq!(listed["recurrings"][0]["tags"], shown, "{listed}");
+    assert_eq!(listed["recurrings"][0]["contact"]["id"], contact.as_str());
 }
 
 /// Every key of the reference's transaction samples is in a transaction,

@@ -3,6 +3,7 @@
 //! signing out, and the limits on failed sign-ins.
 
 use crate::engine_tests;
+use crate::support::db::db;
 use crate::support::{Client, Resp, Tenant, TestApp};
 use serde_json::{json, Value};
 
@@ -92,6 +93,20 @@ fn passwords_and_session_tokens(app: &TestApp) {
     let after = t.get(&format!("/v2/users/{id}")).expect(200).body["user"].clone();
     assert_eq!(after["login_attempts"], 0, "reset by a sign-in");
     assert!(after["last_login_ts"].is_i64());
+    // The login data of the reference's record: this sign-in, and where
+    // it came from.
+    assert_eq!(after["current_login_ip"], "127.0.0.1", "{after}");
+    let current = after["current_login"]
+        .as_str()
+        .unwrap_or_else(|| panic!("{after}"));
+    assert!(
+        chrono::DateTime::parse_from_str(current, "%Y-%m-%dT%H:%M:%S%z").is_ok(),
+        "{current}"
+    );
+    assert_eq!(
+        after["last_login_ts"], session["time"],
+        "the first sign-in is also the last"
+    );
 
     // Until the user sets their own password, the session only does that.
     let r = with_token(&c, "GET", "/v2/contacts", &token, None);
@@ -178,7 +193,29 @@ fn passwords_and_session_tokens(app: &TestApp) {
     assert_eq!(r.status, 200, "{}", r.text);
     assert_eq!(r.body["user"]["requires_new_password"], true);
     assert_eq!(with_token(&c, "GET", "/v2/users/me", &token, None).status, 401);
-    sign_in(&c, "pat", "Reset2024x").expect(201);
+    let live = sign_in(&c, "pat", "Reset2024x").expect(201).body["token"]["token"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    with_token(&c, "GET", "/v2/users/me", &live, None).expect(200);
+    // At rest, no column of any table holds a password or a session
+    // token in clear, whether the session is live, ended or signed out.
+    let mut conn = db(app);
+    for secret in [
+        "Welcome123",
+        "Mine45678",
+        "Reset2024x",
+        live.as_str(),
+        token.as_str(),
+        signed_out.as_str(),
+    ] {
+        let found = conn.columns_containing(secret);
+        assert!(found.is_empty(), "{secret} is stored in clear in {found:?}");
+    }
+    assert!(
+        conn.columns_containing(&id).contains(&"users.id".to_string()),
+        "the scan reads the tables"
+    );
     // A disabled user cannot sign in.
     t.put(&own, json!({ "user": { "status": 0 } })).expect(200);
     assert_eq!(sign_in(&c, "pat", "Reset2024x").status, 401);
@@ -191,6 +228,7 @@ fn passwords_and_session_tokens(app: &TestApp) {
         "Reset2024x",
         token.as_str(),
         signed_out.as_str(),
+        live.as_str(),
     ] {
         assert!(!log.contains(secret), "{secret} is in the log");
     }

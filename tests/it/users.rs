@@ -20,6 +20,7 @@ engine_tests!(
     key_renewal_cannot_take_over_a_stronger_user,
     new_user_has_no_permission_until_a_role_is_attached,
     users_are_scoped,
+    user_record_as_the_reference_has_it,
 );
 
 fn unique_name(prefix: &str) -> String {
@@ -583,4 +584,328 @@ fn key_renewal_cannot_take_over_a_stronger_user(app: &TestApp) {
     let r = integration.send("POST", &format!("/v2/users/{peer}/generateuserapikey"), None);
     assert!(r.status == 200 || r.status == 201, "{}", r.text);
     assert_eq!(t.as_user(&peer, &peer_key).get("/v2/users/me").status, 401);
+}
+
+/// The keys of the reference's user record, in its order.
+const REFERENCE_KEYS: &[&str] = &[
+    "id",
+    "domain_id",
+    "contact_id",
+    "username",
+    "email",
+    "user_type_id",
+    "locale",
+    "status",
+    "tz",
+    "login_attempts",
+    "current_login_ip",
+    "current_login",
+    "last_login_ts",
+    "requires_new_password",
+    "created_ts",
+    "modified_ts",
+    "primary_location_id",
+    "branding_domain_url",
+    "created_user_id",
+    "terms_condition_id",
+    "terms_accepted_ts",
+    "terms_agree_ip",
+    "ui_prefs",
+    "user_api_key",
+    "user_hash_key",
+    "first_name",
+    "last_name",
+    "address",
+    "city",
+    "state",
+    "zip",
+    "account_number",
+    "date_of_birth",
+    "email_trx_receipt",
+    "company_name",
+    "home_phone",
+    "cell_phone",
+    "office_phone",
+    "office_ext_phone",
+];
+
+/// Every field of the reference's user record (reference-facts 6.4): the
+/// branding domain, login and terms data, `ui_prefs` with its defaults,
+/// address and phone fields; null where there is nothing to show, each
+/// settable one changed by a PUT, bad values refused without a change.
+fn user_record_as_the_reference_has_it(app: &TestApp) {
+    let t = app.bootstrap();
+    let branch = t.location(&t.location_id(), "Branch");
+    let domain = "0123456789abcdef01234567";
+    t.put(
+        &format!("/v2/locations/{branch}"),
+        json!({ "location": { "branding_domain_id": domain } }),
+    )
+    .expect(200);
+    let r = create(&t, user_body(&branch, json!({}))).expect(201);
+    let u = r.body["user"].clone();
+    let keys: Vec<&str> = u.as_object().unwrap().keys().map(String::as_str).collect();
+    assert_eq!(&keys[..REFERENCE_KEYS.len()], REFERENCE_KEYS, "{u}");
+    assert_eq!(keys[REFERENCE_KEYS.len()..], ["_links"]);
+    assert_eq!(
+        u["ui_prefs"],
+        json!({ "entry_page": "dashboard", "page_size": 15, "report_export_type": "csv",
+            "process_method": "virtual_terminal", "default_terminal": null })
+    );
+    assert_eq!(u["domain_id"], domain);
+    assert_eq!(u["branding_domain_url"], "pay.example.com");
+    assert_eq!(u["created_user_id"], t.user_id().as_str());
+    assert_eq!(u["email_trx_receipt"], false);
+    assert_eq!(u["requires_new_password"], false);
+    assert_eq!(u["login_attempts"], 0);
+    for empty in [
+        "contact_id",
+        "current_login_ip",
+        "current_login",
+        "last_login_ts",
+        "terms_condition_id",
+        "terms_accepted_ts",
+        "terms_agree_ip",
+        "address",
+        "city",
+        "state",
+        "zip",
+        "account_number",
+        "date_of_birth",
+        "company_name",
+        "home_phone",
+        "cell_phone",
+        "office_phone",
+        "office_ext_phone",
+    ] {
+        assert!(u[empty].is_null(), "{empty}: {u}");
+    }
+    let id = str_of(&u["id"]);
+    let path = format!("/v2/users/{id}");
+    assert_eq!(t.get(&path).expect(200).body["user"], u, "reads back the same");
+
+    // Each settable field, one PUT at a time, read back.
+    for (field, value) in [
+        ("address", json!("1 Main St")),
+        ("city", json!("Austin")),
+        ("state", json!("Texas")),
+        ("zip", json!("78701")),
+        ("account_number", json!("ACCT-1")),
+        ("date_of_birth", json!("1980-02-29")),
+        ("email_trx_receipt", json!(true)),
+        ("company_name", json!("Acme")),
+        ("home_phone", json!("5125550100")),
+        ("cell_phone", json!("5125550101")),
+        ("office_phone", json!("5125550102")),
+        ("office_ext_phone", json!("12")),
+        ("terms_condition_id", json!("20136422.00")),
+        ("terms_agree_ip", json!("24.255.177.186")),
+    ] {
+        let r = t.put(&path, json!({ "user": { field: value } }));
+        assert_eq!(r.status, 200, "{field}: {}", r.text);
+        assert_eq!(r.body["user"][field], value, "{field}");
+        assert_eq!(t.get(&path).expect(200).body["user"][field], value, "{field}");
+    }
+    let after = t.get(&path).expect(200).body["user"].clone();
+    assert!(
+        after["terms_accepted_ts"].is_i64(),
+        "accepting terms is recorded: {after}"
+    );
+    assert_eq!(after["first_name"], u["first_name"], "untouched");
+
+    // ui_prefs: members sent replace those stored; null restores a default.
+    let prefs = |r: &Resp| r.body["user"]["ui_prefs"].clone();
+    let r = t
+        .put(&path, json!({ "user": { "ui_prefs": { "page_size": 50 } } }))
+        .expect(200);
+    assert_eq!(prefs(&r)["page_size"], 50);
+    assert_eq!(prefs(&r)["entry_page"], "dashboard");
+    let r = t
+        .put(
+            &path,
+            json!({ "user": { "ui_prefs": { "entry_page": "transactions", "report_export_type": "tsv",
+                "process_method": "terminal" } } }),
+        )
+        .expect(200);
+    assert_eq!(
+        prefs(&r),
+        json!({ "entry_page": "transactions", "page_size": 50, "report_export_type": "tsv",
+            "process_method": "terminal", "default_terminal": null })
+    );
+    let terminal = t
+        .post(
+            "/v2/terminals",
+            json!({ "terminal": { "location_id": branch, "serial_number": "SN-1" } }),
+        )
+        .expect(201)
+        .body["terminal"]["id"]
+        .clone();
+    let r = t
+        .put(
+            &path,
+            json!({ "user": { "ui_prefs": { "default_terminal": terminal } } }),
+        )
+        .expect(200);
+    assert_eq!(prefs(&r)["default_terminal"], terminal);
+    let r = t
+        .put(&path, json!({ "user": { "ui_prefs": { "page_size": null } } }))
+        .expect(200);
+    assert_eq!(prefs(&r)["page_size"], 15, "back to the default");
+    assert_eq!(prefs(&r)["entry_page"], "transactions", "the others kept");
+
+    // Refused, and nothing changes.
+    let elsewhere = t
+        .post(
+            "/v2/terminals",
+            json!({ "terminal": { "location_id": t.location_id(), "serial_number": "SN-2" } }),
+        )
+        .expect(201)
+        .body["terminal"]["id"]
+        .clone();
+    let before = t.get(&path).expect(200).body["user"].clone();
+    for (field, value) in [
+        ("ui_prefs", json!({ "colour": "blue" })),
+        ("ui_prefs", json!({ "page_size": 0 })),
+        ("ui_prefs", json!({ "page_size": "many" })),
+        ("ui_prefs", json!({ "report_export_type": "xls" })),
+        ("ui_prefs", json!({ "entry_page": "<script>" })),
+        ("ui_prefs", json!({ "default_terminal": elsewhere })),
+        (
+            "ui_prefs",
+            json!({ "default_terminal": "0123456789abcdef0123456789abcdef" }),
+        ),
+        ("ui_prefs", json!([1])),
+        ("terms_agree_ip", json!("not-an-address")),
+        ("date_of_birth", json!("2999-01-01")),
+        ("date_of_birth", json!("1980-02-30")),
+        ("home_phone", json!("555-0100")),
+        ("office_phone", json!("12345678901")),
+        ("email_trx_receipt", json!("maybe")),
+        ("email_trx_receipt", json!(null)),
+        ("email_trx_receipt", json!("")),
+        ("status", json!("")),
+        ("status", json!(null)),
+        ("zip", json!("7870$")),
+        ("domain_id", json!(domain)),
+        ("contact_id", json!(domain)),
+        ("branding_domain_url", json!("evil.example.com")),
+        ("current_login_ip", json!("127.0.0.1")),
+        ("terms_accepted_ts", json!(1)),
+        ("last_login_ts", json!(1)),
+        ("branding_domain_id", json!(domain)),
+    ] {
+        let r = t.put(&path, json!({ "user": { field: value } }));
+        assert_eq!(r.status, 422, "{field} {value}: {}", r.text);
+        assert_eq!(error_fields(&r), fields(&[field]), "{field}: {}", r.text);
+    }
+    assert_eq!(
+        t.get(&path).expect(200).body["user"],
+        before,
+        "refusals change nothing"
+    );
+
+    // A user sets their own preferences and accepts terms without the
+    // permission to update users.
+    let (reader, key) = t.user(&branch, Some("2"));
+    let me = t.as_user(&reader, &key);
+    let own = format!("/v2/users/{reader}");
+    let r = me
+        .put(
+            &own,
+            json!({ "user": { "ui_prefs": { "page_size": 30 }, "terms_condition_id": "t-2" } }),
+        )
+        .expect(200);
+    assert_eq!(r.body["user"]["ui_prefs"]["page_size"], 30);
+    assert!(r.body["user"]["terms_accepted_ts"].is_i64());
+    assert_eq!(
+        me.put(&own, json!({ "user": { "first_name": "Self" } })).status,
+        403,
+        "other fields still need users.update"
+    );
+    assert_eq!(me.put(&path, json!({ "user": { "ui_prefs": {} } })).status, 403);
+
+    // The branding domain: chosen on create, or the primary location's;
+    // a location's change reaches its users.
+    let r = create(
+        &t,
+        user_body(&t.location_id(), json!({ "branding_domain_id": domain })),
+    )
+    .expect(201);
+    assert_eq!(r.body["user"]["domain_id"], domain);
+    assert_eq!(r.body["user"]["branding_domain_url"], "pay.example.com");
+    let chosen = str_of(&r.body["user"]["id"]);
+    let r = create(&t, user_body(&t.location_id(), json!({}))).expect(201);
+    assert!(r.body["user"]["domain_id"].is_null());
+    assert_eq!(r.body["user"]["branding_domain_url"], "localhost");
+    let r = create(
+        &t,
+        user_body(
+            &t.location_id(),
+            json!({ "branding_domain_id": "fedcba9876543210fedcba98" }),
+        ),
+    )
+    .expect(422);
+    assert_eq!(error_fields(&r), fields(&["branding_domain_id"]), "{}", r.text);
+    let r = create(
+        &t,
+        user_body(
+            &branch,
+            json!({ "ui_prefs": { "page_size": 20 }, "email_trx_receipt": 1, "city": "Reno",
+                "terms_condition_id": "t-1", "terms_agree_ip": "2001:db8::1", "date_of_birth": "1990-01-01" }),
+        ),
+    )
+    .expect(201);
+    let made = &r.body["user"];
+    assert_eq!(made["ui_prefs"]["page_size"], 20);
+    assert_eq!(made["ui_prefs"]["entry_page"], "dashboard");
+    assert_eq!(made["email_trx_receipt"], true);
+    assert_eq!(made["terms_agree_ip"], "2001:db8::1");
+    assert!(made["terms_accepted_ts"].is_i64());
+    t.put(
+        &format!("/v2/locations/{branch}"),
+        json!({ "location": { "branding_domain_url": "new.example.com" } }),
+    )
+    .expect(200);
+    for user in [&id, &chosen] {
+        let u = t.get(&format!("/v2/users/{user}")).expect(200).body["user"].clone();
+        assert_eq!(u["branding_domain_url"], "new.example.com", "{u}");
+        assert_eq!(u["domain_id"], domain);
+    }
+
+    // With email_trx_receipt on, the user gets a receipt of their sale.
+    let (clerk, clerk_key) = t.user(&t.location_id(), Some("1"));
+    t.put(
+        &format!("/v2/users/{clerk}"),
+        json!({ "user": { "email": "clerk@example.com", "email_trx_receipt": 1 } }),
+    )
+    .expect(200);
+    t.as_user(&clerk, &clerk_key)
+        .post(
+            "/v2/transactions",
+            json!({ "transaction": { "action": "sale", "payment_method": "cc",
+                "account_number": "4111111111111111", "exp_date": "1239", "transaction_amount": "4.00" } }),
+        )
+        .expect(201);
+    let to_clerk = |t: &Tenant| {
+        t.get("/dev/mail?format=json").expect(200).body["messages"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .filter(|m| m["recipient"] == "clerk@example.com")
+            .count()
+    };
+    assert_eq!(to_clerk(&t), 1);
+    t.put(
+        &format!("/v2/users/{clerk}"),
+        json!({ "user": { "email_trx_receipt": 0 } }),
+    )
+    .expect(200);
+    t.as_user(&clerk, &clerk_key)
+        .post(
+            "/v2/transactions",
+            json!({ "transaction": { "action": "sale", "payment_method": "cc",
+                "account_number": "4111111111111111", "exp_date": "1239", "transaction_amount": "4.00" } }),
+        )
+        .expect(201);
+    assert_eq!(to_clerk(&t), 1, "off: no receipt");
 }
