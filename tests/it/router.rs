@@ -133,6 +133,17 @@ fn router_sales_carry_the_card_present_data(app: &TestApp) {
     assert_eq!(keyed_amex.body["routertransaction"]["entry_mode_id"], "K");
     assert_eq!(keyed_amex.body["routertransaction"]["account_type"], "amex");
 
+    // A router transaction's street takes 64 characters (32 elsewhere).
+    let street = "1234 A Rather Long Boulevard Name, Building 7, Suite 12";
+    assert!(street.len() > 32 && street.len() <= 64);
+    let long = t
+        .post(
+            "/v2/routertransactions",
+            sale(&t, &tid, "7.14", "r-street", json!({ "billing_street": street })),
+        )
+        .expect(201);
+    assert_eq!(long.body["routertransaction"]["billing_street"], street);
+
     // The sandbox processor still decides: $5.00 is declined.
     let d = t
         .post(
@@ -678,6 +689,7 @@ fn bad_router_requests_prompt_nobody(app: &TestApp) {
         (json!({ "action": "void" }), "action"),
         (json!({ "action": "debit" }), "payment_method"),
         (json!({ "transaction_amount": "-1.00" }), "transaction_amount"),
+        (json!({ "billing_street": "x".repeat(65) }), "billing_street"),
         (json!({ "transaction_amount": null }), "transaction_amount"),
         (json!({ "terminal_id": null }), "terminal_id"),
         (json!({ "terminal_id": elsewhere }), "terminal_id"),
