@@ -6,6 +6,9 @@ use ferrogate::config::{DbArgs, ServeArgs};
 use std::io::Write;
 use tracing_subscriber::EnvFilter;
 
+#[global_allocator]
+static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
+
 #[derive(Parser)]
 #[command(
     name = "ferrogate",

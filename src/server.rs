@@ -123,7 +123,7 @@ pub async fn serve(args: ServeArgs) -> anyhow::Result<()> {
             }
         });
     }
-    let state = AppState {
+    let state = AppState::new(crate::http::App {
         store: store.clone(),
         keyring,
         clock,
@@ -141,7 +141,7 @@ pub async fn serve(args: ServeArgs) -> anyhow::Result<()> {
         outbound,
         files,
         router,
-    };
+    });
     let shutdown = shutdown_signal();
     // The contract: the first stdout line names the address.
     {

@@ -271,6 +271,25 @@ impl Store {
         .map_err(|e| ApiError::internal(format!("read job panicked: {e}")))?
     }
 
+    /// A short read (a lookup by key, as every request's authentication
+    /// makes): on SQLite it runs on the calling thread when a reader
+    /// connection is idle (a few microseconds, instead of a hand-off to the
+    /// blocking pool and back); otherwise it is [`Store::read`].
+    pub async fn read_point<T, F>(&self, job: F) -> ApiResult<T>
+    where
+        T: Send + 'static,
+        F: FnOnce(&mut dyn Conn) -> ApiResult<T> + Send + 'static,
+    {
+        let job = match &*self.engine {
+            Engine::Sqlite(s) => match s.try_read(job) {
+                Ok(result) => return result,
+                Err(job) => job,
+            },
+            Engine::Postgres(_) => job,
+        };
+        self.read(job).await
+    }
+
     /// Runs a job inside a transaction; answers only once it is durable.
     /// An error from the job rolls back everything the job wrote.
     pub async fn write<T, F>(&self, job: F) -> ApiResult<T>

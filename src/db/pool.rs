@@ -94,10 +94,24 @@ impl<C> Pool<C> {
         self.available.notify_one();
     }
 
+    /// An idle connection, if one is idle right now (for a caller that
+    /// must not wait here); run it with [`Pool::run`], which gives it back.
+    pub fn try_take(&self) -> Option<C> {
+        let mut idle = self.idle.lock().unwrap_or_else(|p| p.into_inner());
+        match idle.pop() {
+            Some(Some(conn)) => Some(conn),
+            Some(None) => {
+                idle.push(None);
+                None
+            }
+            None => None,
+        }
+    }
+
     /// Runs `f` with a connection. `f` returns whether the connection is
     /// still healthy; a broken one is dropped and its slot left empty.
     pub fn with<T>(&self, f: impl FnOnce(&mut C) -> (T, bool)) -> Result<T, PoolError> {
-        let mut conn = match self.take_slot()? {
+        let conn = match self.take_slot()? {
             Some(c) => c,
             None => match (self.connect)() {
                 Ok(c) => c,
@@ -107,6 +121,11 @@ impl<C> Pool<C> {
                 }
             },
         };
+        self.run(conn, f)
+    }
+
+    /// Runs `f` on a connection taken from the pool and gives it back.
+    pub fn run<T>(&self, mut conn: C, f: impl FnOnce(&mut C) -> (T, bool)) -> Result<T, PoolError> {
         match std::panic::catch_unwind(AssertUnwindSafe(|| f(&mut conn))) {
             Ok((result, true)) => {
                 self.put_back(Some(conn));

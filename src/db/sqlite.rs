@@ -125,6 +125,9 @@ fn open_conn(path: &str, writer: bool) -> anyhow::Result<Connection> {
     // A larger page cache and memory-mapped reads spare read syscalls.
     conn.pragma_update(None, "cache_size", -16384)?;
     conn.pragma_update(None, "mmap_size", 268_435_456)?;
+    // Savepoints (one per job of a group commit) journal the pages they
+    // change: in memory, not in a temporary file.
+    conn.pragma_update(None, "temp_store", "MEMORY")?;
     if writer {
         conn.pragma_update(None, "journal_mode", "WAL")?;
         conn.pragma_update(None, "synchronous", "FULL")?;
@@ -185,6 +188,21 @@ impl SqliteStore {
 
     pub fn read<T>(&self, job: impl FnOnce(&mut dyn Conn) -> ApiResult<T>) -> ApiResult<T> {
         self.readers.with(|conn| (job(&mut SqliteConn(conn)), true))?
+    }
+
+    /// `read` on an idle reader, if one is idle right now; else the job back.
+    pub fn try_read<T, F>(&self, job: F) -> Result<ApiResult<T>, F>
+    where
+        F: FnOnce(&mut dyn Conn) -> ApiResult<T>,
+    {
+        let Some(conn) = self.readers.try_take() else {
+            return Err(job);
+        };
+        Ok(self
+            .readers
+            .run(conn, |conn| (job(&mut SqliteConn(conn)), true))
+            .map_err(ApiError::from)
+            .and_then(|r| r))
     }
 
     fn submit(&self, run: WriteFn) -> ApiResult<oneshot::Receiver<ApiResult<()>>> {
@@ -260,6 +278,15 @@ fn exec(conn: &Connection, sql: &str) -> Result<(), DbError> {
     conn.execute_batch(sql).map_err(map_err)
 }
 
+/// One statement of the writer's own (BEGIN, SAVEPOINT, RELEASE, COMMIT),
+/// prepared once: these run for every job of every group.
+fn step(conn: &Connection, sql: &str) -> Result<(), DbError> {
+    conn.prepare_cached(sql)
+        .and_then(|mut s| s.execute([]))
+        .map(|_| ())
+        .map_err(map_err)
+}
+
 /// Takes every queued job (up to MAX_GROUP), runs each in a savepoint of
 /// one transaction, commits once, then answers them all.
 fn writer_loop(conn: Connection, rx: mpsc::Receiver<WriteJob>, stats: &WriterStats) {
@@ -278,7 +305,7 @@ fn writer_loop(conn: Connection, rx: mpsc::Receiver<WriteJob>, stats: &WriterSta
 }
 
 fn run_group(conn: &Connection, group: Vec<WriteJob>) {
-    if let Err(e) = exec(conn, "BEGIN IMMEDIATE") {
+    if let Err(e) = step(conn, "BEGIN IMMEDIATE") {
         for job in group {
             let _ = job
                 .done
@@ -288,7 +315,7 @@ fn run_group(conn: &Connection, group: Vec<WriteJob>) {
     }
     let mut succeeded = Vec::with_capacity(group.len());
     for job in group {
-        let result = exec(conn, "SAVEPOINT job").map_err(ApiError::from).and_then(|_| {
+        let result = step(conn, "SAVEPOINT job").map_err(ApiError::from).and_then(|_| {
             let mut c = SqliteConn(conn);
             match std::panic::catch_unwind(AssertUnwindSafe(|| (job.run)(&mut c))) {
                 Ok(r) => r,
@@ -297,7 +324,7 @@ fn run_group(conn: &Connection, group: Vec<WriteJob>) {
         });
         match result {
             Ok(()) => {
-                if let Err(e) = exec(conn, "RELEASE job") {
+                if let Err(e) = step(conn, "RELEASE job") {
                     let _ = exec(conn, "ROLLBACK TO job; RELEASE job");
                     let _ = job.done.send(Err(e.into()));
                 } else {
@@ -311,7 +338,7 @@ fn run_group(conn: &Connection, group: Vec<WriteJob>) {
             }
         }
     }
-    match exec(conn, "COMMIT") {
+    match step(conn, "COMMIT") {
         Ok(()) => {
             for done in succeeded {
                 let _ = done.send(Ok(()));

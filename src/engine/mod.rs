@@ -182,11 +182,10 @@ pub fn insert(conn: &mut dyn Conn, record: &Record) -> Result<u64, DbError> {
 /// The statement of [`insert`], for callers that append a conflict clause.
 pub fn insert_sql(record: &Record) -> Sql {
     let res = record.res;
-    let columns: Vec<&str> = res.stored().map(|f| f.column).collect();
     let mut sql = Sql::new("INSERT INTO ");
     sql.push(res.table)
         .push(" (")
-        .push(&columns.join(", "))
+        .push(res.insert_columns())
         .push(") VALUES (");
     for (i, v) in record.values.iter().enumerate() {
         if i > 0 {

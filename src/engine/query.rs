@@ -35,10 +35,9 @@ impl TenantScope {
 }
 
 /// `SELECT <stored columns> FROM <table> t [JOIN locations s] WHERE <scope>`
-pub fn select(res: &Resource, scope: &TenantScope) -> Sql {
+pub fn select(res: &'static Resource, scope: &TenantScope) -> Sql {
     let mut sql = Sql::new("SELECT ");
-    let columns: Vec<String> = res.stored().map(|f| format!("t.{}", f.column)).collect();
-    sql.push(&columns.join(", "));
+    sql.push(res.select_columns());
     from_scoped(res, scope, &mut sql);
     sql
 }
@@ -78,10 +77,9 @@ fn from_scoped(res: &Resource, scope: &TenantScope, sql: &mut Sql) {
 /// `SELECT <stored columns> FROM <table> t WHERE 1 = 1`, outside any
 /// tenant scope: for the system's own jobs (completing a payment it
 /// started, reconciling after a crash), never for a caller's request.
-pub fn select_unscoped(res: &Resource) -> Sql {
+pub fn select_unscoped(res: &'static Resource) -> Sql {
     let mut sql = Sql::new("SELECT ");
-    let columns: Vec<String> = res.stored().map(|f| format!("t.{}", f.column)).collect();
-    sql.push(&columns.join(", "))
+    sql.push(res.select_columns())
         .push(" FROM ")
         .push(res.table)
         .push(" t WHERE 1 = 1");
@@ -113,6 +111,25 @@ pub fn find(
     let mut sql = select(res, scope);
     sql.push(" AND t.id = ").bind(id);
     Ok(conn.query_one(&sql)?.map(|row| Record::from_row(res, row)))
+}
+
+/// Some columns (`t.a, t.b`) of the record with this id, if it exists
+/// inside the scope: for a check that needs no whole record.
+pub fn find_columns(
+    conn: &mut dyn Conn,
+    res: &'static Resource,
+    scope: &TenantScope,
+    id: &str,
+    columns: &str,
+) -> Result<Option<crate::db::Row>, DbError> {
+    if !crate::ids::looks_like_id(id) {
+        return Ok(None);
+    }
+    let mut sql = Sql::new("SELECT ");
+    sql.push(columns);
+    from_scoped(res, scope, &mut sql);
+    sql.push(" AND t.id = ").bind(id);
+    conn.query_one(&sql)
 }
 
 /// The record whose api id column holds `api_id` at `location_id`.

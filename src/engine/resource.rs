@@ -5,6 +5,8 @@
 //! declaration, never the resource's name.
 
 use super::rules::Rules;
+use std::collections::HashMap;
+use std::sync::{Mutex, OnceLock, PoisonError};
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Kind {
@@ -384,6 +386,26 @@ impl Resource {
     pub fn stored(&self) -> impl Iterator<Item = &'static Field> {
         self.fields.iter().filter(|f| f.stored)
     }
+
+    /// `t.a, t.b, ...`: the stored columns as a select names them, built
+    /// once (every read and write of the resource uses them).
+    pub fn select_columns(&'static self) -> &'static str {
+        static CACHE: ColumnCache = OnceLock::new();
+        cached(&CACHE, self, |r| {
+            r.stored()
+                .map(|f| format!("t.{}", f.column))
+                .collect::<Vec<_>>()
+                .join(", ")
+        })
+    }
+
+    /// `a, b, ...`: the stored columns as an insert names them, built once.
+    pub fn insert_columns(&'static self) -> &'static str {
+        static CACHE: ColumnCache = OnceLock::new();
+        cached(&CACHE, self, |r| {
+            r.stored().map(|f| f.column).collect::<Vec<_>>().join(", ")
+        })
+    }
     pub fn stored_index(&self, name: &str) -> Option<usize> {
         self.stored().position(|f| f.name == name)
     }
@@ -396,4 +418,23 @@ impl Resource {
     pub fn permission(&self, action: &str) -> String {
         format!("{}.{}", self.plural, action)
     }
+}
+
+/// Texts derived from a resource's declaration, by resource.
+type ColumnCache = OnceLock<Mutex<HashMap<usize, &'static str>>>;
+
+/// The cached text of `res` (made by `make` the first time: a resource
+/// has one, for the life of the process).
+fn cached(
+    cache: &'static ColumnCache,
+    res: &'static Resource,
+    make: impl FnOnce(&Resource) -> String,
+) -> &'static str {
+    let key = res as *const Resource as usize;
+    let mut map = cache
+        .get_or_init(Default::default)
+        .lock()
+        .unwrap_or_else(PoisonError::into_inner);
+    map.entry(key)
+        .or_insert_with(|| Box::leak(make(res).into_boxed_str()))
 }

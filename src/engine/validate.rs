@@ -23,6 +23,16 @@ pub fn label(field: &str) -> String {
         .join(" ")
 }
 
+/// A field's label, written out only when a message uses it (validation
+/// checks every field of every request; most pass).
+struct LazyLabel<'a>(&'a str);
+
+impl std::fmt::Display for LazyLabel<'_> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&label(self.0))
+    }
+}
+
 pub fn blank(field: &str) -> String {
     format!("{} cannot be blank.", label(field))
 }
@@ -194,7 +204,7 @@ fn check_unknown(res: &Resource, body: &Map<String, Json>, mode: Mode, errors: &
 /// Converts one JSON input to a column value, or says what is wrong.
 /// Empty strings and null mean "no value".
 pub fn convert(field: &Field, raw: &Json) -> Result<Value, String> {
-    let name = label(field.name);
+    let name = LazyLabel(field.name);
     if raw.is_null() {
         return Ok(Value::Null);
     }
@@ -390,7 +400,7 @@ fn scalar_text(raw: &Json) -> Option<String> {
 }
 
 fn check_pattern(field: &Field, s: &str) -> Result<(), String> {
-    let name = label(field.name);
+    let name = LazyLabel(field.name);
     let ok = match field.pattern {
         Pattern::None => true,
         Pattern::Zip => s

@@ -79,7 +79,7 @@ impl FromRequestParts<AppState> for Caller {
         let clock = state.clock.clone();
         let caller = state
             .store
-            .read(move |conn| authenticate(conn, creds, &clock))
+            .read_point(move |conn| authenticate(conn, creds, &clock))
             .await?;
         if let Some(session) = &caller.session {
             if session.must_change_password && !super::tokens::allowed_before_new_password(parts, &caller) {

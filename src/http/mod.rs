@@ -41,8 +41,27 @@ use tracing::Instrument;
 /// Largest request body accepted.
 pub const MAX_BODY: usize = 1024 * 1024;
 
+/// What every handler reaches: one allocation shared by all requests
+/// (axum clones the state for each extractor of each request; a clone is
+/// one reference count).
 #[derive(Clone)]
-pub struct AppState {
+pub struct AppState(Arc<App>);
+
+impl AppState {
+    pub fn new(app: App) -> AppState {
+        AppState(Arc::new(app))
+    }
+}
+
+impl std::ops::Deref for AppState {
+    type Target = App;
+    fn deref(&self) -> &App {
+        &self.0
+    }
+}
+
+/// The application's parts (see [`AppState`]).
+pub struct App {
     pub store: Store,
     pub keyring: Arc<Keyring>,
     /// The only source of "now" (see `clock`).

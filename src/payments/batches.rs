@@ -25,10 +25,19 @@ fn open_batch(conn: &mut dyn Conn, product_transaction_id: &str) -> ApiResult<Op
 }
 
 /// Puts an approved transaction into its product transaction's open batch
-/// (opening batch `n + 1` if there is none) and sets its `batch`,
-/// `transaction_batch_id` and `batch_seq`. `signed_amount` is negative
-/// for refunds.
+/// (opening batch `n + 1` if there is none) and counts it there: sets its
+/// `batch`, `transaction_batch_id` and `batch_seq`. `signed_amount` is
+/// negative for refunds.
 pub fn enter(cx: &Cx, conn: &mut dyn Conn, tx: &mut Record, signed_amount: i64) -> ApiResult<()> {
+    place(cx, conn, tx)?;
+    count(cx, conn, tx, signed_amount)
+}
+
+/// Names the open batch a transaction enters (opening batch `n + 1` if
+/// there is none): its `transaction_batch_id` and `batch`. Takes no lock
+/// on the batch: [`count`] does, and should come last in the write job,
+/// since every sale of the product transaction waits for that row.
+pub fn place(cx: &Cx, conn: &mut dyn Conn, tx: &mut Record) -> ApiResult<()> {
     let pt = tx.text("product_transaction_id").unwrap_or_default().to_string();
     let location = tx.text("location_id").unwrap_or_default().to_string();
     let mut batch = open_batch(conn, &pt)?;
@@ -72,20 +81,35 @@ pub fn enter(cx: &Cx, conn: &mut dyn Conn, tx: &mut Record, signed_amount: i64) 
             "The batch could not be opened; retry shortly.".into(),
         ));
     };
-    // `entries` only grows (`transaction_count` drops with a void), so it
-    // numbers the entries; one statement counts and numbers them.
-    let seq = conn
-        .query_one(&Sql::with(
-            "UPDATE transaction_batches SET transaction_count = transaction_count + 1, entries = entries + 1, \
-             total_amount = total_amount + ?, modified_ts = ? WHERE id = ? RETURNING entries",
-            vec![signed_amount.into(), cx.now.into(), batch_id.clone().into()],
-        ))?
-        .and_then(|r| r[0].as_int())
-        .ok_or_else(|| ApiError::internal("the open batch vanished"))?;
     tx.set("transaction_batch_id", batch_id);
     tx.set("batch", batch_num.to_string());
-    tx.set("batch_seq", seq);
     Ok(())
+}
+
+/// Counts a [`place`]d transaction in its batch and numbers it
+/// (`batch_seq`). `entries` only grows (`transaction_count` drops with a
+/// void), so one statement counts and numbers. A batch that began
+/// settling since it was placed takes no more entries: the transaction
+/// goes to the next open batch.
+pub fn count(cx: &Cx, conn: &mut dyn Conn, tx: &mut Record, signed_amount: i64) -> ApiResult<()> {
+    for _ in 0..3 {
+        let batch_id = tx.text("transaction_batch_id").unwrap_or_default().to_string();
+        let seq = conn
+            .query_one(&Sql::with(
+                "UPDATE transaction_batches SET transaction_count = transaction_count + 1, entries = entries + 1, \
+                 total_amount = total_amount + ?, modified_ts = ? WHERE id = ? AND is_open = 1 RETURNING entries",
+                vec![signed_amount.into(), cx.now.into(), batch_id.into()],
+            ))?
+            .and_then(|r| r[0].as_int());
+        if let Some(seq) = seq {
+            tx.set("batch_seq", seq);
+            return Ok(());
+        }
+        place(cx, conn, tx)?;
+    }
+    Err(ApiError::Unavailable(
+        "The batch could not be entered; retry shortly.".into(),
+    ))
 }
 
 /// Changes a batched transaction's weight in its batch: `count` -1 when it

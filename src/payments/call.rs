@@ -60,10 +60,15 @@ impl Call {
 
 /// Asks the processor and waits out the answer's delay.
 pub async fn ask(processor: &Arc<dyn Processor>, call: Call) -> ProcessorResult {
-    let processor = processor.clone();
-    let answer = tokio::task::spawn_blocking(move || call.run(&*processor))
-        .await
-        .map_err(|e| ProcessorError::Unavailable(format!("processor call panicked: {e}")))?;
+    let answer = if processor.blocks() {
+        let processor = processor.clone();
+        tokio::task::spawn_blocking(move || call.run(&*processor))
+            .await
+            .map_err(|e| ProcessorError::Unavailable(format!("processor call panicked: {e}")))?
+    } else {
+        std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| call.run(&**processor)))
+            .map_err(|_| ProcessorError::Unavailable("processor call panicked".into()))?
+    };
     if let Ok(a) = &answer {
         if !a.delay.is_zero() {
             tokio::time::sleep(a.delay).await;

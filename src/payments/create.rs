@@ -30,9 +30,7 @@ use crate::engine::{insert, query, Cx};
 use crate::error::{ApiError, ApiResult, FieldErrors};
 use crate::ids::new_id;
 use crate::processor::*;
-use crate::resources::product_transactions::{
-    ach_profiles, check_identity, default_for, settings, AchProfile,
-};
+use crate::resources::product_transactions::{ach_profiles, check_identity, settings_shared, AchProfile};
 use crate::resources::{CONTACT, LOCATION, PRODUCT_TRANSACTION, TRANSACTION};
 use serde_json::Value as Json;
 
@@ -47,19 +45,21 @@ pub(super) fn location_tz(conn: &mut dyn Conn, location_id: &str) -> ApiResult<c
 }
 
 /// The product transaction a new transaction runs on: the one named, or
-/// the location's default for the payment method.
+/// the location's default for the payment method (`default_id`).
 fn product_transaction(
     cx: &Cx,
     conn: &mut dyn Conn,
     record: &Record,
     method: &str,
     location_id: &str,
+    default_id: Option<&str>,
     errors: &mut FieldErrors,
 ) -> ApiResult<Option<Record>> {
-    let pt = match record.text("product_transaction_id") {
-        Some(id) => query::find(conn, &PRODUCT_TRANSACTION, &cx.scope, id)?,
-        None if method == "ach" => None,
-        None => default_for(conn, cx, location_id, method)?,
+    let pt = match (record.text("product_transaction_id"), default_id) {
+        (Some(id), _) => query::find(conn, &PRODUCT_TRANSACTION, &cx.scope, id)?,
+        (None, _) if method == "ach" => None,
+        (None, Some(id)) => query::find(conn, &PRODUCT_TRANSACTION, &cx.scope, id)?,
+        (None, None) => None,
     };
     let Some(pt) = pt else {
         let message = match record.text("product_transaction_id") {
@@ -206,7 +206,7 @@ struct Place {
     /// `None` when the request named none that fits (its error is recorded).
     product_transaction: Option<Record>,
     /// The product transaction's settings (`Json::Null` without one).
-    settings: Json,
+    settings: std::sync::Arc<Json>,
 }
 
 /// What pays.
@@ -325,6 +325,7 @@ pub fn prepare(
         save_account,
         new_amount: None,
         extra: Vec::new(),
+        stored: Some(Box::new(record)),
     })
 }
 
@@ -419,15 +420,33 @@ fn locate(
         .text("location_id")
         .map(str::to_string)
         .unwrap_or_else(|| cx.scope.location_id.clone());
-    if query::find(conn, &LOCATION, &cx.scope, &location_id)?.is_none() {
+    // One look: the location is the caller's, and its default product
+    // transaction for the method.
+    let default_column = if method == PaymentMethod::Ach {
+        "t.default_ach"
+    } else {
+        "t.default_cc"
+    };
+    let Some(row) = query::find_columns(conn, &LOCATION, &cx.scope, &location_id, default_column)? else {
         return Err(ApiError::field(
             "location_id",
             "location_id provided is not valid",
         ));
-    }
+    };
     record.set("location_id", location_id.clone());
-    let pt = product_transaction(cx, conn, record, method.as_str(), &location_id, errors)?;
-    let settings = pt.as_ref().map(settings).unwrap_or(Json::Null);
+    let pt = product_transaction(
+        cx,
+        conn,
+        record,
+        method.as_str(),
+        &location_id,
+        row[0].as_str(),
+        errors,
+    )?;
+    let settings = pt
+        .as_ref()
+        .map(settings_shared)
+        .unwrap_or_else(|| std::sync::Arc::new(Json::Null));
     if let Some(pt) = &pt {
         record.set("product_transaction_id", pt.id().to_string());
     }
@@ -824,7 +843,10 @@ pub fn complete(
     answer: &ProcessorResponse,
     idem_key: Option<&str>,
 ) -> ApiResult<Completed> {
-    let before = load(conn, &prepared.id)?;
+    let before = match &prepared.stored {
+        Some(stored) => (**stored).clone(),
+        None => load(conn, &prepared.id)?,
+    };
     let mut record = before.clone();
     if record.text("state") != Some(PENDING) {
         return Err(ApiError::Unavailable(
@@ -858,15 +880,14 @@ pub fn complete(
     record.set("pending_node", Value::Null);
     record.set("modified_ts", cx.now);
 
-    if approved && method == "cc" {
-        let amount = record.int("transaction_amount").unwrap_or(0);
-        match (prepared.action, answer.status_id) {
-            (Action::Sale | Action::Force, StatusId::Approved) => {
-                batches::enter(cx, conn, &mut record, amount)?
-            }
-            (Action::Refund, StatusId::Refunded) => batches::enter(cx, conn, &mut record, -amount)?,
-            _ => {}
-        }
+    // The batch is named now and counted last (see `batches::count`).
+    let batch_amount = match (approved && method == "cc", prepared.action, answer.status_id) {
+        (true, Action::Sale | Action::Force, StatusId::Approved) => record.int("transaction_amount"),
+        (true, Action::Refund, StatusId::Refunded) => record.int("transaction_amount").map(|a| -a),
+        _ => None,
+    };
+    if batch_amount.is_some() {
+        batches::place(cx, conn, &mut record)?;
     }
     if !approved && prepared.action == Action::Refund {
         release_refund(conn, &record)?;
@@ -886,13 +907,19 @@ pub fn complete(
         }
     }
     crate::mail::receipts::queue(cx, conn, &mut record)?;
+    events::record(conn, cx, EventAction::Create, &record, &[])?;
+    // Last, so that the open batch's row (which every sale of the product
+    // transaction updates) is held for as short a time as possible: on
+    // PostgreSQL until the commit.
+    if let Some(amount) = batch_amount {
+        batches::count(cx, conn, &mut record, amount)?;
+    }
     if !store_pending(conn, &before, &record)? {
         return Err(ApiError::Unavailable(
             "The transaction was interrupted and has been reversed; look it up by id or transaction_api_id."
                 .into(),
         ));
     }
-    events::record(conn, cx, EventAction::Create, &record, &[])?;
     crate::invoices::payment_changed(cx, conn, &record, true)?;
     Completed::answer(cx, conn, record, idem_key, 201)
 }

@@ -40,6 +40,7 @@ pub fn prepare(
         save_account: None,
         new_amount,
         extra,
+        stored: None,
     };
     if action == Action::Edit {
         edit_links(cx, conn, tx, parsed, &mut prepared)?;

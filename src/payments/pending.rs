@@ -27,6 +27,10 @@ pub struct Prepared {
     pub new_amount: Option<Money>,
     /// PUT actions: other fields the body changes.
     pub extra: Vec<(&'static str, Value)>,
+    /// A new payment: the row as step 1 stored it, so that step 3 need
+    /// not read it back (only the reconciler changes a pending row, and
+    /// `store_pending` finds out if it did).
+    pub stored: Option<Box<Record>>,
 }
 
 #[derive(Clone, Debug)]

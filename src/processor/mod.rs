@@ -359,11 +359,19 @@ pub enum ProcessorError {
 pub type ProcessorResult<T = ProcessorResponse> = Result<T, ProcessorError>;
 
 /// An acquirer connector. Every method is synchronous and may block on the
-/// network: call it from `spawn_blocking`, outside any DB transaction, then
-/// await `delay`.
+/// network: call it from `spawn_blocking` (unless [`Processor::blocks`]
+/// says it never does), outside any DB transaction, then await `delay`.
 pub trait Processor: Send + Sync {
     /// A short name for logs and records (`sandbox`).
     fn name(&self) -> &'static str;
+
+    /// Whether a call may block (network I/O). One that never does (the
+    /// sandbox computes its answer in memory and hands any delay back as
+    /// `delay`) is called on the request's own thread, sparing a hand-off
+    /// to the blocking pool.
+    fn blocks(&self) -> bool {
+        true
+    }
 
     /// sale (`capture` true: authorize and capture) or authonly.
     fn authorize(&self, req: &AuthorizeRequest) -> ProcessorResult;

@@ -464,6 +464,10 @@ impl Processor for SandboxProcessor {
         "sandbox"
     }
 
+    fn blocks(&self) -> bool {
+        false
+    }
+
     fn simulator(&self) -> Option<&dyn Simulator> {
         Some(self)
     }

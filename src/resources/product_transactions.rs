@@ -10,6 +10,8 @@ use crate::engine::validate::blank;
 use crate::engine::{query, Cx};
 use crate::error::{ApiResult, FieldErrors};
 use serde_json::{json, Map, Value as Json};
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex, OnceLock, PoisonError};
 
 use super::LOCATION;
 
@@ -187,6 +189,30 @@ pub fn settings(pt: &Record) -> Json {
     pt.text("settings")
         .and_then(|s| serde_json::from_str(s).ok())
         .unwrap_or(Json::Null)
+}
+
+/// [`settings`], parsed once per version of the document: every payment
+/// reads its product transaction's settings (one to two kilobytes of
+/// JSON), and they change rarely. Kept per product transaction, so the
+/// cache holds as many documents as there are product transactions.
+pub fn settings_shared(pt: &Record) -> Arc<Json> {
+    type Parsed = HashMap<String, (String, Arc<Json>)>;
+    static PARSED: OnceLock<Mutex<Parsed>> = OnceLock::new();
+    let Some(text) = pt.text("settings") else {
+        return Arc::new(Json::Null);
+    };
+    let mut parsed = PARSED
+        .get_or_init(Default::default)
+        .lock()
+        .unwrap_or_else(PoisonError::into_inner);
+    if let Some((seen, doc)) = parsed.get(pt.id()) {
+        if seen == text {
+            return doc.clone();
+        }
+    }
+    let doc = Arc::new(serde_json::from_str(text).unwrap_or(Json::Null));
+    parsed.insert(pt.id().to_string(), (text.to_string(), doc.clone()));
+    doc
 }
 
 /// The location's default product transaction for a payment method
