@@ -356,3 +356,83 @@ fn authenticate_token(
         }),
     })
 }
+
+/// Callers authenticated by API key, kept while nothing they are made of
+/// has changed (ADR 0021), so that most requests authenticate with one
+/// single-row read instead of the join of users, locations, roles and
+/// permissions.
+///
+/// What a caller is made of lives in six tables (users, auth role users,
+/// roles, role permissions, locations, developers). A trigger on each
+/// moves `auth_epoch` with every change, in the writing transaction, from
+/// any process and on any node. A kept caller is used only under the epoch
+/// it was authenticated with, read in the same job: a change is seen by
+/// the very next request, everywhere. Only successes are kept, under the
+/// digest of the key presented, so a wrong key never finds one.
+#[derive(Default)]
+pub struct KnownCallers {
+    kept: std::sync::Mutex<std::collections::HashMap<CallerKey, (i64, Caller)>>,
+}
+
+/// Developer id, user id and the SHA-256 of the API key presented.
+type CallerKey = (String, String, [u8; 32]);
+
+/// More kept callers than this and all are dropped (a bound, not a policy:
+/// a deployment has far fewer API users).
+const MAX_KEPT_CALLERS: usize = 10_000;
+
+impl KnownCallers {
+    fn key(creds: &Credentials) -> Option<CallerKey> {
+        use sha2::{Digest, Sha256};
+        let (Some(d), Some(u), Some(k)) = (&creds.developer_id, &creds.user_id, &creds.api_key) else {
+            return None;
+        };
+        Some((d.clone(), u.clone(), Sha256::digest(k.as_bytes()).into()))
+    }
+
+    fn kept(&self, key: &CallerKey, epoch: i64) -> Option<Caller> {
+        let kept = self
+            .kept
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        kept.get(key).filter(|(e, _)| *e == epoch).map(|(_, c)| c.clone())
+    }
+
+    fn keep(&self, key: CallerKey, epoch: i64, caller: &Caller) {
+        let mut kept = self
+            .kept
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        if kept.len() >= MAX_KEPT_CALLERS {
+            kept.clear();
+        }
+        kept.insert(key, (epoch, caller.clone()));
+    }
+
+    /// The caller these credentials name: kept, or [`authenticate`]d now.
+    pub async fn authenticate(
+        self: &std::sync::Arc<Self>,
+        store: &crate::db::Store,
+        creds: Credentials,
+        clock: &Clock,
+    ) -> ApiResult<Caller> {
+        let clock = clock.clone();
+        let Some(key) = Self::key(&creds) else {
+            return store
+                .read_point(move |conn| authenticate(conn, creds, &clock))
+                .await;
+        };
+        let this = self.clone();
+        store
+            .read_point(move |conn| {
+                let epoch = conn.query_int(&Sql::new("SELECT n FROM auth_epoch WHERE id = 1"))?;
+                if let Some(caller) = this.kept(&key, epoch) {
+                    return Ok(caller);
+                }
+                let caller = authenticate(conn, creds, &clock)?;
+                this.keep(key, epoch, &caller);
+                Ok(caller)
+            })
+            .await
+    }
+}

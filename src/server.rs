@@ -141,6 +141,7 @@ pub async fn serve(args: ServeArgs) -> anyhow::Result<()> {
         outbound,
         files,
         router,
+        callers: Default::default(),
     });
     let shutdown = shutdown_signal();
     // The contract: the first stdout line names the address.

@@ -149,6 +149,14 @@ struct Args {
     /// day forward and time the scheduler charging them all (sandbox only).
     #[arg(long)]
     scheduler_run: Option<u64>,
+
+    /// Before the scenarios, at each concurrency level: PostgreSQL's own
+    /// ceiling on this machine, pgbench's TPC-B (scale 1, prepared
+    /// statements, two threads) for --duration on a scratch database of the
+    /// server in FERROGATE_DATABASE_URL (created and dropped). Needs
+    /// `pgbench` on the PATH; skipped with a note on SQLite.
+    #[arg(long)]
+    pgbench: bool,
 }
 
 fn parse_seconds(s: &str) -> Result<Duration, String> {
@@ -197,6 +205,12 @@ enum Scenario {
     /// FERROGATE_POSTBACK_ALLOW_PRIVATE=1 (the receiver is on loopback).
     #[value(name = "postback-contact")]
     PostbackContact,
+    /// GET /v2/contacts searching one contact by a fragment of its last name
+    /// (`last_name=ch<n>` for a random n among the latest nine tenths of
+    /// the contacts created as `Bench<n>`: one match, or a few, whatever
+    /// the tenant's size), sorted, with the total count: a customer search.
+    #[value(name = "contact-search")]
+    ContactSearch,
     /// POST /echo of a contact-sized JSON body to a bare axum server started
     /// inside this process, which parses the body and serializes it back:
     /// the machine's HTTP ceiling for this client, measured in the same run
@@ -227,6 +241,7 @@ impl Scenario {
             Scenario::SaleCard => "sale-card",
             Scenario::SaleVault => "sale-vault",
             Scenario::PostbackContact => "postback-contact",
+            Scenario::ContactSearch => "contact-search",
             Scenario::BareHttp => "bare-http",
         }
     }
@@ -237,6 +252,7 @@ impl Scenario {
             Scenario::ContactCreate
             | Scenario::ContactGet
             | Scenario::ContactList
+            | Scenario::ContactSearch
             | Scenario::PostbackContact
             // Touches no resource: the pool of contacts is never used.
             | Scenario::BareHttp => Resource::Contact,
@@ -249,7 +265,7 @@ impl Scenario {
         match self {
             Scenario::ContactCreate | Scenario::VaultCreate | Scenario::PostbackContact => Action::Create,
             Scenario::ContactGet | Scenario::VaultGet => Action::Get,
-            Scenario::ContactList => Action::List,
+            Scenario::ContactList | Scenario::ContactSearch => Action::List,
             Scenario::SaleCard | Scenario::SaleVault => Action::Sale,
             Scenario::BareHttp => Action::Echo,
         }
@@ -366,6 +382,16 @@ async fn run(args: Args, target: Target, credentials: Credentials) -> Result<Exi
     if let Some(schedules) = args.scheduler_run {
         scheduler::run(&api, schedules, args.json).await?;
         return Ok(ExitCode::SUCCESS);
+    }
+
+    if args.pgbench {
+        for &concurrency in &args.concurrency {
+            let duration = args.duration;
+            let json = args.json;
+            tokio::task::spawn_blocking(move || pgbench::run(concurrency, duration, json))
+                .await
+                .context("pgbench task")??;
+        }
     }
 
     let mut failed = Vec::new();
@@ -1296,6 +1322,8 @@ impl ClientStats {
 /// How a client builds its next request.
 enum RequestSource {
     Create(Resource),
+    /// contact-search: `last_name=ch<n>`, n in `[from, to)`.
+    Search(u64, u64),
     Get(Resource, Arc<Vec<String>>),
     Fixed(Vec<u8>),
     SaleVault(Arc<Vec<String>>),
@@ -1347,6 +1375,16 @@ async fn run_scenario(api: &Arc<Api>, run: Run) -> Result<RunResult> {
         })
     });
     let resource = scenario.resource();
+    // contact-search picks among the contacts named Bench<n>: as many as
+    // this process made or, reusing a tenant, the tenant has.
+    let searched = if scenario == Scenario::ContactSearch {
+        let made = api.next_contact.load(Ordering::Relaxed);
+        let existing = probe(api, "").await?.unwrap_or(0);
+        let to = made.max(existing).max(10);
+        Some((to / 10, to))
+    } else {
+        None
+    };
     // Taken once and shared: the id pool can hold 100k ids.
     let ids = scenario.uses_pool().then(|| api.id_snapshot(resource));
     let clients: Vec<_> = (0..concurrency)
@@ -1354,7 +1392,10 @@ async fn run_scenario(api: &Arc<Api>, run: Run) -> Result<RunResult> {
             let source = match (&ids, scenario.action()) {
                 (Some(ids), Action::Sale) => RequestSource::SaleVault(Arc::clone(ids)),
                 (Some(ids), _) => RequestSource::Get(resource, Arc::clone(ids)),
-                (None, Action::List) => RequestSource::Fixed(api.request("GET", LIST_PATH, None)),
+                (None, Action::List) => match searched {
+                    Some((from, to)) => RequestSource::Search(from, to),
+                    None => RequestSource::Fixed(api.request("GET", LIST_PATH, None)),
+                },
                 (None, Action::Echo) => RequestSource::Fixed(api.request("POST", "/echo", Some(ECHO_BODY))),
                 (None, _) => RequestSource::Create(resource),
             };
@@ -1431,6 +1472,15 @@ async fn run_client(
             }
             RequestSource::SaleVault(ids) => {
                 built = api.sale_vault_request(&ids[rng.gen_range(0..ids.len())]);
+                &built
+            }
+            RequestSource::Search(from, to) => {
+                let n = rng.gen_range(*from..*to);
+                built = api.request(
+                    "GET",
+                    &format!("{CONTACTS_PATH}?page_size=20&last_name=ch{n}&sort=-created_ts"),
+                    None,
+                );
                 &built
             }
             RequestSource::Fixed(request) => request,
@@ -1707,6 +1757,87 @@ mod postbacks {
 }
 
 /// `--scheduler-run N`: the recurring scheduler charging N due schedules.
+/// PostgreSQL's ceiling in the same run: pgbench's TPC-B.
+mod pgbench {
+    use super::*;
+
+    const SCRATCH: &str = "ferrogate_pgbench";
+
+    pub fn run(concurrency: u32, duration: Duration, json: bool) -> Result<()> {
+        let url = std::env::var("FERROGATE_DATABASE_URL").unwrap_or_default();
+        if !(url.starts_with("postgres://") || url.starts_with("postgresql://")) {
+            eprintln!("--pgbench: FERROGATE_DATABASE_URL is not a PostgreSQL URL; skipped");
+            return Ok(());
+        }
+        let Some((base, _db)) = url.split('?').next().unwrap_or_default().rsplit_once('/') else {
+            bail!("--pgbench: cannot read the database name of FERROGATE_DATABASE_URL");
+        };
+        let scratch = format!("{base}/{SCRATCH}");
+        let mut admin = postgres::Client::connect(&url, postgres::NoTls)
+            .context("--pgbench: connecting to FERROGATE_DATABASE_URL")?;
+        admin.batch_execute(&format!(
+            "DROP DATABASE IF EXISTS {SCRATCH} WITH (FORCE); CREATE DATABASE {SCRATCH}"
+        ))?;
+        let init = Command::new("pgbench")
+            .args(["-i", "-s", "1", "-q", &scratch])
+            .output();
+        let init = match init {
+            Ok(out) => out,
+            Err(e) => {
+                eprintln!("--pgbench: pgbench could not run ({e}); skipped");
+                return Ok(());
+            }
+        };
+        ensure!(
+            init.status.success(),
+            "pgbench -i failed: {}",
+            String::from_utf8_lossy(&init.stderr)
+        );
+        let out = Command::new("pgbench")
+            .args([
+                "-c",
+                &concurrency.to_string(),
+                "-j",
+                "2",
+                "-T",
+                &duration.as_secs().max(1).to_string(),
+                "-M",
+                "prepared",
+                &scratch,
+            ])
+            .stdin(Stdio::null())
+            .output()
+            .context("running pgbench")?;
+        admin.batch_execute(&format!("DROP DATABASE IF EXISTS {SCRATCH} WITH (FORCE)"))?;
+        let text = String::from_utf8_lossy(&out.stdout);
+        let value = |prefix: &str| {
+            text.lines()
+                .find_map(|l| l.trim().strip_prefix(prefix))
+                .and_then(|rest| rest.split_whitespace().next())
+                .and_then(|v| v.parse::<f64>().ok())
+        };
+        let (Some(tps), latency) = (value("tps = "), value("latency average = ")) else {
+            bail!(
+                "pgbench printed no tps: {text} {}",
+                String::from_utf8_lossy(&out.stderr)
+            );
+        };
+        if json {
+            println!(
+                "{}",
+                json!({ "scenario": "pgbench", "concurrency": concurrency, "rps": tps,
+                    "latency_avg_ms": latency })
+            );
+        } else {
+            println!(
+                "pgbench         c={concurrency:<5} tps={tps:.1}  latency_avg={:.2}ms  (TPC-B, scale 1, -M prepared)",
+                latency.unwrap_or(0.0)
+            );
+        }
+        Ok(())
+    }
+}
+
 mod scheduler {
     use super::{round, Api, Conn};
     use anyhow::{bail, ensure, Context, Result};

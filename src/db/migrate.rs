@@ -3,9 +3,10 @@
 
 use super::{Conn, Dialect, Sql, Value};
 
-/// A migration: version, name, SQL for both engines, and SQL for
-/// PostgreSQL only (what SQLite already does by itself).
-pub type Migration = (i64, &'static str, &'static str, &'static str);
+/// A migration: version, name, SQL for both engines, SQL for PostgreSQL
+/// only (what SQLite already does by itself, or PostgreSQL's own means),
+/// and SQL for SQLite only.
+pub type Migration = (i64, &'static str, &'static str, &'static str, &'static str);
 
 pub const MIGRATIONS: &[Migration] = &[
     (
@@ -13,11 +14,13 @@ pub const MIGRATIONS: &[Migration] = &[
         "foundation",
         include_str!("../../migrations/0001_foundation.sql"),
         "",
+        "",
     ),
     (
         2,
         "product_transaction_reads",
         include_str!("../../migrations/0002_product_transaction_reads.sql"),
+        "",
         "",
     ),
     (
@@ -25,12 +28,14 @@ pub const MIGRATIONS: &[Migration] = &[
         "byte_order_paths",
         "",
         include_str!("../../migrations/0003_byte_order_paths.postgres.sql"),
+        "",
     ),
-    (4, "bins", include_str!("../../migrations/0004_bins.sql"), ""),
+    (4, "bins", include_str!("../../migrations/0004_bins.sql"), "", ""),
     (
         5,
         "account_vaults",
         include_str!("../../migrations/0005_account_vaults.sql"),
+        "",
         "",
     ),
     (
@@ -38,11 +43,13 @@ pub const MIGRATIONS: &[Migration] = &[
         "data_keys",
         include_str!("../../migrations/0006_data_keys.sql"),
         "",
+        "",
     ),
     (
         7,
         "transactions",
         include_str!("../../migrations/0007_transactions.sql"),
+        "",
         "",
     ),
     (
@@ -50,11 +57,13 @@ pub const MIGRATIONS: &[Migration] = &[
         "postbacks",
         include_str!("../../migrations/0008_postbacks.sql"),
         include_str!("../../migrations/0008_postbacks.postgres.sql"),
+        "",
     ),
     (
         9,
         "test_clocks",
         include_str!("../../migrations/0009_test_clocks.sql"),
+        "",
         "",
     ),
     (
@@ -62,18 +71,21 @@ pub const MIGRATIONS: &[Migration] = &[
         "recurrings_and_mail",
         include_str!("../../migrations/0010_recurrings_and_mail.sql"),
         "",
+        "",
     ),
     (
         11,
         "boarding",
         include_str!("../../migrations/0011_boarding.sql"),
         "",
+        "",
     ),
-    (12, "tags", include_str!("../../migrations/0012_tags.sql"), ""),
+    (12, "tags", include_str!("../../migrations/0012_tags.sql"), "", ""),
     (
         13,
         "passwords_and_sessions",
         include_str!("../../migrations/0013_passwords_and_sessions.sql"),
+        "",
         "",
     ),
     (
@@ -81,11 +93,13 @@ pub const MIGRATIONS: &[Migration] = &[
         "transaction_sample_keys",
         include_str!("../../migrations/0014_transaction_sample_keys.sql"),
         "",
+        "",
     ),
     (
         15,
         "hosted_forms",
         include_str!("../../migrations/0015_hosted_forms.sql"),
+        "",
         "",
     ),
     (
@@ -93,11 +107,13 @@ pub const MIGRATIONS: &[Migration] = &[
         "emulator_numbers",
         include_str!("../../migrations/0016_emulator_numbers.sql"),
         "",
+        "",
     ),
     (
         17,
         "quick_invoices",
         include_str!("../../migrations/0017_quick_invoices.sql"),
+        "",
         "",
     ),
     (
@@ -105,11 +121,13 @@ pub const MIGRATIONS: &[Migration] = &[
         "terminals",
         include_str!("../../migrations/0018_terminals.sql"),
         "",
+        "",
     ),
     (
         19,
         "emulator_credentials",
         include_str!("../../migrations/0019_emulator_credentials.sql"),
+        "",
         "",
     ),
     (
@@ -117,12 +135,28 @@ pub const MIGRATIONS: &[Migration] = &[
         "user_profile",
         include_str!("../../migrations/0020_user_profile.sql"),
         "",
+        "",
     ),
     (
         21,
         "terminal_links",
         include_str!("../../migrations/0021_terminal_links.sql"),
         "",
+        "",
+    ),
+    (
+        22,
+        "search",
+        "",
+        include_str!("../../migrations/0022_search.postgres.sql"),
+        include_str!("../../migrations/0022_search.sqlite.sql"),
+    ),
+    (
+        23,
+        "auth_epoch",
+        "",
+        include_str!("../../migrations/0023_auth_epoch.postgres.sql"),
+        include_str!("../../migrations/0023_auth_epoch.sqlite.sql"),
     ),
 ];
 
@@ -161,14 +195,15 @@ fn apply_locked(conn: &mut dyn Conn) -> anyhow::Result<usize> {
         .filter_map(|r| r.first().and_then(Value::as_int))
         .collect();
     let mut count = 0;
-    for (version, name, common, postgres_only) in MIGRATIONS {
+    for (version, name, common, postgres_only, sqlite_only) in MIGRATIONS {
         if applied.contains(version) {
             continue;
         }
         let mut all = statements(common);
-        if conn.dialect() == Dialect::Postgres {
-            all.extend(statements(postgres_only));
-        }
+        all.extend(statements(match conn.dialect() {
+            Dialect::Postgres => postgres_only,
+            Dialect::Sqlite => sqlite_only,
+        }));
         for statement in all {
             run(conn, &statement).map_err(|e| anyhow::anyhow!("migration {version} ({name}): {e}"))?;
         }

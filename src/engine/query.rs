@@ -43,6 +43,14 @@ pub fn select(res: &'static Resource, scope: &TenantScope) -> Sql {
 }
 
 fn from_scoped(res: &Resource, scope: &TenantScope, sql: &mut Sql) {
+    from_scoped_with(res, scope, sql, false);
+}
+
+/// `from_scoped`; with `searching`, a query whose rows a search index
+/// finds (see `searchable`): the leaf scope's location index is then kept
+/// out of the plan (SQLite's unary `+`), so that SQLite starts from the
+/// few rows the index found instead of every row of the location.
+fn from_scoped_with(res: &Resource, scope: &TenantScope, sql: &mut Sql, searching: bool) {
     let (lower, upper) = scope.bounds();
     sql.push(" FROM ").push(res.table).push(" t");
     if scope.leaf {
@@ -50,7 +58,7 @@ fn from_scoped(res: &Resource, scope: &TenantScope, sql: &mut Sql) {
             Scope::Column(column) => column,
             Scope::Location => "id",
         };
-        sql.push(" WHERE t.")
+        sql.push(if searching { " WHERE +t." } else { " WHERE t." })
             .push(column)
             .push(" = ")
             .bind(scope.location_id.clone());
@@ -336,7 +344,15 @@ impl ListQuery {
         (self.page - 1).saturating_mul(self.page_size)
     }
 
-    fn push_conditions(&self, sql: &mut Sql, dialect: Dialect) {
+    /// Whether a search index finds the rows of this query.
+    fn searching(&self, res: &Resource, dialect: Dialect) -> bool {
+        self.conditions.iter().any(|c| match c {
+            Condition::Like(col, needles) => searchable(res, dialect, col, needles).is_some(),
+            _ => false,
+        })
+    }
+
+    fn push_conditions(&self, res: &Resource, sql: &mut Sql, dialect: Dialect) {
         // SQLite's LIKE already ignores ASCII case; PostgreSQL needs ILIKE.
         let like = match dialect {
             Dialect::Sqlite => " LIKE ",
@@ -353,6 +369,28 @@ impl ListQuery {
                         .push(" IN (")
                         .bind_list(values.iter().cloned())
                         .push(")");
+                }
+                Condition::Like(col, needles) if searchable(res, dialect, col, needles).is_some() => {
+                    // The resource's trigram index finds the rows (see
+                    // `resource::Search`): the same rows as the LIKE below,
+                    // without reading every row of the scope.
+                    let table = searchable(res, dialect, col, needles).unwrap_or_default();
+                    sql.push(" AND (");
+                    for (i, n) in needles.iter().enumerate() {
+                        if i > 0 {
+                            sql.push(" OR ");
+                        }
+                        sql.push("t.id IN (SELECT m.record_id FROM ")
+                            .push(table)
+                            .push("_rows m WHERE m.search_rowid IN (SELECT rowid FROM ")
+                            .push(table)
+                            .push(" WHERE ")
+                            .push(col)
+                            .push(" LIKE ")
+                            .bind(format!("%{n}%"))
+                            .push("))");
+                    }
+                    sql.push(")");
                 }
                 Condition::Like(col, needles) => {
                     sql.push(" AND (");
@@ -628,6 +666,19 @@ pub fn ts_keyword(
     Ok(Some(range))
 }
 
+/// The SQLite search table that can answer a substring filter of `col`
+/// for all of `needles`: each of three characters or more (a trigram),
+/// ASCII (whose case both sides fold alike) and free of LIKE's wildcards.
+fn searchable(res: &Resource, dialect: Dialect, col: &str, needles: &[String]) -> Option<&'static str> {
+    let search = res.search?;
+    let usable = dialect == Dialect::Sqlite
+        && search.columns.contains(&col)
+        && needles
+            .iter()
+            .all(|n| n.len() >= 3 && n.is_ascii() && !n.contains(['%', '_', '\\']));
+    usable.then_some(search.table)
+}
+
 /// The scoped, filtered and sorted select of a list, before any page.
 fn ordered(
     res: &'static Resource,
@@ -636,8 +687,10 @@ fn ordered(
     extra: Option<&dyn Fn(&mut Sql)>,
     dialect: Dialect,
 ) -> Sql {
-    let mut sql = select(res, scope);
-    q.push_conditions(&mut sql, dialect);
+    let mut sql = Sql::new("SELECT ");
+    sql.push(res.select_columns());
+    from_scoped_with(res, scope, &mut sql, q.searching(res, dialect));
+    q.push_conditions(res, &mut sql, dialect);
     if let Some(extra) = extra {
         extra(&mut sql);
     }
@@ -664,7 +717,9 @@ pub fn each(
     conn.query_each(&sql, &mut |row| each(Record::from_row(res, row)))
 }
 
-/// One page of a scoped list and the total count.
+/// One page of a scoped list and the total count. The page comes first:
+/// a first page shorter than the page size is the whole list, and needs
+/// no count (a search that finds a few rows pays for one query, not two).
 pub fn list(
     conn: &mut dyn Conn,
     res: &'static Resource,
@@ -672,20 +727,23 @@ pub fn list(
     q: &ListQuery,
     extra: Option<&dyn Fn(&mut Sql)>,
 ) -> Result<(Vec<Record>, u64), DbError> {
-    let mut count = Sql::new("SELECT COUNT(*)");
-    from_scoped(res, scope, &mut count);
-    q.push_conditions(&mut count, conn.dialect());
-    if let Some(extra) = extra {
-        extra(&mut count);
-    }
-    let total = conn.query_int(&count)?.max(0) as u64;
-
     let mut sql = ordered(res, scope, q, extra, conn.dialect());
     sql.push(" LIMIT ")
         .bind(q.page_size as i64)
         .push(" OFFSET ")
         .bind(q.offset().min(i64::MAX as u64) as i64);
     let rows = conn.query(&sql)?;
+    let total = if q.offset() == 0 && (rows.len() as u64) < q.page_size {
+        rows.len() as u64
+    } else {
+        let mut count = Sql::new("SELECT COUNT(*)");
+        from_scoped_with(res, scope, &mut count, q.searching(res, conn.dialect()));
+        q.push_conditions(res, &mut count, conn.dialect());
+        if let Some(extra) = extra {
+            extra(&mut count);
+        }
+        conn.query_int(&count)?.max(0) as u64
+    };
     Ok((
         rows.into_iter().map(|r| Record::from_row(res, r)).collect(),
         total,

@@ -364,6 +364,9 @@ pub struct Resource {
     /// description), for the OpenAPI document.
     pub computed: &'static [(&'static str, &'static str, &'static str)],
     pub rules: &'static dyn Rules,
+    /// A substring index over some of its text columns, for the list
+    /// filters that match any part of a value.
+    pub search: Option<Search>,
     /// Deleted with each record, after `rules.before_delete` agreed.
     pub cascades: &'static [Cascade],
     /// Set when postback configs can subscribe to the resource's events.
@@ -418,6 +421,20 @@ impl Resource {
     pub fn permission(&self, action: &str) -> String {
         format!("{}.{}", self.plural, action)
     }
+}
+
+/// A substring index over text columns (ADR 0021). On SQLite an FTS5
+/// table `<table>` with the trigram tokenizer and `<table>_rows`
+/// (`record_id`, `search_rowid`) mapping its rows to the records, kept in
+/// step by triggers (migration 22), which list filters consult for
+/// needles of three characters or more; on PostgreSQL trigram
+/// (`pg_trgm`) GIN indexes on the columns, which its planner uses for
+/// `ILIKE` by itself.
+#[derive(Clone, Copy, Debug)]
+pub struct Search {
+    /// The FTS5 table (SQLite).
+    pub table: &'static str,
+    pub columns: &'static [&'static str],
 }
 
 /// Texts derived from a resource's declaration, by resource.

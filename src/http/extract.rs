@@ -2,7 +2,7 @@
 //! pairs. Malformed input becomes our JSON errors, never axum's text.
 
 use super::AppState;
-use crate::auth::{authenticate, Caller, Credentials};
+use crate::auth::{Caller, Credentials};
 use crate::engine::Cx;
 use crate::error::{ApiError, ApiResult};
 use axum::extract::FromRequestParts;
@@ -77,10 +77,7 @@ impl FromRequestParts<AppState> for Caller {
     async fn from_request_parts(parts: &mut Parts, state: &AppState) -> Result<Self, Self::Rejection> {
         let creds = credentials(parts);
         let clock = state.clock.clone();
-        let caller = state
-            .store
-            .read_point(move |conn| authenticate(conn, creds, &clock))
-            .await?;
+        let caller = state.callers.authenticate(&state.store, creds, &clock).await?;
         if let Some(session) = &caller.session {
             if session.must_change_password && !super::tokens::allowed_before_new_password(parts, &caller) {
                 return Err(ApiError::Forbidden(

@@ -82,6 +82,8 @@ pub struct App {
     pub files: Arc<dyn crate::files::FileStore>,
     /// Hands terminal requests to the node holding the device.
     pub router: crate::terminals::router::Router,
+    /// Callers authenticated by API key, kept while they stay the same.
+    pub callers: Arc<crate::auth::KnownCallers>,
 }
 
 /// The declared resources served by the generic routes, with their verbs.

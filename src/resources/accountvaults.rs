@@ -154,6 +154,7 @@ pub static ACCOUNT_VAULT: Resource = Resource {
         "months until exp_date (0: this month, negative: expired); null for ach",
     )],
     rules: &AccountVaultRules,
+    search: None,
     cascades: &[notes_cascade()],
     postback: Some(Postback {
         by_product_transaction: false,

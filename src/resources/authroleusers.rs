@@ -51,6 +51,7 @@ pub static AUTH_ROLE_USER: Resource = Resource {
     list_params: &[],
     computed: &[],
     rules: &AuthRoleUserRules,
+    search: None,
     cascades: &[],
     postback: None,
     api: Api {

@@ -2,7 +2,7 @@
 
 use crate::db::Conn;
 use crate::engine::record::Record;
-use crate::engine::resource::{Api, Expand, Field, Pattern, Postback, Resource, Scope};
+use crate::engine::resource::{Api, Expand, Field, Pattern, Postback, Resource, Scope, Search};
 use crate::engine::rules::Rules;
 use crate::engine::validate::{parse_flag, CreateInput};
 use crate::engine::{query, Cx};
@@ -111,6 +111,11 @@ pub static CONTACT: Resource = Resource {
     list_params: &[],
     computed: &[],
     rules: &ContactRules,
+    // What people search customers by.
+    search: Some(Search {
+        table: "contacts_search",
+        columns: &["first_name", "last_name", "email", "company_name"],
+    }),
     cascades: &[notes_cascade()],
     postback: Some(Postback {
         by_product_transaction: false,

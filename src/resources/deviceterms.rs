@@ -90,6 +90,7 @@ pub static DEVICE_TERM: Resource = Resource {
         "device_terms_api_id as the reference's answers name it",
     )],
     rules: &DeviceTermRules,
+    search: None,
     cascades: &[],
     postback: None,
     api: Api {

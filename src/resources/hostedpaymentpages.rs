@@ -78,6 +78,7 @@ pub static HOSTED_PAYMENT_PAGE: Resource = Resource {
     list_params: &[],
     computed: &[],
     rules: &HostedPaymentPageRules,
+    search: None,
     cascades: &[],
     postback: None,
     api: Api::PLAIN,

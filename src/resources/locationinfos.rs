@@ -67,6 +67,7 @@ pub static LOCATION_INFO: Resource = Resource {
         ("tags", "array", "the location's tags"),
     ],
     rules: &LocationInfoRules,
+    search: None,
     cascades: &[],
     postback: None,
     api: Api::PLAIN,

@@ -107,6 +107,7 @@ pub static LOCATION: Resource = Resource {
     list_params: &[],
     computed: &[],
     rules: &LocationRules,
+    search: None,
     cascades: &[notes_cascade()],
     postback: None,
     api: Api {

@@ -49,6 +49,7 @@ pub static NOTE: Resource = Resource {
     list_params: &[],
     computed: &[],
     rules: &NoteRules,
+    search: None,
     cascades: &[],
     postback: None,
     api: Api::PLAIN,

@@ -56,6 +56,7 @@ pub static PRODUCT_TRANSACTION: Resource = Resource {
         ),
     ],
     rules: &ProductTransactionRules,
+    search: None,
     cascades: &[],
     postback: None,
     api: Api::PLAIN,

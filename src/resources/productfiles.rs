@@ -51,6 +51,7 @@ pub static PRODUCT_FILE: Resource = Resource {
     list_params: &[],
     computed: &[],
     rules: &NoRules,
+    search: None,
     cascades: &[],
     postback: None,
     api: Api::PLAIN,

@@ -133,6 +133,7 @@ pub static QUICK_INVOICE: Resource = Resource {
     list_params: &[],
     computed: &[],
     rules: &QuickInvoiceRules,
+    search: None,
     cascades: &[],
     postback: None,
     api: Api::PLAIN,

@@ -177,6 +177,7 @@ pub static RECURRING: Resource = Resource {
     list_params: &[],
     computed: &[],
     rules: &RecurringRules,
+    search: None,
     cascades: &[],
     // Not a postback resource (the spec names four); the transactions
     // of its runs are.

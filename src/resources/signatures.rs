@@ -68,6 +68,7 @@ pub static SIGNATURE: Resource = Resource {
     list_params: &[],
     computed: &[],
     rules: &SignatureRules,
+    search: None,
     cascades: &[],
     postback: None,
     api: Api::PLAIN,

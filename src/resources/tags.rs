@@ -48,6 +48,7 @@ pub static TAG: Resource = Resource {
     list_params: &[],
     computed: &[],
     rules: &NoRules,
+    search: None,
     cascades: &[],
     postback: None,
     api: Api::PLAIN,

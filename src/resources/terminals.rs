@@ -121,6 +121,7 @@ pub static TERMINAL: Resource = Resource {
         "in the create answer only, never again: the secret the device authenticates its connection with (store it on the device)",
     )],
     rules: &TerminalRules,
+    search: None,
     cascades: &[],
     postback: None,
     api: Api {

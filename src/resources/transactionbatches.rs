@@ -67,6 +67,7 @@ pub static TRANSACTION_BATCH: Resource = Resource {
     list_params: &[],
     computed: &[],
     rules: &NoRules,
+    search: None,
     cascades: &[],
     postback: Some(Postback { by_product_transaction: true }),
     api: Api::PLAIN,

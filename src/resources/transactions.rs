@@ -298,6 +298,7 @@ pub static TRANSACTION: Resource = Resource {
         ("tlid", "string", "null"),
     ],
     rules: &TransactionRules,
+    search: None,
     cascades: &[],
     postback: Some(Postback { by_product_transaction: true }),
     api: Api {

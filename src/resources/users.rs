@@ -155,6 +155,7 @@ pub static USER: Resource = Resource {
         ("user_hash_key", "string", "write-only: always null"),
     ],
     rules: &UserRules,
+    search: None,
     cascades: &[
         Cascade {
             target: &AUTH_ROLE_USER,

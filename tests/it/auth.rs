@@ -15,6 +15,7 @@ engine_tests!(
     unauthorized_answers_challenge_basic,
     wrong_credentials_answer_one_401,
     disabled_user_cannot_authenticate,
+    known_callers_follow_changes_made_by_another_process,
     user_without_role_is_forbidden_everywhere,
     read_only_role_reads_but_never_writes,
     integration_role_does_crud,
@@ -1167,4 +1168,47 @@ fn database_text(app: &TestApp) -> Vec<String> {
         }
     }
     out
+}
+
+/// A node keeps the callers it authenticated (ADR 0021); a change made by
+/// another process (here `ferrogate testclock advance`, which moves the
+/// location's clock that every caller carries) is seen by the very next
+/// request, and so is a user disabled after the caller was kept.
+fn known_callers_follow_changes_made_by_another_process(app: &TestApp) {
+    let t = app.bootstrap();
+    let before = t.contact(json!({ "last_name": "Before" }));
+    let created = before["created_ts"].as_i64().unwrap();
+    let out = std::process::Command::new(crate::support::BIN)
+        .args([
+            "testclock",
+            "advance",
+            "--location-id",
+            &t.location_id(),
+            "--seconds",
+            "864000",
+        ])
+        .env("FERROGATE_DATABASE_URL", &app.database_url)
+        .env("FERROGATE_DATA_KEY", &app.data_key)
+        .output()
+        .expect("run testclock advance");
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let after = t.contact(json!({ "last_name": "After" }));
+    let moved = after["created_ts"].as_i64().unwrap() - created;
+    assert!(
+        moved >= 864_000,
+        "the next request carries the moved clock ({moved} s)"
+    );
+
+    // A user's requests, then the user disabled: refused at once.
+    let (u, k) = t.user(&t.location_id(), Some("132"));
+    let user = t.as_user(&u, &k);
+    for _ in 0..3 {
+        user.get("/v2/contacts").expect(200);
+    }
+    t.put(&format!("/v2/users/{u}"), json!({ "user": { "status": 0 } }))
+        .expect(200);
+    user.get("/v2/contacts").expect(401);
+    t.put(&format!("/v2/users/{u}"), json!({ "user": { "status": 1 } }))
+        .expect(200);
+    user.get("/v2/contacts").expect(200);
 }
