@@ -35,6 +35,7 @@ const VAULTS_PATH: &str = "/v2/accountvaults";
 const TRANSACTIONS_PATH: &str = "/v2/transactions";
 /// The bare-http scenario's body: about the size of a contact create.
 const ECHO_BODY: &str = r#"{"contact":{"location_id":"01a2119a5c987190b1f20fdb7f4fa240","first_name":"Bench","last_name":"Echo","email":"bench@example.com","address":"1 Main St","city":"Austin","state":"TX","zip":"78701","contact_api_id":"bench-echo-0001"}}"#;
+const PAGE_PATH: &str = "/v2/contacts?page_size=20";
 const LIST_PATH: &str = "/v2/contacts?page_size=20&last_name=Bench1&sort=-created_ts";
 /// Amount of every bench sale: an ordinary approval in the sandbox, not one
 /// of its trigger amounts (5.XX declines, 8.XX delays, 2.01 partial, 6.30).
@@ -205,6 +206,10 @@ enum Scenario {
     /// FERROGATE_POSTBACK_ALLOW_PRIVATE=1 (the receiver is on loopback).
     #[value(name = "postback-contact")]
     PostbackContact,
+    /// GET /v2/contacts: the first page of 20, unfiltered, in the default
+    /// order, with the total count.
+    #[value(name = "contact-page")]
+    ContactPage,
     /// GET /v2/contacts searching one contact by a fragment of its last name
     /// (`last_name=ch<n>` for a random n among the latest nine tenths of
     /// the contacts created as `Bench<n>`: one match, or a few, whatever
@@ -242,6 +247,7 @@ impl Scenario {
             Scenario::SaleVault => "sale-vault",
             Scenario::PostbackContact => "postback-contact",
             Scenario::ContactSearch => "contact-search",
+            Scenario::ContactPage => "contact-page",
             Scenario::BareHttp => "bare-http",
         }
     }
@@ -253,6 +259,7 @@ impl Scenario {
             | Scenario::ContactGet
             | Scenario::ContactList
             | Scenario::ContactSearch
+            | Scenario::ContactPage
             | Scenario::PostbackContact
             // Touches no resource: the pool of contacts is never used.
             | Scenario::BareHttp => Resource::Contact,
@@ -265,7 +272,7 @@ impl Scenario {
         match self {
             Scenario::ContactCreate | Scenario::VaultCreate | Scenario::PostbackContact => Action::Create,
             Scenario::ContactGet | Scenario::VaultGet => Action::Get,
-            Scenario::ContactList | Scenario::ContactSearch => Action::List,
+            Scenario::ContactList | Scenario::ContactSearch | Scenario::ContactPage => Action::List,
             Scenario::SaleCard | Scenario::SaleVault => Action::Sale,
             Scenario::BareHttp => Action::Echo,
         }
@@ -1392,9 +1399,12 @@ async fn run_scenario(api: &Arc<Api>, run: Run) -> Result<RunResult> {
             let source = match (&ids, scenario.action()) {
                 (Some(ids), Action::Sale) => RequestSource::SaleVault(Arc::clone(ids)),
                 (Some(ids), _) => RequestSource::Get(resource, Arc::clone(ids)),
-                (None, Action::List) => match searched {
-                    Some((from, to)) => RequestSource::Search(from, to),
-                    None => RequestSource::Fixed(api.request("GET", LIST_PATH, None)),
+                (None, Action::List) => match (searched, scenario) {
+                    (Some((from, to)), _) => RequestSource::Search(from, to),
+                    (None, Scenario::ContactPage) => {
+                        RequestSource::Fixed(api.request("GET", PAGE_PATH, None))
+                    }
+                    (None, _) => RequestSource::Fixed(api.request("GET", LIST_PATH, None)),
                 },
                 (None, Action::Echo) => RequestSource::Fixed(api.request("POST", "/echo", Some(ECHO_BODY))),
                 (None, _) => RequestSource::Create(resource),
@@ -1775,9 +1785,10 @@ mod pgbench {
         let scratch = format!("{base}/{SCRATCH}");
         let mut admin = postgres::Client::connect(&url, postgres::NoTls)
             .context("--pgbench: connecting to FERROGATE_DATABASE_URL")?;
-        admin.batch_execute(&format!(
-            "DROP DATABASE IF EXISTS {SCRATCH} WITH (FORCE); CREATE DATABASE {SCRATCH}"
-        ))?;
+        // One statement each: several in one string run as one transaction,
+        // which DROP and CREATE DATABASE refuse.
+        admin.batch_execute(&format!("DROP DATABASE IF EXISTS {SCRATCH} WITH (FORCE)"))?;
+        admin.batch_execute(&format!("CREATE DATABASE {SCRATCH}"))?;
         let init = Command::new("pgbench")
             .args(["-i", "-s", "1", "-q", &scratch])
             .output();

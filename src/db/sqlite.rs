@@ -125,9 +125,6 @@ fn open_conn(path: &str, writer: bool) -> anyhow::Result<Connection> {
     // A larger page cache and memory-mapped reads spare read syscalls.
     conn.pragma_update(None, "cache_size", -16384)?;
     conn.pragma_update(None, "mmap_size", 268_435_456)?;
-    // Savepoints (one per job of a group commit) journal the pages they
-    // change: in memory, not in a temporary file.
-    conn.pragma_update(None, "temp_store", "MEMORY")?;
     if writer {
         conn.pragma_update(None, "journal_mode", "WAL")?;
         conn.pragma_update(None, "synchronous", "FULL")?;
