@@ -89,6 +89,11 @@ pub type Row = Vec<Value>;
 pub struct Sql {
     pub text: String,
     pub params: Vec<Value>,
+    /// Planned for its parameters every time it runs (PostgreSQL): for a
+    /// query whose best plan depends on the values (a list's substring
+    /// filter can use a trigram index only when the planner sees the
+    /// needle). Other statements keep one prepared plan per connection.
+    pub replan: bool,
 }
 
 impl Sql {
@@ -96,6 +101,7 @@ impl Sql {
         Sql {
             text: text.to_string(),
             params: Vec::new(),
+            replan: false,
         }
     }
     /// Appends raw SQL text. Only static text may come here.
@@ -125,6 +131,7 @@ impl Sql {
         Sql {
             text: text.to_string(),
             params,
+            replan: false,
         }
     }
 }

@@ -36,6 +36,11 @@ impl PgConn {
 
     fn prepare(&mut self, sql: &Sql) -> Result<Statement, DbError> {
         let text = numbered(&sql.text);
+        if sql.replan {
+            // A statement of its own, dropped after this run: PostgreSQL
+            // plans a new statement's first runs for their parameters.
+            return self.client.prepare(&text).map_err(map_err);
+        }
         if let Some(s) = self.statements.get(&text) {
             return Ok(s.clone());
         }

@@ -593,9 +593,21 @@ fn mails(t: &Tenant) -> Vec<Value> {
 
 fn reminders_follow_the_test_clock(app: &TestApp) {
     let t = app.bootstrap();
-    let today = t.get("/v2/developer/testclock").expect(200).body["testclock"]["now"]
+    let mut today = t.get("/v2/developer/testclock").expect(200).body["testclock"]["now"]
         .as_i64()
         .unwrap();
+    // Reminders go out at 09:00 of the location's day (UTC here): start
+    // the test at noon so that whole days of advance land after them
+    // whatever the hour the test runs at.
+    let to_noon = (12 * 3600 - today.rem_euclid(86_400)).rem_euclid(86_400);
+    if to_noon > 0 {
+        t.post(
+            "/v2/developer/testclock/advance",
+            json!({ "testclock": { "seconds": to_noon } }),
+        )
+        .expect(200);
+        today += to_noon;
+    }
     let due = chrono::DateTime::from_timestamp(today + 5 * 86_400, 0)
         .unwrap()
         .date_naive()
