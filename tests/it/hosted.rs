@@ -33,6 +33,23 @@ fn now() -> i64 {
         .as_secs() as i64
 }
 
+/// A timestamp no other link of this run signs with: a hash-key (user
+/// and timestamp) opens one form, and `now() - 1` taken a second after
+/// `now()` is the same second. Now, or a second before the last one
+/// handed out (the run stays well inside the five-minute window).
+fn fresh_ts() -> i64 {
+    use std::sync::atomic::{AtomicI64, Ordering};
+    static LAST: AtomicI64 = AtomicI64::new(i64::MAX);
+    let mut last = LAST.load(Ordering::Relaxed);
+    loop {
+        let ts = now().min(last - 1);
+        match LAST.compare_exchange(last, ts, Ordering::Relaxed, Ordering::Relaxed) {
+            Ok(_) => return ts,
+            Err(seen) => last = seen,
+        }
+    }
+}
+
 /// A signed form link: `path?developer-id&user-id&timestamp&hash-key&data`.
 pub fn form_link(t: &Tenant, path: &str, timestamp: i64, data: &Value) -> String {
     let ts = timestamp.to_string();
@@ -94,7 +111,8 @@ fn sale_data(api_id: &str) -> Value {
 
 fn payform_sale_is_found_by_its_api_id(app: &TestApp) {
     let t = app.bootstrap();
-    let link = form_link(&t, "/v2/payform", now() - 60, &sale_data("order-1001"));
+    // A minute old: inside the window.
+    let link = form_link(&t, "/v2/payform", fresh_ts() - 60, &sale_data("order-1001"));
     let form = get_page(app, &link).expect(200);
     let csp = form.header("content-security-policy").expect("a CSP").to_string();
     assert!(
@@ -168,7 +186,7 @@ fn payform_sale_is_found_by_its_api_id(app: &TestApp) {
 
 fn payform_refusals_are_pages_or_json(app: &TestApp) {
     let t = app.bootstrap();
-    let good = form_link(&t, "/v2/payform", now(), &sale_data("order-2"));
+    let good = form_link(&t, "/v2/payform", fresh_ts(), &sale_data("order-2"));
     // A wrong hash-key: the reference's words, as a page and as JSON.
     let wrong = good.replace("hash-key=", "hash-key=0");
     let page = get_page(app, &wrong).expect(401);
@@ -182,11 +200,15 @@ fn payform_refusals_are_pages_or_json(app: &TestApp) {
     let other = app.bootstrap();
     let mut forged = t.clone();
     forged.creds["user_hash_key"] = other.creds["user_hash_key"].clone();
-    get_page(app, &form_link(&forged, "/v2/payform", now(), &sale_data("x"))).expect(401);
+    get_page(
+        app,
+        &form_link(&forged, "/v2/payform", fresh_ts(), &sale_data("x")),
+    )
+    .expect(401);
     // A link of this tenant naming the other's product transaction.
     let foreign = json!({ "transaction": { "payment_method": "cc", "action": "sale", "transaction_amount": "1.00",
         "transaction_api_id": "o8", "product_transaction_id": other.cred("cc_product_transaction_id") } });
-    let r = get_page(app, &form_link(&t, "/v2/payform", now() - 2, &foreign)).expect(422);
+    let r = get_page(app, &form_link(&t, "/v2/payform", fresh_ts(), &foreign)).expect(422);
     assert!(
         r.text.contains("product_transaction_id provided is not valid"),
         "{}",
@@ -197,7 +219,7 @@ fn payform_refusals_are_pages_or_json(app: &TestApp) {
     assert!(old.text.contains("timestamp has expired"), "{}", old.text);
     get_page(app, &form_link(&t, "/v2/payform", now() + 600, &sale_data("o4"))).expect(401);
     // Credentials in headers work like query parameters.
-    let ts = now().to_string();
+    let ts = fresh_ts().to_string();
     let hash = hash_key::compute(&t.cred("user_hash_key"), &t.user_id(), &ts).expect("a hash-key");
     let data = hex::encode(sale_data("o5").to_string());
     client(app)
@@ -214,11 +236,9 @@ fn payform_refusals_are_pages_or_json(app: &TestApp) {
         )
         .expect(200);
     // Bad data, each a clear 4xx that opens nothing.
-    let skew = std::cell::Cell::new(10);
     let signed = |data: &str| {
         // A new timestamp each: a hash-key opens one form.
-        skew.set(skew.get() + 1);
-        let ts = (now() - skew.get()).to_string();
+        let ts = fresh_ts().to_string();
         let hash = hash_key::compute(&t.cred("user_hash_key"), &t.user_id(), &ts).expect("a hash-key");
         format!(
             "/v2/payform?developer-id={}&user-id={}&timestamp={ts}&hash-key={hash}&data={data}",
@@ -261,7 +281,7 @@ fn payform_refusals_are_pages_or_json(app: &TestApp) {
 
 fn a_mistyped_card_can_be_corrected_on_the_same_form(app: &TestApp) {
     let t = app.bootstrap();
-    let link = form_link(&t, "/v2/payform", now(), &sale_data("order-3"));
+    let link = form_link(&t, "/v2/payform", fresh_ts(), &sale_data("order-3"));
     let action = form_action(&get_page(app, &link).expect(200));
     let typo = submit(
         app,
@@ -300,7 +320,7 @@ fn a_declined_payform_and_an_ach_debit(app: &TestApp) {
     let data = json!({ "transaction": { "payment_method": "cc", "action": "sale", "transaction_amount": "5.00",
         "transaction_api_id": "decline-1", "redirect_url_on_decline": "https://shop.example/sorry",
         "redirect_url_delay": 3 } });
-    let action = form_action(&get_page(app, &form_link(&t, "/v2/payform", now() - 10, &data)).expect(200));
+    let action = form_action(&get_page(app, &form_link(&t, "/v2/payform", fresh_ts(), &data)).expect(200));
     let done = submit(
         app,
         &action,
@@ -324,7 +344,7 @@ fn a_declined_payform_and_an_ach_debit(app: &TestApp) {
     let ach = json!({ "transaction": { "payment_method": "ach", "action": "debit", "transaction_amount": "20.00",
         "ach_sec_code": "WEB", "transaction_api_id": "ach-1", "show_second_account_number": true,
         "product_transaction_id": t.cred("ach_product_transaction_id") } });
-    let form = get_page(app, &form_link(&t, "/v2/payform", now() - 20, &ach)).expect(200);
+    let form = get_page(app, &form_link(&t, "/v2/payform", fresh_ts(), &ach)).expect(200);
     assert!(form.text.contains("fg-confirm_account_number") && form.text.contains("fg-routing"));
     let ach_action = form_action(&form);
     let fields = [
@@ -357,7 +377,7 @@ fn accountform_stores_a_vault(app: &TestApp) {
     let t = app.bootstrap();
     let data = json!({ "accountvault": { "payment_method": "cc", "location_id": t.location_id(),
         "account_vault_api_id": "vault77", "show_title": false, "parent_send_message": true } });
-    let form = get_page(app, &form_link(&t, "/v2/accountform", now(), &data)).expect(200);
+    let form = get_page(app, &form_link(&t, "/v2/accountform", fresh_ts(), &data)).expect(200);
     assert!(
         !form.text.contains("id=\"fg-title\""),
         "show_title false hides the title"
@@ -392,13 +412,12 @@ fn accountform_stores_a_vault(app: &TestApp) {
     as_reader.creds["user_id"] = reader["id"].clone();
     as_reader.creds["user_hash_key"] = json!("a-reader-hash-key-0123456789");
     let data = json!({ "accountvault": { "payment_method": "cc", "account_vault_api_id": "vault78" } });
-    get_page(app, &form_link(&as_reader, "/v2/accountform", now(), &data)).expect(403);
+    get_page(app, &form_link(&as_reader, "/v2/accountform", fresh_ts(), &data)).expect(403);
 }
 
 /// Each call signs with its own timestamp: a hash-key is spent once.
 fn ticket(app: &TestApp, t: &Tenant, body: Value) -> Resp {
-    static SKEW: std::sync::atomic::AtomicI64 = std::sync::atomic::AtomicI64::new(0);
-    let ts = (now() - SKEW.fetch_add(1, std::sync::atomic::Ordering::Relaxed) % 200).to_string();
+    let ts = fresh_ts().to_string();
     let hash = hash_key::compute(&t.cred("user_hash_key"), &t.user_id(), &ts).expect("a hash-key");
     client(app).send(
         "POST",
@@ -740,7 +759,7 @@ fn a_payform_payment_reaches_a_postback(app: &TestApp) {
         &t,
         json!({ "resource": "transaction", "url": receiver.url, "product_transaction_id": t.cred("cc_product_transaction_id") }),
     );
-    let link = form_link(&t, "/v2/payform", now(), &sale_data("order-pb"));
+    let link = form_link(&t, "/v2/payform", fresh_ts(), &sale_data("order-pb"));
     let action = form_action(&get_page(app, &link).expect(200));
     submit(
         app,
@@ -768,8 +787,13 @@ fn open_with(app: &TestApp, path: &str, headers: &[(&str, &str)]) -> Resp {
 /// is refused and charges nothing.
 fn a_form_submits_within_fifteen_minutes(app: &TestApp) {
     let t = app.bootstrap();
-    let action =
-        form_action(&get_page(app, &form_link(&t, "/v2/payform", now(), &sale_data("late-1"))).expect(200));
+    let action = form_action(
+        &get_page(
+            app,
+            &form_link(&t, "/v2/payform", fresh_ts(), &sale_data("late-1")),
+        )
+        .expect(200),
+    );
     t.post(
         "/v2/developer/testclock/advance",
         json!({ "testclock": { "seconds": 16 * 60 } }),
@@ -812,10 +836,7 @@ fn a_form_submits_within_fifteen_minutes(app: &TestApp) {
 /// store the entered card as a vault of that contact.
 fn authonly_and_avsonly_save_the_account(app: &TestApp) {
     let t = app.bootstrap();
-    for (i, (action, amount, status)) in [("authonly", "12.00", 102), ("avsonly", "0.00", 121)]
-        .into_iter()
-        .enumerate()
-    {
+    for (action, amount, status) in [("authonly", "12.00", 102), ("avsonly", "0.00", 121)] {
         let contact = t.contact(json!({ "first_name": action }))["id"]
             .as_str()
             .unwrap()
@@ -824,7 +845,7 @@ fn authonly_and_avsonly_save_the_account(app: &TestApp) {
         let data = json!({ "transaction": { "payment_method": "cc", "action": action, "transaction_amount": amount,
             "transaction_api_id": api_id, "save_account": 1, "save_account_title": "Saved card",
             "contact_id": contact, "show_zip": true } });
-        let form = get_page(app, &form_link(&t, "/v2/payform", now() - i as i64, &data)).expect(200);
+        let form = get_page(app, &form_link(&t, "/v2/payform", fresh_ts(), &data)).expect(200);
         let done = submit(
             app,
             &form_action(&form),
@@ -864,7 +885,7 @@ fn a_partial_approval_is_shown_approved(app: &TestApp) {
         "transaction_api_id": "partial-1", "allow_partial_authorization_override": 1,
         "redirect_url_on_approval": "https://shop.example/thanks",
         "redirect_url_on_decline": "https://shop.example/sorry" } });
-    let action = form_action(&get_page(app, &form_link(&t, "/v2/payform", now(), &data)).expect(200));
+    let action = form_action(&get_page(app, &form_link(&t, "/v2/payform", fresh_ts(), &data)).expect(200));
     let done = submit(
         app,
         &action,
@@ -883,7 +904,7 @@ fn a_partial_approval_is_shown_approved(app: &TestApp) {
     // And a decline is still one.
     let data = json!({ "transaction": { "payment_method": "cc", "action": "sale", "transaction_amount": "2.01",
         "transaction_api_id": "partial-2" } });
-    let action = form_action(&get_page(app, &form_link(&t, "/v2/payform", now() - 1, &data)).expect(200));
+    let action = form_action(&get_page(app, &form_link(&t, "/v2/payform", fresh_ts(), &data)).expect(200));
     let done = submit(
         app,
         &action,
@@ -910,7 +931,7 @@ fn posted_origin(page: &Resp) -> String {
 /// a wildcard.
 fn results_go_to_the_parent_origin_only(app: &TestApp) {
     let t = app.bootstrap();
-    let link = form_link(&t, "/v2/payform", now(), &sale_data("parent-1"));
+    let link = form_link(&t, "/v2/payform", fresh_ts(), &sale_data("parent-1"));
     let form = open_with(
         app,
         &link,
@@ -929,11 +950,11 @@ fn results_go_to_the_parent_origin_only(app: &TestApp) {
     assert!(!done.text.contains("postMessage(message, \"*\")") && !done.text.contains("'*'"));
     // Without a Referer there is no origin to post to (the script then
     // asks the browser for the embedding page's own origin).
-    let link = form_link(&t, "/v2/payform", now() - 1, &sale_data("parent-2"));
+    let link = form_link(&t, "/v2/payform", fresh_ts(), &sale_data("parent-2"));
     let form = open_with(app, &link, &[]).expect(200);
     assert_eq!(posted_origin(&form), "");
     // A Referer that is no http(s) URL is not taken.
-    let link = form_link(&t, "/v2/payform", now() - 2, &sale_data("parent-3"));
+    let link = form_link(&t, "/v2/payform", fresh_ts(), &sale_data("parent-3"));
     let form = open_with(app, &link, &[("referer", "javascript:alert(1)")]).expect(200);
     assert_eq!(posted_origin(&form), "");
 }
@@ -945,7 +966,7 @@ fn flags_change_the_form(app: &TestApp) {
     let t = app.bootstrap();
     let data = json!({ "transaction": { "payment_method": "cc", "action": "sale", "transaction_amount": "3.00",
         "transaction_api_id": "zip-1", "show_zip": true, "require_zip": true } });
-    let form = get_page(app, &form_link(&t, "/v2/payform", now(), &data)).expect(200);
+    let form = get_page(app, &form_link(&t, "/v2/payform", fresh_ts(), &data)).expect(200);
     assert!(form.text.contains("fg-billing_zip"), "the ZIP is asked");
     assert!(form.text.contains("data-fg-close"), "a close button by default");
     let action = form_action(&form);
@@ -972,7 +993,7 @@ fn flags_change_the_form(app: &TestApp) {
 
     let data = json!({ "transaction": { "payment_method": "cc", "action": "sale", "transaction_amount": "3.00",
         "transaction_api_id": "close-1", "display_close_button": false } });
-    let form = get_page(app, &form_link(&t, "/v2/payform", now() - 1, &data)).expect(200);
+    let form = get_page(app, &form_link(&t, "/v2/payform", fresh_ts(), &data)).expect(200);
     assert!(!form.text.contains("data-fg-close"), "no close button");
     let done = submit(
         app,
