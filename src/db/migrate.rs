@@ -158,6 +158,13 @@ pub const MIGRATIONS: &[Migration] = &[
         include_str!("../../migrations/0023_auth_epoch.postgres.sql"),
         include_str!("../../migrations/0023_auth_epoch.sqlite.sql"),
     ),
+    (
+        24,
+        "search_queue",
+        "",
+        "",
+        include_str!("../../migrations/0024_search_queue.sqlite.sql"),
+    ),
 ];
 
 /// Applies every migration not yet recorded. Returns how many ran.

@@ -284,6 +284,33 @@ fn step(conn: &Connection, sql: &str) -> Result<(), DbError> {
         .map_err(map_err)
 }
 
+/// Runs what the schema asks of the writer once per group, after its
+/// last job and before the commit (`writer_before_commit`, in order):
+/// work that costs less once per group than once per job, such as
+/// indexing the contacts the group created (FTS5 writes its pending terms
+/// out at every savepoint, and each job runs in one). A failure fails the
+/// group: its jobs are not committed.
+fn before_commit(conn: &Connection) -> Result<(), DbError> {
+    let listed = conn
+        .prepare_cached("SELECT sql FROM writer_before_commit ORDER BY position")
+        .and_then(|mut s| {
+            s.query_map([], |row| row.get::<_, String>(0))?
+                .collect::<Result<Vec<_>, _>>()
+        });
+    let statements = match listed {
+        Ok(statements) => statements,
+        // A database the migrations have not reached yet.
+        Err(rusqlite::Error::SqliteFailure(_, Some(message))) if message.contains("no such table") => {
+            return Ok(())
+        }
+        Err(e) => return Err(map_err(e)),
+    };
+    for sql in &statements {
+        step(conn, sql)?;
+    }
+    Ok(())
+}
+
 /// Takes every queued job (up to MAX_GROUP), runs each in a savepoint of
 /// one transaction, commits once, then answers them all.
 fn writer_loop(conn: Connection, rx: mpsc::Receiver<WriteJob>, stats: &WriterStats) {
@@ -335,7 +362,12 @@ fn run_group(conn: &Connection, group: Vec<WriteJob>) {
             }
         }
     }
-    match step(conn, "COMMIT") {
+    let ready = if succeeded.is_empty() {
+        Ok(())
+    } else {
+        before_commit(conn)
+    };
+    match ready.and_then(|_| step(conn, "COMMIT")) {
         Ok(()) => {
             for done in succeeded {
                 let _ = done.send(Ok(()));
@@ -353,6 +385,82 @@ fn run_group(conn: &Connection, group: Vec<WriteJob>) {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// New contacts are indexed for search once per group, just before
+    /// its commit: a committed contact is found, one whose job failed
+    /// leaves nothing behind, and changes made before and after the
+    /// indexing are followed.
+    #[test]
+    fn contacts_are_searchable_when_their_group_commits() {
+        let dir = std::env::temp_dir().join(format!("ferrogate-search-{}", crate::ids::new_id()));
+        let url = format!("sqlite://{}", dir.join("s.db").display());
+        let store = crate::db::Store::open(&url, 2).unwrap();
+        store.migrate().unwrap();
+        let run = |statements: Vec<(&'static str, Vec<Value>)>| {
+            store.write_blocking(move |c| {
+                for (sql, params) in statements {
+                    c.execute(&Sql::with(sql, params))?;
+                }
+                Ok(())
+            })
+        };
+        const CONTACT: &str = "INSERT INTO contacts (id, location_id, last_name, created_ts, modified_ts) VALUES (?, 'loc', ?, 0, 0)";
+        const RENAME: &str = "UPDATE contacts SET last_name = ? WHERE id = ?";
+        const REMOVE: &str = "DELETE FROM contacts WHERE id = ?";
+        run(vec![(
+            "INSERT INTO locations (id, path, name, created_ts, modified_ts) VALUES ('loc', '/loc/', 'L', 0, 0)",
+            vec![],
+        )])
+        .unwrap();
+        let failed = store.write_blocking(|c| {
+            c.execute(&Sql::with(CONTACT, vec!["gone".into(), "Lovelace".into()]))?;
+            Err::<(), _>(ApiError::internal("the job fails after its insert"))
+        });
+        assert!(failed.is_err());
+        run(vec![(CONTACT, vec!["ada".into(), "Lovelace".into()])]).unwrap();
+        run(vec![
+            (CONTACT, vec!["tmp".into(), "Temporary".into()]),
+            (REMOVE, vec!["tmp".into()]),
+        ])
+        .unwrap();
+        run(vec![
+            (CONTACT, vec!["grace".into(), "Hopper".into()]),
+            (RENAME, vec!["Hopperton".into(), "grace".into()]),
+        ])
+        .unwrap();
+        let found = |needle: &str| -> Vec<String> {
+            let sql = Sql::with(
+                "SELECT m.record_id FROM contacts_search_rows m WHERE m.search_rowid IN \
+                 (SELECT rowid FROM contacts_search WHERE last_name LIKE ?) ORDER BY 1",
+                vec![format!("%{needle}%").into()],
+            );
+            store
+                .write_blocking(move |c| Ok(c.query(&sql)?))
+                .unwrap()
+                .into_iter()
+                .map(|row| row[0].as_str().unwrap().to_string())
+                .collect()
+        };
+        assert_eq!(found("ovela"), ["ada"], "the failed job's contact is not there");
+        assert_eq!(found("opperton"), ["grace"], "indexed as it was at the commit");
+        assert!(found("empor").is_empty(), "created and deleted before the commit");
+        let queued = store
+            .write_blocking(|c| Ok(c.query_int(&Sql::new("SELECT COUNT(*) FROM contacts_search_queue"))?))
+            .unwrap();
+        assert_eq!(queued, 0);
+        // Once indexed, the update and delete triggers follow the contact.
+        run(vec![(RENAME, vec!["Byron".into(), "ada".into()])]).unwrap();
+        assert!(found("ovela").is_empty());
+        assert_eq!(found("yro"), ["ada"]);
+        run(vec![(REMOVE, vec!["ada".into()])]).unwrap();
+        assert!(found("yro").is_empty());
+        // A new contact takes a fresh search row.
+        run(vec![(CONTACT, vec!["alan".into(), "Turing".into()])]).unwrap();
+        assert_eq!(found("urin"), ["alan"]);
+        assert_eq!(found("opperton"), ["grace"]);
+        store.shutdown();
+        let _ = std::fs::remove_dir_all(dir);
+    }
 
     /// What the writer and the readers run with: WAL, synchronous=FULL
     /// (2), foreign keys, a busy timeout; readers cannot write.
