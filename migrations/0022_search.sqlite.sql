@@ -3,7 +3,8 @@
 -- characters or more without reading every contact of the scope. Its
 -- rows are numbered by its own rowid, mapped to the contact's id (a
 -- contact's own rowid is not stable: VACUUM may renumber it). Triggers
--- keep both in step with contacts, in the writing transaction.
+-- keep both in step with contacts, in the writing transaction
+-- (migration 24 changes how new contacts are indexed).
 CREATE VIRTUAL TABLE contacts_search USING fts5(first_name, last_name, email, company_name, tokenize = 'trigram');
 CREATE TABLE contacts_search_rows (record_id TEXT PRIMARY KEY, search_rowid INTEGER NOT NULL);
 CREATE UNIQUE INDEX contacts_search_rows_rowid ON contacts_search_rows (search_rowid);

@@ -258,7 +258,11 @@ impl Store {
     /// Applies pending migrations; safe to run from several processes.
     pub fn migrate(&self) -> anyhow::Result<usize> {
         match &*self.engine {
-            Engine::Sqlite(s) => s.with_writer_blocking(migrate::apply),
+            Engine::Sqlite(s) => {
+                let applied = s.with_writer_blocking(migrate::apply)?;
+                s.catch_up()?;
+                Ok(applied)
+            }
             Engine::Postgres(p) => p.with_conn_blocking(migrate::apply),
         }
     }

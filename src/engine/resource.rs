@@ -425,9 +425,11 @@ impl Resource {
 
 /// A substring index over text columns (ADR 0021). On SQLite an FTS5
 /// table `<table>` with the trigram tokenizer and `<table>_rows`
-/// (`record_id`, `search_rowid`) mapping its rows to the records, kept in
-/// step by triggers (migration 22), which list filters consult for
-/// needles of three characters or more; on PostgreSQL trigram
+/// (`search_rowid`, `record_id`) mapping its rows to the records, which
+/// list filters consult for needles of three characters or more: new
+/// records are queued by a trigger and indexed once per group of writes
+/// before its commit, changes and deletes followed by triggers
+/// (migrations 22 and 24); on PostgreSQL trigram
 /// (`pg_trgm`) GIN indexes on the columns, which its planner uses for
 /// `ILIKE` by itself.
 #[derive(Clone, Copy, Debug)]
