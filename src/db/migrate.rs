@@ -165,6 +165,13 @@ pub const MIGRATIONS: &[Migration] = &[
         "",
         include_str!("../../migrations/0024_search_queue.sqlite.sql"),
     ),
+    (
+        25,
+        "row_counts",
+        "",
+        include_str!("../../migrations/0025_row_counts.postgres.sql"),
+        include_str!("../../migrations/0025_row_counts.sqlite.sql"),
+    ),
 ];
 
 /// Applies every migration not yet recorded. Returns how many ran.

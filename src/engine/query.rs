@@ -729,6 +729,48 @@ pub fn each(
     conn.query_each(&sql, &mut |row| each(Record::from_row(res, row)))
 }
 
+/// The tables whose rows per location `row_counts` keeps, moved by
+/// triggers in the writing transaction (migration 25, ADR 0022): the
+/// lists that grow without bound.
+pub const COUNTED: &[&str] = &["contacts", "transactions", "account_vaults"];
+
+/// The total of an unfiltered list of a [`COUNTED`] table: the sum of its
+/// scope's kept counts (a row per location, or per stripe on PostgreSQL)
+/// instead of a count of every row, which grows with the table. `None`
+/// when anything narrows the list (a filter, a parent, a resource's own
+/// condition).
+fn kept_total(
+    res: &Resource,
+    scope: &TenantScope,
+    q: &ListQuery,
+    extra: Option<&dyn Fn(&mut Sql)>,
+) -> Option<Sql> {
+    let counted = COUNTED.contains(&res.table) && matches!(res.scope, Scope::Column("location_id"));
+    if !counted || !q.conditions.is_empty() {
+        return None;
+    }
+    if let Some(extra) = extra {
+        let mut narrowing = Sql::new("");
+        extra(&mut narrowing);
+        if !narrowing.text.is_empty() {
+            return None;
+        }
+    }
+    let mut sql = Sql::new("SELECT CAST(COALESCE(SUM(c.n), 0) AS BIGINT) FROM row_counts c");
+    if scope.leaf {
+        sql.push(" WHERE c.location_id = ")
+            .bind(scope.location_id.clone());
+    } else {
+        let (lower, upper) = scope.bounds();
+        sql.push(" JOIN locations s ON s.id = c.location_id WHERE s.path >= ")
+            .bind(lower)
+            .push(" AND s.path < ")
+            .bind(upper);
+    }
+    sql.push(" AND c.table_name = ").bind(res.table);
+    Some(sql)
+}
+
 /// One page of a scoped list and the total count. The page comes first:
 /// a first page shorter than the page size is the whole list, and needs
 /// no count (a search that finds a few rows pays for one query, not two).
@@ -747,6 +789,8 @@ pub fn list(
     let rows = conn.query(&sql)?;
     let total = if q.offset() == 0 && (rows.len() as u64) < q.page_size {
         rows.len() as u64
+    } else if let Some(kept) = kept_total(res, scope, q, extra) {
+        conn.query_int(&kept)?.max(0) as u64
     } else {
         let mut count = Sql::new("SELECT COUNT(*)");
         from_scoped_with(res, scope, &mut count, q.searching(res, conn.dialect()));

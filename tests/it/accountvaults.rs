@@ -384,6 +384,7 @@ fn vault_lifecycle_and_api_id(app: &TestApp) {
     t.get(&format!("/v2/notes/{note}")).expect(404);
     t.get(&format!("/v2/accountvaults/{id}")).expect(404);
     t.delete(&format!("/v2/accountvaults/{id}")).expect(404);
+    db(app).assert_counts_kept();
 }
 
 fn vault_lists_and_expands(app: &TestApp) {

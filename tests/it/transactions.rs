@@ -2331,6 +2331,8 @@ fn transaction_list_filters(app: &TestApp) {
         card("sale", "12.00", json!({ "transaction_api_id": "order-77" })),
     );
     assert_eq!(count(""), 8);
+    assert_eq!(count("?page_size=1"), 8, "the kept total (ADR 0022)");
+    db(app).assert_counts_kept();
     assert_eq!(count("?transaction_amount=10.00|10.99"), 3);
     assert_eq!(count("?transaction_amount=10.00"), 1);
     assert_eq!(count("?transaction_amount=10.01|10.98"), 1);

@@ -87,6 +87,23 @@ impl Db {
         self.scalar(sql, params)
     }
 
+    /// Asserts that the kept row counts (migration 25) equal a count of
+    /// the rows, for every counted table and every location.
+    #[track_caller]
+    pub fn assert_counts_kept(&mut self) {
+        for table in ["contacts", "transactions", "account_vaults"] {
+            let wrong = self.count(
+                &format!(
+                    "SELECT COUNT(*) FROM (SELECT l.id FROM locations l \
+                     WHERE (SELECT COUNT(*) FROM {table} r WHERE r.location_id = l.id) \
+                     <> (SELECT COALESCE(SUM(c.n), 0) FROM row_counts c WHERE c.table_name = ? AND c.location_id = l.id)) w"
+                ),
+                &[table],
+            );
+            assert_eq!(wrong, 0, "locations whose kept count of {table} is wrong");
+        }
+    }
+
     /// Every `table.column` of the database whose text contains `needle`.
     pub fn columns_containing(&mut self, needle: &str) -> Vec<String> {
         let mut found = Vec::new();
