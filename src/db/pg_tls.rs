@@ -43,6 +43,8 @@ pub enum SslMode {
 /// parameters, and the TLS connector it needs (`None`: plain).
 pub struct Target {
     pub config: postgres::Config,
+    /// The same settings, for the pooled connections' asynchronous client.
+    pub async_config: tokio_postgres::Config,
     pub tls: Option<MakeRustls>,
 }
 
@@ -90,7 +92,15 @@ pub fn target(url: &str) -> anyhow::Result<Target> {
         SslMode::Disable => None,
         _ => Some(MakeRustls::new(mode, root_file.as_deref())?),
     };
-    Ok(Target { config, tls })
+    let mut async_config: tokio_postgres::Config = plain
+        .parse()
+        .map_err(|e| anyhow::anyhow!("the database URL is not valid: {e}"))?;
+    async_config.ssl_mode(config.get_ssl_mode());
+    Ok(Target {
+        config,
+        async_config,
+        tls,
+    })
 }
 
 /// The rustls connector for the `postgres` client.

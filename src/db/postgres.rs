@@ -1,15 +1,18 @@
-//! PostgreSQL: a pool of synchronous clients used from blocking threads.
-//! Each write job runs in its own transaction; PostgreSQL groups
-//! concurrent commits by itself.
+//! PostgreSQL: a pool of clients used from blocking threads, each with a
+//! small runtime of its own. Each write job runs in its own transaction;
+//! PostgreSQL groups concurrent commits by itself. A job's `BEGIN` is sent
+//! together with its first statement, in one round trip.
 
 use super::pg_tls::Target;
 use super::pool::Pool;
 use super::{Conn, DbError, Dialect, Row, Sql, Value};
 use crate::error::{ApiError, ApiResult};
 use postgres::types::{to_sql_checked, IsNull, ToSql, Type};
-use postgres::{Client, NoTls, Statement};
+use postgres::NoTls;
 use std::collections::HashMap;
+use std::future::Future;
 use std::sync::Arc;
+use tokio_postgres::{Client, Statement};
 
 pub struct PgStore {
     target: Arc<Target>,
@@ -17,20 +20,49 @@ pub struct PgStore {
 }
 
 pub struct PgConn {
+    /// Runs this connection's I/O, only while a statement is awaited (a
+    /// current-thread runtime polls the connection task inside `block_on`).
+    runtime: tokio::runtime::Runtime,
     client: Client,
     /// Prepared statements by their `$n` text: saves a round trip a query.
     statements: HashMap<String, Statement>,
+    /// A write job began and has sent nothing yet: its `BEGIN` goes out
+    /// with the first statement (pipelined, one round trip for both), and
+    /// a job that sends nothing needs no `COMMIT`.
+    begin_pending: bool,
 }
 
 impl PgConn {
     fn connect(target: &Target) -> anyhow::Result<PgConn> {
+        let runtime = tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build()?;
         let client = match &target.tls {
-            None => target.config.connect(NoTls)?,
-            Some(tls) => target.config.connect(tls.clone())?,
+            None => {
+                let (client, connection) = runtime.block_on(target.async_config.connect(NoTls))?;
+                runtime.spawn(connection);
+                client
+            }
+            Some(tls) => {
+                let (client, connection) = runtime.block_on(target.async_config.connect(tls.clone()))?;
+                runtime.spawn(connection);
+                client
+            }
         };
         Ok(PgConn {
+            runtime,
             client,
             statements: HashMap::new(),
+            begin_pending: false,
+        })
+    }
+
+    /// A plain synchronous client, for the connections that only listen or
+    /// hold a lock.
+    fn connect_sync(target: &Target) -> anyhow::Result<postgres::Client> {
+        Ok(match &target.tls {
+            None => target.config.connect(NoTls)?,
+            Some(tls) => target.config.connect(tls.clone())?,
         })
     }
 
@@ -39,12 +71,15 @@ impl PgConn {
         if sql.replan {
             // A statement of its own, dropped after this run: PostgreSQL
             // plans a new statement's first runs for their parameters.
-            return self.client.prepare(&text).map_err(map_err);
+            return self.runtime.block_on(self.client.prepare(&text)).map_err(map_err);
         }
         if let Some(s) = self.statements.get(&text) {
             return Ok(s.clone());
         }
-        let stmt = self.client.prepare(&text).map_err(map_err)?;
+        let stmt = self
+            .runtime
+            .block_on(self.client.prepare(&text))
+            .map_err(map_err)?;
         if self.statements.len() > 512 {
             self.statements.clear();
         }
@@ -53,8 +88,37 @@ impl PgConn {
     }
 
     fn batch(&mut self, text: &str) -> Result<(), DbError> {
-        self.client.batch_execute(text).map_err(map_err)
+        self.runtime
+            .block_on(self.client.batch_execute(text))
+            .map_err(map_err)
     }
+
+    /// Sends a job's pending `BEGIN` on its own (before a statement that
+    /// cannot travel with it).
+    fn begin_now(&mut self) -> Result<(), DbError> {
+        if std::mem::take(&mut self.begin_pending) {
+            self.batch("BEGIN")?;
+        }
+        Ok(())
+    }
+}
+
+/// Awaits `statement` on `client`, preceded by `BEGIN` when `begin`: both
+/// are written before either answer is awaited (tokio-postgres pipelines
+/// requests polled together), and PostgreSQL runs them in order. `BEGIN`
+/// fails only with the connection, which then runs nothing after it.
+fn run<T>(
+    runtime: &tokio::runtime::Runtime,
+    client: &Client,
+    begin: bool,
+    statement: impl Future<Output = Result<T, postgres::Error>>,
+) -> Result<T, DbError> {
+    if !begin {
+        return runtime.block_on(statement).map_err(map_err);
+    }
+    let (begun, result) = runtime.block_on(async { tokio::join!(client.batch_execute("BEGIN"), statement) });
+    begun.map_err(map_err)?;
+    result.map_err(map_err)
 }
 
 /// Rewrites `?` placeholders as `$1, $2, ...`. Our SQL never carries
@@ -154,20 +218,31 @@ impl Conn for PgConn {
         let stmt = self.prepare(sql)?;
         let params: Vec<Bind> = sql.params.iter().map(Bind).collect();
         let refs: Vec<&(dyn ToSql + Sync)> = params.iter().map(|p| p as &(dyn ToSql + Sync)).collect();
-        let rows = self.client.query(&stmt, &refs).map_err(map_err)?;
+        let begin = std::mem::take(&mut self.begin_pending);
+        let rows = run(
+            &self.runtime,
+            &self.client,
+            begin,
+            self.client.query(&stmt, &refs),
+        )?;
         rows.iter().map(decode).collect()
     }
 
     fn query_each(&mut self, sql: &Sql, each: &mut dyn FnMut(Row) -> bool) -> Result<(), DbError> {
-        use postgres::fallible_iterator::FallibleIterator;
+        use futures_util::StreamExt;
         let stmt = self.prepare(sql)?;
+        self.begin_now()?;
         let params: Vec<Bind> = sql.params.iter().map(Bind).collect();
-        let mut rows = self
-            .client
-            .query_raw(&stmt, params.iter().map(|p| p as &dyn ToSql))
+        let rows = self
+            .runtime
+            .block_on(
+                self.client
+                    .query_raw(&stmt, params.iter().map(|p| p as &dyn ToSql)),
+            )
             .map_err(map_err)?;
-        while let Some(row) = rows.next().map_err(map_err)? {
-            if !each(decode(&row)?) {
+        let mut rows = std::pin::pin!(rows);
+        while let Some(row) = self.runtime.block_on(rows.next()) {
+            if !each(decode(&row.map_err(map_err)?)?) {
                 break;
             }
         }
@@ -178,7 +253,13 @@ impl Conn for PgConn {
         let stmt = self.prepare(sql)?;
         let params: Vec<Bind> = sql.params.iter().map(Bind).collect();
         let refs: Vec<&(dyn ToSql + Sync)> = params.iter().map(|p| p as &(dyn ToSql + Sync)).collect();
-        self.client.execute(&stmt, &refs).map_err(map_err)
+        let begin = std::mem::take(&mut self.begin_pending);
+        run(
+            &self.runtime,
+            &self.client,
+            begin,
+            self.client.execute(&stmt, &refs),
+        )
     }
 
     fn dialect(&self) -> Dialect {
@@ -208,10 +289,9 @@ impl PgStore {
     pub fn hold_node_lock(&self, node_id: &str) -> anyhow::Result<()> {
         let url = self.target.clone();
         let node = node_id.to_string();
-        let take = move |url: &Target, node: &str| -> anyhow::Result<PgConn> {
-            let mut conn = PgConn::connect(url)?;
-            conn.client
-                .execute("SELECT pg_advisory_lock(hashtextextended($1, 0))", &[&node])?;
+        let take = move |url: &Target, node: &str| -> anyhow::Result<postgres::Client> {
+            let mut conn = PgConn::connect_sync(url)?;
+            conn.execute("SELECT pg_advisory_lock(hashtextextended($1, 0))", &[&node])?;
             Ok(conn)
         };
         // The synchronous client owns a runtime: connect on the lock's own
@@ -232,9 +312,7 @@ impl PgStore {
                 };
                 loop {
                     std::thread::sleep(std::time::Duration::from_secs(2));
-                    let alive = conn
-                        .as_mut()
-                        .is_some_and(|c| c.client.simple_query("SELECT 1").is_ok());
+                    let alive = conn.as_mut().is_some_and(|c| c.simple_query("SELECT 1").is_ok());
                     if !alive {
                         conn = take(&url, &node)
                             .map_err(|e| tracing::warn!(error = %e, "node lock lost; retrying"))
@@ -260,11 +338,10 @@ impl PgStore {
         deliver: Box<dyn Fn(String, String) + Send + Sync>,
     ) -> anyhow::Result<()> {
         let url = self.target.clone();
-        let subscribe = move |url: &Target, channels: &[String]| -> anyhow::Result<PgConn> {
-            let mut conn = PgConn::connect(url)?;
+        let subscribe = move |url: &Target, channels: &[String]| -> anyhow::Result<postgres::Client> {
+            let mut conn = PgConn::connect_sync(url)?;
             for channel in channels {
-                conn.client
-                    .batch_execute(&format!("LISTEN \"{}\"", channel.replace('"', "")))?;
+                conn.batch_execute(&format!("LISTEN \"{}\"", channel.replace('"', "")))?;
             }
             Ok(conn)
         };
@@ -294,7 +371,7 @@ impl PgStore {
                     };
                     let mut broken = false;
                     {
-                        let mut notes = c.client.notifications();
+                        let mut notes = c.notifications();
                         let mut each = notes.timeout_iter(std::time::Duration::from_secs(5));
                         loop {
                             match postgres::fallible_iterator::FallibleIterator::next(&mut each) {
@@ -308,7 +385,7 @@ impl PgStore {
                         }
                     }
                     // A quiet spell: make sure the connection still lives.
-                    if broken || c.client.is_closed() || c.client.simple_query("SELECT 1").is_err() {
+                    if broken || c.is_closed() || c.simple_query("SELECT 1").is_err() {
                         conn = None;
                     }
                 }
@@ -355,8 +432,13 @@ impl Drop for PgStore {
 }
 
 fn run_in_transaction<T>(conn: &mut PgConn, job: impl FnOnce(&mut dyn Conn) -> ApiResult<T>) -> ApiResult<T> {
-    conn.batch("BEGIN")?;
-    match job(conn) {
+    conn.begin_pending = true;
+    let result = job(conn);
+    // Nothing sent: no transaction was opened.
+    if std::mem::take(&mut conn.begin_pending) {
+        return result;
+    }
+    match result {
         Ok(value) => match conn.batch("COMMIT") {
             Ok(()) => Ok(value),
             Err(e) => {
