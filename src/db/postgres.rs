@@ -23,7 +23,11 @@ pub struct PgConn {
     /// Runs this connection's I/O, only while a statement is awaited (a
     /// current-thread runtime polls the connection task inside `block_on`).
     runtime: tokio::runtime::Runtime,
-    client: Client,
+    /// Always there until the connection is dropped (see `Drop`).
+    client: Option<Client>,
+    /// The task that drives the connection: awaited on drop, so that it
+    /// says goodbye to the server (see `Drop`).
+    connection: Option<tokio::task::JoinHandle<()>>,
     /// Prepared statements by their `$n` text: saves a round trip a query.
     statements: HashMap<String, Statement>,
     /// A write job began and has sent nothing yet: its `BEGIN` goes out
@@ -37,24 +41,33 @@ impl PgConn {
         let runtime = tokio::runtime::Builder::new_current_thread()
             .enable_all()
             .build()?;
-        let client = match &target.tls {
+        let (client, connection) = match &target.tls {
             None => {
                 let (client, connection) = runtime.block_on(target.async_config.connect(NoTls))?;
-                runtime.spawn(connection);
-                client
+                (client, runtime.spawn(async move { drop(connection.await) }))
             }
             Some(tls) => {
                 let (client, connection) = runtime.block_on(target.async_config.connect(tls.clone()))?;
-                runtime.spawn(connection);
-                client
+                (client, runtime.spawn(async move { drop(connection.await) }))
             }
         };
         Ok(PgConn {
             runtime,
-            client,
+            client: Some(client),
+            connection: Some(connection),
             statements: HashMap::new(),
             begin_pending: false,
         })
+    }
+
+    fn client(&self) -> Result<&Client, DbError> {
+        self.client
+            .as_ref()
+            .ok_or_else(|| DbError::Unavailable("the connection is closed".into()))
+    }
+
+    fn is_closed(&self) -> bool {
+        self.client.as_ref().is_none_or(Client::is_closed)
     }
 
     /// A plain synchronous client, for the connections that only listen or
@@ -71,14 +84,17 @@ impl PgConn {
         if sql.replan {
             // A statement of its own, dropped after this run: PostgreSQL
             // plans a new statement's first runs for their parameters.
-            return self.runtime.block_on(self.client.prepare(&text)).map_err(map_err);
+            return self
+                .runtime
+                .block_on(self.client()?.prepare(&text))
+                .map_err(map_err);
         }
         if let Some(s) = self.statements.get(&text) {
             return Ok(s.clone());
         }
         let stmt = self
             .runtime
-            .block_on(self.client.prepare(&text))
+            .block_on(self.client()?.prepare(&text))
             .map_err(map_err)?;
         if self.statements.len() > 512 {
             self.statements.clear();
@@ -89,7 +105,7 @@ impl PgConn {
 
     fn batch(&mut self, text: &str) -> Result<(), DbError> {
         self.runtime
-            .block_on(self.client.batch_execute(text))
+            .block_on(self.client()?.batch_execute(text))
             .map_err(map_err)
     }
 
@@ -100,6 +116,23 @@ impl PgConn {
             self.batch("BEGIN")?;
         }
         Ok(())
+    }
+}
+
+/// Closes the connection as the synchronous client did: the client's
+/// last handle goes, and the connection task, polled once more, sends
+/// `Terminate` and ends (the server would otherwise log an unexpected end
+/// of file for every pooled connection closed).
+impl Drop for PgConn {
+    fn drop(&mut self) {
+        let Some(task) = self.connection.take() else {
+            return;
+        };
+        drop(self.client.take());
+        let wait = std::time::Duration::from_millis(200);
+        let _ = self
+            .runtime
+            .block_on(async { tokio::time::timeout(wait, task).await });
     }
 }
 
@@ -219,12 +252,8 @@ impl Conn for PgConn {
         let params: Vec<Bind> = sql.params.iter().map(Bind).collect();
         let refs: Vec<&(dyn ToSql + Sync)> = params.iter().map(|p| p as &(dyn ToSql + Sync)).collect();
         let begin = std::mem::take(&mut self.begin_pending);
-        let rows = run(
-            &self.runtime,
-            &self.client,
-            begin,
-            self.client.query(&stmt, &refs),
-        )?;
+        let client = self.client()?;
+        let rows = run(&self.runtime, client, begin, client.query(&stmt, &refs))?;
         rows.iter().map(decode).collect()
     }
 
@@ -236,7 +265,7 @@ impl Conn for PgConn {
         let rows = self
             .runtime
             .block_on(
-                self.client
+                self.client()?
                     .query_raw(&stmt, params.iter().map(|p| p as &dyn ToSql)),
             )
             .map_err(map_err)?;
@@ -254,12 +283,8 @@ impl Conn for PgConn {
         let params: Vec<Bind> = sql.params.iter().map(Bind).collect();
         let refs: Vec<&(dyn ToSql + Sync)> = params.iter().map(|p| p as &(dyn ToSql + Sync)).collect();
         let begin = std::mem::take(&mut self.begin_pending);
-        run(
-            &self.runtime,
-            &self.client,
-            begin,
-            self.client.execute(&stmt, &refs),
-        )
+        let client = self.client()?;
+        run(&self.runtime, client, begin, client.execute(&stmt, &refs))
     }
 
     fn dialect(&self) -> Dialect {
@@ -398,7 +423,7 @@ impl PgStore {
     pub fn read<T>(&self, job: impl FnOnce(&mut dyn Conn) -> ApiResult<T>) -> ApiResult<T> {
         self.pool.with(|conn| {
             let result = job(conn);
-            let healthy = !conn.client.is_closed();
+            let healthy = !conn.is_closed();
             (result, healthy)
         })?
     }
@@ -406,7 +431,7 @@ impl PgStore {
     pub fn write<T>(&self, job: impl FnOnce(&mut dyn Conn) -> ApiResult<T>) -> ApiResult<T> {
         self.pool.with(|conn| {
             let result = run_in_transaction(conn, job);
-            let healthy = !conn.client.is_closed();
+            let healthy = !conn.is_closed();
             (result, healthy)
         })?
     }
@@ -415,7 +440,7 @@ impl PgStore {
         &self,
         f: impl FnOnce(&mut dyn Conn) -> anyhow::Result<T>,
     ) -> anyhow::Result<T> {
-        self.pool.with(|conn| (f(conn), !conn.client.is_closed()))?
+        self.pool.with(|conn| (f(conn), !conn.is_closed()))?
     }
 }
 

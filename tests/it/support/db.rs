@@ -91,14 +91,14 @@ impl Db {
     /// the rows, for every counted table and every location.
     #[track_caller]
     pub fn assert_counts_kept(&mut self) {
-        for table in ["contacts", "transactions", "account_vaults"] {
+        for table in ferrogate::engine::query::COUNTED {
             let wrong = self.count(
                 &format!(
                     "SELECT COUNT(*) FROM (SELECT l.id FROM locations l \
                      WHERE (SELECT COUNT(*) FROM {table} r WHERE r.location_id = l.id) \
                      <> (SELECT COALESCE(SUM(c.n), 0) FROM row_counts c WHERE c.table_name = ? AND c.location_id = l.id)) w"
                 ),
-                &[table],
+                &[*table],
             );
             assert_eq!(wrong, 0, "locations whose kept count of {table} is wrong");
         }
