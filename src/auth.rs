@@ -56,6 +56,17 @@ pub struct Caller {
     pub clock_offset_s: i64,
     /// Set when the caller signed in with a session token.
     pub session: Option<Session>,
+    /// Where the user wants receipts of the payments they make (their
+    /// email when `email_trx_receipt` is set), read with the rest of the
+    /// caller: a payment need not read the user again.
+    pub receipts_to: Option<String>,
+}
+
+/// A user's receipt address from its `email` and `email_trx_receipt`.
+fn receipts_to(email: &Value, wanted: &Value) -> Option<String> {
+    (wanted.as_int() == Some(1))
+        .then(|| email.as_str().map(str::to_string))
+        .flatten()
 }
 
 /// The session a token-authenticated caller uses.
@@ -248,7 +259,8 @@ impl UserRows {
             &format!(
                 "SELECT {column}, u.status, u.location_id, l.path, l.tz, \
                  EXISTS (SELECT 1 FROM locations c WHERE c.parent_id = u.location_id), \
-                 EXISTS (SELECT 1 FROM developers d WHERE d.id = ?), r.is_admin, rp.permission, l.clock_offset_s \
+                 EXISTS (SELECT 1 FROM developers d WHERE d.id = ?), r.is_admin, rp.permission, l.clock_offset_s, \
+                 u.email, u.email_trx_receipt \
                  FROM users u JOIN locations l ON l.id = u.location_id \
                  LEFT JOIN auth_role_users a ON a.user_id = u.id \
                  LEFT JOIN roles r ON r.id = a.auth_role_id \
@@ -295,6 +307,7 @@ impl UserRows {
             perms,
             clock_offset_s: self.clock_offset(),
             session: None,
+            receipts_to: receipts_to(&user[10], &user[11]),
         }
     }
 }
@@ -317,7 +330,7 @@ fn authenticate_token(
         "SELECT s.user_id, s.expires_ts, u.status, u.location_id, l.path, l.tz, \
          EXISTS (SELECT 1 FROM locations c WHERE c.parent_id = u.location_id), \
          EXISTS (SELECT 1 FROM developers d WHERE d.id = ?), r.is_admin, rp.permission, \
-         l.clock_offset_s, u.requires_new_password \
+         l.clock_offset_s, u.requires_new_password, u.email, u.email_trx_receipt \
          FROM user_sessions s JOIN users u ON u.id = s.user_id JOIN locations l ON l.id = u.location_id \
          LEFT JOIN auth_role_users a ON a.user_id = u.id \
          LEFT JOIN roles r ON r.id = a.auth_role_id \
@@ -354,6 +367,7 @@ fn authenticate_token(
             expires_ts,
             must_change_password: row[11].as_int() == Some(1),
         }),
+        receipts_to: receipts_to(&row[12], &row[13]),
     })
 }
 

@@ -79,6 +79,7 @@ pub fn create_tenant(
         }),
         // A location being created has no postback config yet.
         sink: Arc::new(events::NoSink),
+        user_receipts: None,
     };
 
     conn.execute(&Sql::with(

@@ -637,6 +637,7 @@ impl Schedules {
             public_url: self.public_url.clone(),
             perms: Arc::new(crate::auth::Perms::default()),
             sink: self.sink.clone(),
+            user_receipts: None,
         }
     }
 }

@@ -35,6 +35,10 @@ pub struct Cx {
     pub perms: Arc<crate::auth::Perms>,
     /// Told of every change, in its transaction (see [`events::record`]).
     pub sink: Arc<dyn EventSink>,
+    /// The acting user's receipt address as read when the caller was
+    /// authenticated (`Some(None)`: they want none), so that a payment
+    /// does not read the user again; `None` for the system's own work.
+    pub user_receipts: Option<Option<String>>,
 }
 
 impl std::fmt::Debug for Cx {

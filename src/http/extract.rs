@@ -108,6 +108,7 @@ impl AppState {
             public_url: self.public_url.clone(),
             perms: std::sync::Arc::new(caller.perms.clone()),
             sink: self.sink.clone(),
+            user_receipts: Some(caller.receipts_to.clone()),
         }
     }
 }

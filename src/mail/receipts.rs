@@ -70,9 +70,10 @@ pub fn queue(cx: &Cx, conn: &mut dyn Conn, tx: &mut Record) -> ApiResult<()> {
         Some(id) => contact_address(conn, id)?,
         None => None,
     };
-    let user = match tx.text("created_user_id") {
-        Some(id) => user_address(conn, id)?,
-        None => None,
+    let user = match (tx.text("created_user_id"), &cx.user_receipts) {
+        (Some(id), Some(known)) if id == cx.user_id => known.clone().filter(|a| plausible_address(a)),
+        (Some(id), _) => user_address(conn, id)?,
+        (None, _) => None,
     };
     let mut recipients: Vec<String> = named.iter().cloned().collect();
     for address in [contact, user].into_iter().flatten() {

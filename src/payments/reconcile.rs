@@ -53,6 +53,7 @@ fn cx_for(
         public_url: Arc::from(""),
         perms: Arc::new(crate::auth::Perms::default()),
         sink,
+        user_receipts: None,
     }
 }
 

@@ -169,6 +169,7 @@ mod tests {
                 ..Default::default()
             }),
             sink,
+            user_receipts: None,
         }
     }
 

@@ -159,6 +159,7 @@ impl Jobs {
             public_url: self.public_url.clone(),
             perms: Arc::new(crate::auth::Perms::default()),
             sink: self.sink.clone(),
+            user_receipts: None,
         }
     }
 

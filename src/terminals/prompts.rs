@@ -103,6 +103,7 @@ mod tests {
                 ..Default::default()
             }),
             sink: Arc::new(NoSink),
+            user_receipts: None,
         }
     }
 

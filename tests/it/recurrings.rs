@@ -29,6 +29,7 @@ engine_tests!(
     mail_by_smtp,
     mail_over_starttls,
     development_mailbox,
+    users_receipts_follow_their_settings,
 );
 
 /// The location's date (its test clock included; bootstrap locations are UTC).
@@ -1518,6 +1519,48 @@ fn development_mailbox(app: &TestApp) {
         "links keep the developer id: {}",
         signed_in.text
     );
+}
+
+/// A user who wants receipts of the payments they make gets one for each,
+/// and stops getting them with the very next payment after turning them
+/// off (the address comes with the authenticated caller, which a change
+/// to the user renews).
+fn users_receipts_follow_their_settings(app: &TestApp) {
+    let t = app.bootstrap();
+    let me = t.user_id();
+    let sale = |amount: &str| {
+        t.post(
+            "/v2/transactions",
+            json!({ "transaction": { "action": "sale", "payment_method": "cc", "transaction_amount": amount,
+                "account_number": "4111111111111111", "exp_date": "1239" } }),
+        )
+        .expect(201);
+    };
+    let to_clerk = || {
+        let list = t.get("/dev/mail?format=json").expect(200).body["messages"].clone();
+        list.as_array()
+            .unwrap()
+            .iter()
+            .filter(|m| m["recipient"] == json!("clerk@example.com"))
+            .count()
+    };
+    sale("1.01");
+    assert_eq!(to_clerk(), 0, "no address yet");
+    t.put(
+        &format!("/v2/users/{me}"),
+        json!({ "user": { "email": "clerk@example.com", "email_trx_receipt": true } }),
+    )
+    .expect(200);
+    sale("1.02");
+    sale("1.03");
+    assert_eq!(to_clerk(), 2);
+    t.put(
+        &format!("/v2/users/{me}"),
+        json!({ "user": { "email_trx_receipt": false } }),
+    )
+    .expect(200);
+    sale("1.04");
+    assert_eq!(to_clerk(), 2, "turned off: none for the next sale");
 }
 
 /// Two `serve` nodes on one PostgreSQL database, both running their
