@@ -193,6 +193,16 @@ pub trait Conn {
         Ok(())
     }
 
+    /// Runs a write whose answer nobody reads (a change log row). An
+    /// engine may send it with the job's next statement, or with its
+    /// commit, instead of on its own (PostgreSQL pipelines it: one round
+    /// trip less). It runs before anything sent after it; its failure
+    /// fails the job all the same, surfacing at that next statement or at
+    /// the commit. Not for a write whose error a caller handles.
+    fn execute_unread(&mut self, sql: &Sql) -> Result<(), DbError> {
+        self.execute(sql).map(drop)
+    }
+
     fn query_one(&mut self, sql: &Sql) -> Result<Option<Row>, DbError> {
         Ok(self.query(sql)?.into_iter().next())
     }

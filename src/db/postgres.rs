@@ -34,6 +34,11 @@ pub struct PgConn {
     /// with the first statement (pipelined, one round trip for both), and
     /// a job that sends nothing needs no `COMMIT`.
     begin_pending: bool,
+    /// A write job is running: its unread writes may wait in `unread`.
+    in_job: bool,
+    /// Writes whose answers nobody reads (`Conn::execute_unread`), sent
+    /// ahead of the job's next statement or of its `COMMIT`.
+    unread: Vec<(Statement, Vec<Value>)>,
 }
 
 impl PgConn {
@@ -57,6 +62,8 @@ impl PgConn {
             connection: Some(connection),
             statements: HashMap::new(),
             begin_pending: false,
+            in_job: false,
+            unread: Vec::new(),
         })
     }
 
@@ -109,13 +116,20 @@ impl PgConn {
             .map_err(map_err)
     }
 
-    /// Sends a job's pending `BEGIN` on its own (before a statement that
-    /// cannot travel with it).
-    fn begin_now(&mut self) -> Result<(), DbError> {
-        if std::mem::take(&mut self.begin_pending) {
-            self.batch("BEGIN")?;
-        }
-        Ok(())
+    /// What the job has queued to go ahead of its next statement: its
+    /// `BEGIN`, its unread writes (see [`run`]).
+    fn take_queued(&mut self) -> (bool, Vec<(Statement, Vec<Value>)>) {
+        (
+            std::mem::take(&mut self.begin_pending),
+            std::mem::take(&mut self.unread),
+        )
+    }
+
+    /// Sends what the job has queued on its own, before a statement that
+    /// cannot travel with it.
+    fn flush(&mut self) -> Result<(), DbError> {
+        let (begin, unread) = self.take_queued();
+        run(&self.runtime, self.client()?, begin, &unread, async { Ok(()) })
     }
 }
 
@@ -136,22 +150,71 @@ impl Drop for PgConn {
     }
 }
 
-/// Awaits `statement` on `client`, preceded by `BEGIN` when `begin`: both
-/// are written before either answer is awaited (tokio-postgres pipelines
-/// requests polled together), and PostgreSQL runs them in order. `BEGIN`
-/// fails only with the connection, which then runs nothing after it.
+/// Awaits `statement` on `client`, preceded by `BEGIN` when `begin` and
+/// by the `unread` writes: every request is written before any answer is
+/// awaited (pipelining; tokio-postgres queues a request when its future is
+/// first polled, and they are first polled here in order), and PostgreSQL
+/// runs them in that order. The first failure is the answer: after it
+/// PostgreSQL refuses the rest of the transaction. `BEGIN` fails only with
+/// the connection, which then runs nothing after it.
 fn run<T>(
     runtime: &tokio::runtime::Runtime,
     client: &Client,
     begin: bool,
+    unread: &[(Statement, Vec<Value>)],
     statement: impl Future<Output = Result<T, postgres::Error>>,
 ) -> Result<T, DbError> {
-    if !begin {
+    use std::pin::Pin;
+    use std::task::Poll;
+    if !begin && unread.is_empty() {
         return runtime.block_on(statement).map_err(map_err);
     }
-    let (begun, result) = runtime.block_on(async { tokio::join!(client.batch_execute("BEGIN"), statement) });
-    begun.map_err(map_err)?;
-    result.map_err(map_err)
+    let binds: Vec<Vec<Bind>> = unread
+        .iter()
+        .map(|(_, params)| params.iter().map(Bind).collect())
+        .collect();
+    let refs: Vec<Vec<&(dyn ToSql + Sync)>> = binds
+        .iter()
+        .map(|b| b.iter().map(|p| p as &(dyn ToSql + Sync)).collect())
+        .collect();
+    type Ahead<'a> = Pin<Box<dyn Future<Output = Result<(), postgres::Error>> + 'a>>;
+    let mut ahead: Vec<Ahead> = Vec::with_capacity(unread.len() + 1);
+    if begin {
+        ahead.push(Box::pin(client.batch_execute("BEGIN")));
+    }
+    for ((stmt, _), refs) in unread.iter().zip(&refs) {
+        ahead.push(Box::pin(
+            async move { client.execute(stmt, refs).await.map(drop) },
+        ));
+    }
+    let mut statement = std::pin::pin!(statement);
+    let mut done: Vec<Option<Result<(), postgres::Error>>> = ahead.iter().map(|_| None).collect();
+    let mut result = None;
+    runtime.block_on(std::future::poll_fn(|cx| {
+        for (future, out) in ahead.iter_mut().zip(done.iter_mut()) {
+            if out.is_none() {
+                if let Poll::Ready(r) = future.as_mut().poll(cx) {
+                    *out = Some(r);
+                }
+            }
+        }
+        if result.is_none() {
+            if let Poll::Ready(r) = statement.as_mut().poll(cx) {
+                result = Some(r);
+            }
+        }
+        if result.is_some() && done.iter().all(Option::is_some) {
+            Poll::Ready(())
+        } else {
+            Poll::Pending
+        }
+    }));
+    for out in done.into_iter().flatten() {
+        out.map_err(map_err)?;
+    }
+    result
+        .ok_or_else(|| DbError::Other("a pipelined statement did not finish".into()))?
+        .map_err(map_err)
 }
 
 /// Rewrites `?` placeholders as `$1, $2, ...`. Our SQL never carries
@@ -251,16 +314,16 @@ impl Conn for PgConn {
         let stmt = self.prepare(sql)?;
         let params: Vec<Bind> = sql.params.iter().map(Bind).collect();
         let refs: Vec<&(dyn ToSql + Sync)> = params.iter().map(|p| p as &(dyn ToSql + Sync)).collect();
-        let begin = std::mem::take(&mut self.begin_pending);
+        let (begin, unread) = self.take_queued();
         let client = self.client()?;
-        let rows = run(&self.runtime, client, begin, client.query(&stmt, &refs))?;
+        let rows = run(&self.runtime, client, begin, &unread, client.query(&stmt, &refs))?;
         rows.iter().map(decode).collect()
     }
 
     fn query_each(&mut self, sql: &Sql, each: &mut dyn FnMut(Row) -> bool) -> Result<(), DbError> {
         use futures_util::StreamExt;
         let stmt = self.prepare(sql)?;
-        self.begin_now()?;
+        self.flush()?;
         let params: Vec<Bind> = sql.params.iter().map(Bind).collect();
         let rows = self
             .runtime
@@ -282,9 +345,24 @@ impl Conn for PgConn {
         let stmt = self.prepare(sql)?;
         let params: Vec<Bind> = sql.params.iter().map(Bind).collect();
         let refs: Vec<&(dyn ToSql + Sync)> = params.iter().map(|p| p as &(dyn ToSql + Sync)).collect();
-        let begin = std::mem::take(&mut self.begin_pending);
+        let (begin, unread) = self.take_queued();
         let client = self.client()?;
-        run(&self.runtime, client, begin, client.execute(&stmt, &refs))
+        run(
+            &self.runtime,
+            client,
+            begin,
+            &unread,
+            client.execute(&stmt, &refs),
+        )
+    }
+
+    fn execute_unread(&mut self, sql: &Sql) -> Result<(), DbError> {
+        if !self.in_job {
+            return self.execute(sql).map(drop);
+        }
+        let stmt = self.prepare(sql)?;
+        self.unread.push((stmt, sql.params.clone()));
+        Ok(())
     }
 
     fn dialect(&self) -> Dialect {
@@ -458,22 +536,137 @@ impl Drop for PgStore {
 
 fn run_in_transaction<T>(conn: &mut PgConn, job: impl FnOnce(&mut dyn Conn) -> ApiResult<T>) -> ApiResult<T> {
     conn.begin_pending = true;
+    conn.in_job = true;
     let result = job(conn);
-    // Nothing sent: no transaction was opened.
-    if std::mem::take(&mut conn.begin_pending) {
-        return result;
-    }
+    conn.in_job = false;
     match result {
-        Ok(value) => match conn.batch("COMMIT") {
-            Ok(()) => Ok(value),
-            Err(e) => {
-                let _ = conn.batch("ROLLBACK");
-                Err(ApiError::from(e))
+        Ok(value) => {
+            if conn.begin_pending && conn.unread.is_empty() {
+                // Nothing to send: no transaction was opened.
+                conn.begin_pending = false;
+                return Ok(value);
             }
-        },
+            // Unread writes go with the COMMIT; if one failed, PostgreSQL
+            // answers the COMMIT by rolling back, and the job fails.
+            let (begin, unread) = conn.take_queued();
+            let client = conn.client()?;
+            match run(
+                &conn.runtime,
+                client,
+                begin,
+                &unread,
+                client.batch_execute("COMMIT"),
+            ) {
+                Ok(()) => Ok(value),
+                Err(e) => {
+                    let _ = conn.batch("ROLLBACK");
+                    Err(ApiError::from(e))
+                }
+            }
+        }
         Err(e) => {
-            let _ = conn.batch("ROLLBACK");
+            // Unread writes never go out; nor does a BEGIN never sent.
+            conn.unread.clear();
+            if !std::mem::take(&mut conn.begin_pending) {
+                let _ = conn.batch("ROLLBACK");
+            }
             Err(e)
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A scratch database of the test server, or `None` (skipped) when no
+    /// PostgreSQL is configured outside CI.
+    fn scratch() -> Option<(PgStore, postgres::Client, String)> {
+        let Ok(url) = std::env::var("FERROGATE_TEST_DATABASE_URL") else {
+            assert!(
+                std::env::var("CI").is_err(),
+                "CI runs need FERROGATE_TEST_DATABASE_URL"
+            );
+            return None;
+        };
+        let mut admin = postgres::Client::connect(&url, NoTls).expect("connect to the test server");
+        let name = format!("fg_unit_{}", crate::ids::new_id());
+        admin.batch_execute(&format!("CREATE DATABASE {name}")).unwrap();
+        let (base, _) = url.rsplit_once('/').unwrap();
+        let store = PgStore::open(&format!("{base}/{name}"), 2).unwrap();
+        store
+            .with_conn_blocking(|c| {
+                c.execute(&Sql::new("CREATE TABLE t (id TEXT PRIMARY KEY)"))?;
+                Ok(())
+            })
+            .unwrap();
+        Some((store, admin, name))
+    }
+
+    fn ids(store: &PgStore) -> Vec<String> {
+        store
+            .read(|c| {
+                Ok(c.query(&Sql::new("SELECT id FROM t ORDER BY id"))?
+                    .into_iter()
+                    .map(|r| r[0].as_str().unwrap_or_default().to_string())
+                    .collect())
+            })
+            .unwrap()
+    }
+
+    fn insert(id: &str) -> Sql {
+        Sql::with("INSERT INTO t (id) VALUES (?)", vec![id.into()])
+    }
+
+    /// Unread writes travel with the job's next statement or its commit:
+    /// later statements see them, their failure fails the whole job, and
+    /// a failing job sends none of them.
+    #[test]
+    fn unread_writes_run_in_order_and_fail_their_job() {
+        let Some((store, mut admin, name)) = scratch() else {
+            return;
+        };
+        // Seen by the next statement of the same job; committed.
+        let seen = store
+            .write(|c| {
+                c.execute_unread(&insert("a"))?;
+                c.execute_unread(&insert("b"))?;
+                Ok(c.query_int(&Sql::new("SELECT COUNT(*) FROM t"))?)
+            })
+            .unwrap();
+        assert_eq!(seen, 2);
+        // Only unread writes: they go with the COMMIT.
+        store.write(|c| Ok(c.execute_unread(&insert("c"))?)).unwrap();
+        assert_eq!(ids(&store), ["a", "b", "c"]);
+        // One that fails at the commit takes the job's other writes along.
+        let failed = store.write(|c| {
+            c.execute(&insert("d"))?;
+            c.execute_unread(&insert("e"))?;
+            c.execute_unread(&insert("a"))?;
+            Ok(())
+        });
+        assert!(failed.is_err());
+        // One that fails before a later statement: that statement answers
+        // with the unread write's error, the first failure.
+        let failed = store.write(|c| {
+            c.execute_unread(&insert("b"))?;
+            Ok(c.query_int(&Sql::new("SELECT COUNT(*) FROM t"))?)
+        });
+        assert!(failed.is_err());
+        // A job that fails sends none.
+        let refused: ApiResult<()> = store.write(|c| {
+            c.execute_unread(&insert("f"))?;
+            Err(ApiError::BadRequest("refused".into()))
+        });
+        assert!(refused.is_err());
+        assert_eq!(ids(&store), ["a", "b", "c"]);
+        // The connections still work, in and out of jobs.
+        store.write(|c| Ok(c.execute_unread(&insert("g"))?)).unwrap();
+        store.read(|c| Ok(c.execute_unread(&insert("h"))?)).unwrap();
+        assert_eq!(ids(&store), ["a", "b", "c", "g", "h"]);
+        drop(store);
+        admin
+            .batch_execute(&format!("DROP DATABASE {name} WITH (FORCE)"))
+            .unwrap();
     }
 }

@@ -65,7 +65,7 @@ pub fn record(
 ) -> ApiResult<()> {
     let id = new_id();
     let location_id = super::location_of(record).unwrap_or_default();
-    conn.execute(&Sql::with(
+    conn.execute_unread(&Sql::with(
         "INSERT INTO changelogs (id, location_id, model, model_id, action, user_id, created_ts) VALUES (?, ?, ?, ?, ?, ?, ?)",
         vec![
             id.clone().into(),
@@ -78,7 +78,7 @@ pub fn record(
         ],
     ))?;
     for change in changes {
-        conn.execute(&Sql::with(
+        conn.execute_unread(&Sql::with(
             "INSERT INTO changelog_details (id, changelog_id, field, old_value, new_value) VALUES (?, ?, ?, ?, ?)",
             vec![
                 new_id().into(),
