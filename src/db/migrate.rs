@@ -172,13 +172,6 @@ pub const MIGRATIONS: &[Migration] = &[
         include_str!("../../migrations/0025_row_counts.postgres.sql"),
         include_str!("../../migrations/0025_row_counts.sqlite.sql"),
     ),
-    (
-        26,
-        "batch_numbers",
-        "",
-        include_str!("../../migrations/0026_batch_numbers.postgres.sql"),
-        "",
-    ),
 ];
 
 /// Applies every migration not yet recorded. Returns how many ran.

@@ -2,7 +2,7 @@
 //! open batch of their product transaction (one is opened when none is);
 //! settling closes it through the processor.
 
-use crate::db::{Conn, Dialect, Sql};
+use crate::db::{Conn, Sql};
 use crate::engine::events::{self, Action};
 use crate::engine::record::Record;
 use crate::engine::{insert_sql, update_record, Cx};
@@ -11,38 +11,15 @@ use crate::ids::new_id;
 use crate::processor::{ProcessingStatus, SettleOutcome, SettleResponse, StatusId};
 use crate::resources::TRANSACTION_BATCH;
 
-/// Whether a transaction is numbered in its batch before the batch row is
-/// counted, and the count comes last in its write job (PostgreSQL): every
-/// sale of a product transaction updates that row, and holds its lock
-/// until the commit, so the row's update should be the job's last
-/// statement. The number then comes from a sequence (migration 26). On
-/// SQLite (one writer, no lock waits) the count numbers it.
-pub fn counted_last(conn: &dyn Conn) -> bool {
-    conn.dialect() == Dialect::Postgres
-}
-
-/// The open batch of a product transaction: its id, number and, where
-/// [`counted_last`], the next place in it.
-fn open_batch(
-    conn: &mut dyn Conn,
-    product_transaction_id: &str,
-) -> ApiResult<Option<(String, i64, Option<i64>)>> {
-    let place = if counted_last(conn) {
-        "nextval('transaction_batch_seq')"
-    } else {
-        "NULL"
-    };
+fn open_batch(conn: &mut dyn Conn, product_transaction_id: &str) -> ApiResult<Option<(String, i64)>> {
     let row = conn.query_one(&Sql::with(
-        &format!(
-            "SELECT id, batch_num, {place} FROM transaction_batches WHERE product_transaction_id = ? AND is_open = 1"
-        ),
+        "SELECT id, batch_num FROM transaction_batches WHERE product_transaction_id = ? AND is_open = 1",
         vec![product_transaction_id.into()],
     ))?;
     Ok(row.map(|r| {
         (
             r[0].as_str().unwrap_or_default().to_string(),
             r[1].as_int().unwrap_or(0),
-            r[2].as_int(),
         )
     }))
 }
@@ -53,7 +30,7 @@ fn open_batch(
 /// negative for refunds.
 pub fn enter(cx: &Cx, conn: &mut dyn Conn, tx: &mut Record, signed_amount: i64) -> ApiResult<()> {
     place(cx, conn, tx)?;
-    count(cx, conn, tx, signed_amount, false)
+    count(cx, conn, tx, signed_amount)
 }
 
 /// Names the open batch a transaction enters (opening batch `n + 1` if
@@ -94,25 +71,18 @@ pub fn place(cx: &Cx, conn: &mut dyn Conn, tx: &mut Record) -> ApiResult<()> {
         sql.push(" ON CONFLICT DO NOTHING");
         if conn.execute(&sql)? == 1 {
             events::record(conn, cx, Action::Create, &record, &[])?;
-            let place = match counted_last(conn) {
-                true => Some(conn.query_int(&Sql::new("SELECT nextval('transaction_batch_seq')"))?),
-                false => None,
-            };
-            batch = Some((id, next, place));
+            batch = Some((id, next));
         } else {
             batch = open_batch(conn, &pt)?;
         }
     }
-    let Some((batch_id, batch_num, place)) = batch else {
+    let Some((batch_id, batch_num)) = batch else {
         return Err(ApiError::Unavailable(
             "The batch could not be opened; retry shortly.".into(),
         ));
     };
     tx.set("transaction_batch_id", batch_id);
     tx.set("batch", batch_num.to_string());
-    if let Some(place) = place {
-        tx.set("batch_seq", place);
-    }
     Ok(())
 }
 
@@ -121,44 +91,21 @@ pub fn place(cx: &Cx, conn: &mut dyn Conn, tx: &mut Record) -> ApiResult<()> {
 /// void), so one statement counts and numbers. A batch that began
 /// settling since it was placed takes no more entries: the transaction
 /// goes to the next open batch.
-///
-/// Where [`counted_last`], the transaction was numbered by [`place`] and
-/// `stored` says whether its row already holds its batch: if it must move
-/// to the next open batch, its row is moved too.
-pub fn count(
-    cx: &Cx,
-    conn: &mut dyn Conn,
-    tx: &mut Record,
-    signed_amount: i64,
-    stored: bool,
-) -> ApiResult<()> {
-    let numbered = counted_last(conn);
+pub fn count(cx: &Cx, conn: &mut dyn Conn, tx: &mut Record, signed_amount: i64) -> ApiResult<()> {
     for _ in 0..3 {
         let batch_id = tx.text("transaction_batch_id").unwrap_or_default().to_string();
-        let mut sql = Sql::with(
-            "UPDATE transaction_batches SET transaction_count = transaction_count + 1, entries = entries + 1, \
-             total_amount = total_amount + ?, modified_ts = ? WHERE id = ? AND is_open = 1 RETURNING entries",
-            vec![signed_amount.into(), cx.now.into(), batch_id.into()],
-        );
-        if let Some(row) = conn.query_one(&sql)? {
-            if !numbered {
-                tx.set("batch_seq", row[0].as_int());
-            }
+        let seq = conn
+            .query_one(&Sql::with(
+                "UPDATE transaction_batches SET transaction_count = transaction_count + 1, entries = entries + 1, \
+                 total_amount = total_amount + ?, modified_ts = ? WHERE id = ? AND is_open = 1 RETURNING entries",
+                vec![signed_amount.into(), cx.now.into(), batch_id.into()],
+            ))?
+            .and_then(|r| r[0].as_int());
+        if let Some(seq) = seq {
+            tx.set("batch_seq", seq);
             return Ok(());
         }
         place(cx, conn, tx)?;
-        if stored {
-            sql = Sql::with(
-                "UPDATE transactions SET transaction_batch_id = ?, batch = ?, batch_seq = ? WHERE id = ?",
-                vec![
-                    tx.get("transaction_batch_id").clone(),
-                    tx.get("batch").clone(),
-                    tx.get("batch_seq").clone(),
-                    tx.id().into(),
-                ],
-            );
-            conn.execute(&sql)?;
-        }
     }
     Err(ApiError::Unavailable(
         "The batch could not be entered; retry shortly.".into(),

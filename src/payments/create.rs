@@ -908,13 +908,11 @@ pub fn complete(
     }
     crate::mail::receipts::queue(cx, conn, &mut record)?;
     events::record(conn, cx, EventAction::Create, &record, &[])?;
-    // Late, so that the open batch's row (which every sale of the product
+    // Last, so that the open batch's row (which every sale of the product
     // transaction updates) is held for as short a time as possible: on
-    // PostgreSQL until the commit, so there it is counted last of all
-    // (`batches::counted_last`); on SQLite the count numbers the row.
-    let count_last = batches::counted_last(conn);
-    if let (Some(amount), false) = (batch_amount, count_last) {
-        batches::count(cx, conn, &mut record, amount, false)?;
+    // PostgreSQL until the commit.
+    if let Some(amount) = batch_amount {
+        batches::count(cx, conn, &mut record, amount)?;
     }
     if !store_pending(conn, &before, &record)? {
         return Err(ApiError::Unavailable(
@@ -923,8 +921,5 @@ pub fn complete(
         ));
     }
     crate::invoices::payment_changed(cx, conn, &record, true)?;
-    if let (Some(amount), true) = (batch_amount, count_last) {
-        batches::count(cx, conn, &mut record, amount, true)?;
-    }
     Completed::answer(cx, conn, record, idem_key, 201)
 }
