@@ -34,6 +34,7 @@ engine_tests!(
     settle_success_and_permissions,
     settlement_error_table,
     settlement_reads_the_last_transaction,
+    concurrent_sales_and_settles_count_each_sale_once,
     rejected_batch_rule,
     transaction_list_filters,
     transaction_api_ids,
@@ -2264,6 +2265,58 @@ fn settlement_reads_the_last_transaction(app: &TestApp) {
     let b = settle(&t, &batch_id).expect(200).body["transactionbatch"].clone();
     assert_eq!(b["processing_status_id"], 3, "{b}");
     assert_eq!(b["status_message"], "Blocked Terminal Error");
+}
+
+/// Sales from several clients at once, while their batches are settled
+/// under them: each sale is in exactly one batch, once, and every batch's
+/// count, total and places match the sales in it.
+fn concurrent_sales_and_settles_count_each_sale_once(app: &TestApp) {
+    let t = app.bootstrap();
+    let first = sale(&t, "10.00");
+    let clients = 4;
+    let each = 12;
+    let made: Vec<Value> = std::thread::scope(|s| {
+        let sellers: Vec<_> = (0..clients)
+            .map(|_| s.spawn(|| (0..each).map(|_| sale(&t, "10.00")).collect::<Vec<_>>()))
+            .collect();
+        // Meanwhile, settle whatever batch is open, twice.
+        let mut batch = str_of(&first["transaction_batch_id"]);
+        for _ in 0..2 {
+            settled(&t, &batch);
+            batch = str_of(&sale(&t, "10.00")["transaction_batch_id"]);
+        }
+        sellers.into_iter().flat_map(|h| h.join().unwrap()).collect()
+    });
+    assert_eq!(made.len(), clients * each);
+    for tx in &made {
+        assert_eq!(tx["status_id"], 101, "{tx}");
+        assert!(tx["transaction_batch_id"].is_string(), "{tx}");
+    }
+    let mut db = db(app);
+    let location = t.location_id();
+    let wrong = db.count(
+        "SELECT COUNT(*) FROM transaction_batches b WHERE b.location_id = ? AND (\
+         b.transaction_count <> (SELECT COUNT(*) FROM transactions x WHERE x.transaction_batch_id = b.id) \
+         OR b.total_amount <> (SELECT COALESCE(SUM(x.transaction_amount), 0) FROM transactions x WHERE x.transaction_batch_id = b.id) \
+         OR b.entries <> (SELECT COUNT(DISTINCT x.batch_seq) FROM transactions x WHERE x.transaction_batch_id = b.id))",
+        &[&location],
+    );
+    assert_eq!(
+        wrong, 0,
+        "batches whose count, total or places disagree with their sales"
+    );
+    let counted = db.count(
+        "SELECT CAST(SUM(transaction_count) AS BIGINT) FROM transaction_batches WHERE location_id = ?",
+        &[&location],
+    );
+    assert_eq!(counted as usize, clients * each + 3, "every sale counted once");
+    // A settled batch holds only sales that were settled with it.
+    let unsettled = db.count(
+        "SELECT COUNT(*) FROM transactions x JOIN transaction_batches b ON b.id = x.transaction_batch_id \
+         WHERE b.location_id = ? AND b.processing_status_id = 2 AND x.settle_date IS NULL",
+        &[&location],
+    );
+    assert_eq!(unsettled, 0);
 }
 
 fn rejected_batch_rule(app: &TestApp) {
