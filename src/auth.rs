@@ -62,8 +62,9 @@ pub struct Caller {
     pub receipts_to: Option<String>,
 }
 
-/// A user's receipt address from its `email` and `email_trx_receipt`.
-fn receipts_to(email: &Value, wanted: &Value) -> Option<String> {
+/// The receipt address of a user or contact from its `email` and
+/// `email_trx_receipt`: the email when receipts are wanted.
+pub fn receipts_to(email: &Value, wanted: &Value) -> Option<String> {
     (wanted.as_int() == Some(1))
         .then(|| email.as_str().map(str::to_string))
         .flatten()

@@ -1,7 +1,9 @@
 //! PostgreSQL: a pool of clients used from blocking threads, each with a
 //! small runtime of its own. Each write job runs in its own transaction;
 //! PostgreSQL groups concurrent commits by itself. A job's `BEGIN` is sent
-//! together with its first statement, in one round trip.
+//! together with its first statement, in one round trip, and writes whose
+//! answer nobody reads go out ahead of the next statement or the commit
+//! (see [`run`]).
 
 use super::pg_tls::Target;
 use super::pool::Pool;

@@ -67,12 +67,12 @@ pub fn queue(cx: &Cx, conn: &mut dyn Conn, tx: &mut Record) -> ApiResult<()> {
         .filter(|a| plausible_address(a))
         .map(str::to_string);
     let contact = match tx.text("contact_id") {
-        Some(id) => contact_address(conn, id)?,
+        Some(id) => wanted_address(conn, "contacts", id)?,
         None => None,
     };
     let user = match (tx.text("created_user_id"), &cx.user_receipts) {
         (Some(id), Some(known)) if id == cx.user_id => known.clone().filter(|a| plausible_address(a)),
-        (Some(id), _) => user_address(conn, id)?,
+        (Some(id), _) => wanted_address(conn, "users", id)?,
         (None, _) => None,
     };
     let mut recipients: Vec<String> = named.iter().cloned().collect();
@@ -145,26 +145,13 @@ pub fn queue(cx: &Cx, conn: &mut dyn Conn, tx: &mut Record) -> ApiResult<()> {
     Ok(())
 }
 
-/// The contact's address when it wants receipts.
-fn contact_address(conn: &mut dyn Conn, contact_id: &str) -> ApiResult<Option<String>> {
+/// The receipt address of a contact or user (`table`), when it wants
+/// receipts and the address is plausible.
+fn wanted_address(conn: &mut dyn Conn, table: &'static str, id: &str) -> ApiResult<Option<String>> {
+    let mut sql = Sql::new("SELECT email, email_trx_receipt FROM ");
+    sql.push(table).push(" WHERE id = ").bind(id.to_string());
     Ok(conn
-        .query_one(&Sql::with(
-            "SELECT email, email_trx_receipt FROM contacts WHERE id = ?",
-            vec![contact_id.into()],
-        ))?
-        .filter(|r| r[1].as_int() == Some(1))
-        .and_then(|r| r[0].as_str().map(str::to_string))
-        .filter(|a| plausible_address(a)))
-}
-
-/// The user's address when they want receipts of what they make.
-fn user_address(conn: &mut dyn Conn, user_id: &str) -> ApiResult<Option<String>> {
-    Ok(conn
-        .query_one(&Sql::with(
-            "SELECT email, email_trx_receipt FROM users WHERE id = ?",
-            vec![user_id.into()],
-        ))?
-        .filter(|r| r[1].as_int() == Some(1))
-        .and_then(|r| r[0].as_str().map(str::to_string))
+        .query_one(&sql)?
+        .and_then(|r| crate::auth::receipts_to(&r[0], &r[1]))
         .filter(|a| plausible_address(a)))
 }
