@@ -18,6 +18,14 @@ use crate::ids::new_id;
 /// records nobody listens to, without allocating or querying.
 pub trait EventSink: Send + Sync {
     fn record(&self, conn: &mut dyn Conn, cx: &Cx, action: Action, record: &Record) -> ApiResult<()>;
+
+    /// `record`, created earlier in this same job, changed before the job
+    /// ends (a sale moved to the next batch): what [`EventSink::record`]
+    /// wrote for its creation is written again from the record as it is
+    /// now. A sink that keeps no copy of the record does nothing.
+    fn created_again(&self, _conn: &mut dyn Conn, _cx: &Cx, _record: &Record) -> ApiResult<()> {
+        Ok(())
+    }
 }
 
 /// A sink that ignores every change, for contexts whose changes nobody can

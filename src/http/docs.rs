@@ -914,7 +914,7 @@ pub fn openapi(public_url: &str) -> Json {
     paths.insert(
         "/v2/transactionbatches/{id}/settle".into(),
         json!({ "post": { "summary": "Settle (close) a batch", "tags": ["transactionbatches"],
-            "description": "Permission transactionbatches.settle. Settled: is_open 0, processing_status_id 2, batch_close_ts,                 settlement_file_name, and every transaction's settle_date. A failed settlement answers 200 with                 processing_status_id 3 and the processor's status_message; settle again after fixing the cause.",
+            "description": "Permission transactionbatches.settle. Settled: is_open 0, processing_status_id 2, batch_close_ts,                 settlement_file_name, and every transaction's settle_date. A failed settlement answers 200 with                 processing_status_id 3 and the processor's status_message; settle again after fixing the cause.                 422 (nothing changed; retry shortly) while the batch is already settling or while a void, partial                 reversal or other action on one of its transactions is at the processor.",
             "parameters": id_param.clone(),
             "responses": merge(json!({ "200": reply("the batch", envelope("transactionbatch", json!({ "$ref": "#/components/schemas/transactionbatch" }))) }), &write_errors) } }),
     );

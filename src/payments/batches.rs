@@ -2,7 +2,7 @@
 //! open batch of their product transaction (one is opened when none is);
 //! settling closes it through the processor.
 
-use crate::db::{Conn, Sql};
+use crate::db::{Conn, Dialect, Sql};
 use crate::engine::events::{self, Action};
 use crate::engine::record::Record;
 use crate::engine::{insert_sql, update_record, Cx};
@@ -10,6 +10,30 @@ use crate::error::{ApiError, ApiResult};
 use crate::ids::new_id;
 use crate::processor::{ProcessingStatus, SettleOutcome, SettleResponse, StatusId};
 use crate::resources::TRANSACTION_BATCH;
+
+/// How a job holds a batch's row on PostgreSQL: strong enough for the
+/// job's own later update of it, so two holders never deadlock upgrading
+/// a weaker lock.
+pub const ROW_LOCK: &str = " FOR NO KEY UPDATE";
+
+/// On PostgreSQL, holds the row of the batch transaction `tx_id` is in
+/// (if any) until the job commits. A job that changes a batched
+/// transaction and its batch takes the batch's row first and the
+/// transaction's second, in that fixed order, so two such jobs never
+/// deadlock; and a settle cannot close the batch in between. On SQLite
+/// jobs never overlap.
+pub fn hold(conn: &mut dyn Conn, tx_id: &str) -> ApiResult<()> {
+    if conn.dialect() == Dialect::Postgres {
+        let mut sql = Sql::with(
+            "SELECT b.id FROM transaction_batches b JOIN transactions t ON t.transaction_batch_id = b.id \
+             WHERE t.id = ?",
+            vec![tx_id.into()],
+        );
+        sql.push(ROW_LOCK).push(" OF b");
+        conn.query(&sql)?;
+    }
+    Ok(())
+}
 
 fn open_batch(conn: &mut dyn Conn, product_transaction_id: &str) -> ApiResult<Option<(String, i64)>> {
     let row = conn.query_one(&Sql::with(
@@ -30,7 +54,7 @@ fn open_batch(conn: &mut dyn Conn, product_transaction_id: &str) -> ApiResult<Op
 /// negative for refunds.
 pub fn enter(cx: &Cx, conn: &mut dyn Conn, tx: &mut Record, signed_amount: i64) -> ApiResult<()> {
     place(cx, conn, tx)?;
-    count(cx, conn, tx, signed_amount)
+    count(cx, conn, tx, signed_amount).map(drop)
 }
 
 /// Names the open batch a transaction enters (opening batch `n + 1` if
@@ -89,9 +113,11 @@ pub fn place(cx: &Cx, conn: &mut dyn Conn, tx: &mut Record) -> ApiResult<()> {
 /// Counts a [`place`]d transaction in its batch and numbers it
 /// (`batch_seq`). `entries` only grows (`transaction_count` drops with a
 /// void), so one statement counts and numbers. A batch that began
-/// settling since it was placed takes no more entries: the transaction
-/// goes to the next open batch.
-pub fn count(cx: &Cx, conn: &mut dyn Conn, tx: &mut Record, signed_amount: i64) -> ApiResult<()> {
+/// settling since it was placed (PostgreSQL: another node's settle
+/// committed in between) takes no more entries: the transaction goes to
+/// the next open batch, and the answer is whether it did.
+pub fn count(cx: &Cx, conn: &mut dyn Conn, tx: &mut Record, signed_amount: i64) -> ApiResult<bool> {
+    let placed = tx.get("transaction_batch_id").clone();
     for _ in 0..3 {
         let batch_id = tx.text("transaction_batch_id").unwrap_or_default().to_string();
         let seq = conn
@@ -103,7 +129,7 @@ pub fn count(cx: &Cx, conn: &mut dyn Conn, tx: &mut Record, signed_amount: i64) 
             .and_then(|r| r[0].as_int());
         if let Some(seq) = seq {
             tx.set("batch_seq", seq);
-            return Ok(());
+            return Ok(*tx.get("transaction_batch_id") != placed);
         }
         place(cx, conn, tx)?;
     }
@@ -155,6 +181,21 @@ pub fn begin_settle(conn: &mut dyn Conn, cx: &Cx, batch: &Record) -> ApiResult<(
         return Err(ApiError::field(
             "id",
             "The batch is being settled; retry shortly.",
+        ));
+    }
+    // A void, reversal or other action whose processor call is under way
+    // would change what this batch settles after its amounts are read:
+    // wait for it (the error rolls the closing back). Read after the
+    // update above, so on PostgreSQL a mark committed while this job
+    // waited for the batch's row (see `Facts::load_locked`) is seen.
+    let in_flight = conn.query_int(&Sql::with(
+        "SELECT COUNT(*) FROM transactions WHERE transaction_batch_id = ? AND pending_action IS NOT NULL",
+        vec![batch.id().into()],
+    ))?;
+    if in_flight > 0 {
+        return Err(ApiError::field(
+            "id",
+            "An action on a transaction of the batch is in progress; retry shortly.",
         ));
     }
     let rows = conn.query(&Sql::with(

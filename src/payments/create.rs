@@ -910,9 +910,13 @@ pub fn complete(
     events::record(conn, cx, EventAction::Create, &record, &[])?;
     // Last, so that the open batch's row (which every sale of the product
     // transaction updates) is held for as short a time as possible: on
-    // PostgreSQL until the commit.
+    // PostgreSQL until the commit. The events above named the batch
+    // `place` found; if it began settling since, the sale went to the
+    // next one, and they are written again to say so.
     if let Some(amount) = batch_amount {
-        batches::count(cx, conn, &mut record, amount)?;
+        if batches::count(cx, conn, &mut record, amount)? {
+            cx.sink.created_again(conn, cx, &record)?;
+        }
     }
     if !store_pending(conn, &before, &record)? {
         return Err(ApiError::Unavailable(

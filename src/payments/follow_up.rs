@@ -10,7 +10,7 @@ use super::call::Call;
 use super::pending::{clear_mark, load, processor_ref, release_refund, Completed, Prepared};
 use super::state::{self, Facts, DONE, PENDING};
 use crate::clock::timestamp_text;
-use crate::db::{Conn, Sql, Value};
+use crate::db::{Conn, Dialect, Sql, Value};
 use crate::engine::record::Record;
 use crate::engine::validate::UpdateInput;
 use crate::engine::{query, update_record, Cx};
@@ -27,7 +27,17 @@ pub fn prepare(
     node: &str,
 ) -> ApiResult<Prepared> {
     let action = parsed.action;
-    let facts = Facts::load(conn, tx)?;
+    // The batch's row first, then the transaction as it is now: `tx` was
+    // read before the batch was held, and on PostgreSQL another action
+    // may have changed it since.
+    let facts = Facts::load_locked(conn, tx)?;
+    let fresh;
+    let tx = if conn.dialect() == Dialect::Postgres && tx.text("transaction_batch_id").is_some() {
+        fresh = load(conn, tx.id())?;
+        &fresh
+    } else {
+        tx
+    };
     let extra = carried_fields(cx, conn, tx, parsed)?;
     let (call, new_amount) = action_call(tx, parsed, &facts)?;
     if !matches!(call, Call::Nothing) {
@@ -321,6 +331,11 @@ pub fn complete(
     answer: Option<&ProcessorResponse>,
     idem_key: Option<&str>,
 ) -> ApiResult<Completed> {
+    // Actions without a processor call held the batch in `prepare`, in
+    // this same job.
+    if answer.is_some() {
+        batches::hold(conn, &prepared.id)?;
+    }
     if answer.is_some() && clear_mark(conn, &prepared.id, Some(prepared.action))? == 0 {
         return Err(ApiError::Unavailable(
             "The action was interrupted; look the transaction up and retry.".into(),

@@ -37,6 +37,20 @@ impl EventSink for Outbox {
         }
         Ok(())
     }
+
+    fn created_again(&self, conn: &mut dyn Conn, cx: &Cx, record: &Record) -> ApiResult<()> {
+        // A record created in this job has no create deliveries but this
+        // job's, and none of them has gone out: it is not committed yet.
+        conn.execute(&Sql::with(
+            "DELETE FROM postback_deliveries WHERE record_id = ? AND resource = ? AND event_type = ?",
+            vec![
+                record.id().into(),
+                record.res.name.into(),
+                Action::Create.as_str().into(),
+            ],
+        ))?;
+        self.record(conn, cx, Action::Create, record)
+    }
 }
 
 /// Writes the delivery rows of one event. Records of resources that

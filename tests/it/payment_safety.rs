@@ -5,7 +5,7 @@
 use crate::engine_tests;
 use crate::support::db::db;
 use crate::support::wait::wait_until;
-use crate::support::{str_of, Client, Resp, Tenant, TestApp};
+use crate::support::{str_of, Client, Engine, Resp, Tenant, TestApp};
 use serde_json::{json, Value};
 use std::collections::BTreeSet;
 use std::sync::atomic::{AtomicUsize, Ordering};
@@ -20,6 +20,8 @@ engine_tests!(
     velocity_limits_decline,
     hold_days,
     interrupted_settlement_is_reprocessed,
+    a_settle_and_a_void_never_overlap,
+    a_sale_moved_to_the_next_batch_says_so_everywhere,
     a_sale_whose_client_disconnects_is_recorded,
     a_stopping_server_finishes_the_payments_it_began,
 );
@@ -705,6 +707,220 @@ fn interrupted_settlement_is_reprocessed(app: &mut TestApp) {
     let tx = t.get(&format!("/v2/transactions/{id}")).expect(200);
     assert!(tx.body["transaction"]["settle_date"].is_string(), "{}", tx.text);
     t.post(&format!("{path}/settle"), json!({})).expect(422);
+}
+
+/// A settle and an action that changes what a batch settles (a void
+/// here) never overlap. While a void's processor call is under way (its
+/// mark is on the transaction) the settle refuses and changes nothing; on
+/// PostgreSQL a void that starts while a settle is closing the batch
+/// waits for the settle's job and then refuses. Either way the batch
+/// settles exactly what its record says.
+fn a_settle_and_a_void_never_overlap(app: &mut TestApp) {
+    let t = app.bootstrap();
+    let kept = assert_approved(t.post("/v2/transactions", sale("12.00", json!({}))), 101);
+    let voided = assert_approved(t.post("/v2/transactions", sale("30.00", json!({}))), 101);
+    let batch_of = |id: &str| {
+        str_of(
+            &t.get(&format!("/v2/transactions/{id}")).expect(200).body["transaction"]["transaction_batch_id"],
+        )
+    };
+    let batch = batch_of(&voided);
+    assert_eq!(batch_of(&kept), batch);
+    let path = format!("/v2/transactionbatches/{batch}");
+
+    // The serving node's id, as a sale whose processor answers after a
+    // second shows it while pending (it is then declined, reason 1500).
+    let slow = {
+        let t = t.clone();
+        std::thread::spawn(move || t.post("/v2/transactions", sale("8.01", json!({}))))
+    };
+    let node = wait_until("the slow sale to be pending", Duration::from_secs(10), || {
+        let mut d = db(app);
+        let pending = "FROM transactions WHERE state = 'pending' AND pending_node IS NOT NULL";
+        (d.count(&format!("SELECT COUNT(*) {pending}"), &[]) > 0)
+            .then(|| d.text(&format!("SELECT MIN(pending_node) {pending}"), &[]))
+    });
+
+    // A void of the $30.00 sale is at the processor: its first job left
+    // this mark (the sandbox answers a void at once, so the test sets it).
+    db(app).exec(
+        "UPDATE transactions SET pending_action = 'void', pending_node = ? WHERE id = ?",
+        &[&node, &voided],
+    );
+    let r = t.post(&format!("{path}/settle"), json!({})).expect(422);
+    assert!(
+        r.errors("id").iter().any(|e| e.contains("in progress")),
+        "{}",
+        r.text
+    );
+    let b = t.get(&path).expect(200).body["transactionbatch"].clone();
+    assert_eq!(b["is_open"], true, "the refused settle closed nothing: {b}");
+    assert_eq!(b["processing_status_id"], 1, "{b}");
+    let attempts = db(app).count(
+        "SELECT settle_attempts FROM transaction_batches WHERE id = ?",
+        &[&batch],
+    );
+    assert_eq!(attempts, 0, "the refused settle was rolled back");
+    assert_eq!(
+        (b["transaction_count"].clone(), b["total_amount"].clone()),
+        (json!(2), json!("42.00"))
+    );
+    // The batch still takes sales.
+    let third = assert_approved(t.post("/v2/transactions", sale("5.55", json!({}))), 101);
+    assert_eq!(batch_of(&third), batch);
+
+    // The void's call ends; its second job clears the mark and records it.
+    db(app).exec(
+        "UPDATE transactions SET pending_action = NULL, pending_node = NULL WHERE id = ?",
+        &[&voided],
+    );
+    let r = t.put(
+        &format!("/v2/transactions/{voided}"),
+        json!({ "transaction": { "action": "void" } }),
+    );
+    assert_eq!(r.expect(200).body["transaction"]["status_id"], 201);
+
+    if app.engine == Engine::Postgres {
+        // A settle has closed the batch and not committed yet.
+        let mut settle = db(app);
+        settle.exec("BEGIN", &[]);
+        settle.exec(
+            "UPDATE transaction_batches SET is_open = 0, processing_status_id = 5 WHERE id = ?",
+            &[&batch],
+        );
+        let void = {
+            let t = t.clone();
+            let kept = kept.clone();
+            std::thread::spawn(move || {
+                t.put(
+                    &format!("/v2/transactions/{kept}"),
+                    json!({ "transaction": { "action": "void" } }),
+                )
+            })
+        };
+        wait_until("the void to wait for the settle", Duration::from_secs(10), || {
+            let waiting = db(app).count(
+                "SELECT COUNT(*) FROM pg_stat_activity WHERE wait_event_type = 'Lock' AND datname = current_database()",
+                &[],
+            );
+            assert!(
+                waiting > 0 || !void.is_finished(),
+                "the void ran while a settle was closing its batch"
+            );
+            (waiting > 0).then_some(())
+        });
+        settle.exec("COMMIT", &[]);
+        let r = void.join().unwrap().expect(422);
+        assert!(
+            r.errors("action").iter().any(|e| e.contains("being settled")),
+            "{}",
+            r.text
+        );
+        // That settle failed; the batch is open to a settle again.
+        db(app).exec(
+            "UPDATE transaction_batches SET processing_status_id = 3 WHERE id = ?",
+            &[&batch],
+        );
+    }
+
+    let r = t.post(&format!("{path}/settle"), json!({})).expect(200);
+    let b = &r.body["transactionbatch"];
+    assert_eq!(b["processing_status_id"], 2, "{}", r.text);
+    assert_eq!(
+        (b["transaction_count"].clone(), b["total_amount"].clone()),
+        (json!(2), json!("17.55"))
+    );
+    let tx = t.get(&format!("/v2/transactions/{kept}")).expect(200).body["transaction"].clone();
+    assert_eq!(
+        (tx["status_id"].clone(), tx["transaction_amount"].clone()),
+        (json!(101), json!("12.00"))
+    );
+    let declined = slow.join().unwrap().expect(201);
+    assert_eq!(
+        declined.body["transaction"]["status_id"], 301,
+        "{}",
+        declined.text
+    );
+}
+
+/// PostgreSQL: a sale finds its product transaction's open batch early in
+/// its completing job and counts itself there last; a settle on another
+/// connection that closes the batch in between sends the sale to the next
+/// batch. Its answer, its record and its postback all name that batch.
+/// (On SQLite jobs never overlap, so the settle cannot come in between.)
+fn a_sale_moved_to_the_next_batch_says_so_everywhere(app: &mut TestApp) {
+    if app.engine != Engine::Postgres {
+        return;
+    }
+    let t = app.bootstrap();
+    let config = json!({ "resource": "transaction", "url": "http://127.0.0.1:9/hook",
+        "on_create": true, "location_id": t.location_id(), "product_transaction_id": t.cred("cc_product_transaction_id") });
+    t.post("/v2/postbackconfigs", json!({ "postbackconfig": config }))
+        .expect(201);
+    let first = assert_approved(t.post("/v2/transactions", sale("10.00", json!({}))), 101);
+    let tx = t.get(&format!("/v2/transactions/{first}")).expect(200).body["transaction"].clone();
+    let closing = str_of(&tx["transaction_batch_id"]);
+
+    // A settle closes the batch and has not committed yet.
+    let mut settle = db(app);
+    settle.exec("BEGIN", &[]);
+    settle.exec(
+        "UPDATE transaction_batches SET is_open = 0, processing_status_id = 5 WHERE id = ?",
+        &[&closing],
+    );
+    let moved = {
+        let t = t.clone();
+        std::thread::spawn(move || t.post("/v2/transactions", sale("7.25", json!({}))))
+    };
+    wait_until("the sale to wait for the settle", Duration::from_secs(10), || {
+        let waiting = db(app).count(
+            "SELECT COUNT(*) FROM pg_stat_activity WHERE wait_event_type = 'Lock' AND datname = current_database()",
+            &[],
+        );
+        assert!(
+            waiting > 0 || !moved.is_finished(),
+            "the sale never reached the batch the settle holds"
+        );
+        (waiting > 0).then_some(())
+    });
+    settle.exec("COMMIT", &[]);
+    let answer = moved.join().unwrap().expect(201);
+    let sold = &answer.body["transaction"];
+    assert_eq!(sold["status_id"], 101, "{}", answer.text);
+    let next = str_of(&sold["transaction_batch_id"]);
+    assert_ne!(next, closing, "{}", answer.text);
+    assert_eq!(sold["batch"], "2", "{}", answer.text);
+    let id = str_of(&sold["id"]);
+    let stored = t.get(&format!("/v2/transactions/{id}")).expect(200).body["transaction"].clone();
+    assert_eq!(str_of(&stored["transaction_batch_id"]), next);
+
+    // One delivery of the sale's creation, naming the batch it is in.
+    let mut d = db(app);
+    assert_eq!(
+        d.count(
+            "SELECT COUNT(*) FROM postback_deliveries WHERE record_id = ?",
+            &[&id]
+        ),
+        1
+    );
+    let payload = d.text(
+        "SELECT payload FROM postback_deliveries WHERE record_id = ?",
+        &[&id],
+    );
+    let payload: Value = serde_json::from_str(&payload).unwrap();
+    assert_eq!(str_of(&payload["transaction_batch_id"]), next, "{payload}");
+    assert_eq!(payload["batch"], "2", "{payload}");
+
+    // Each batch counts what it holds.
+    for (batch, count, total) in [(&closing, 1, "10.00"), (&next, 1, "7.25")] {
+        let b =
+            t.get(&format!("/v2/transactionbatches/{batch}")).expect(200).body["transactionbatch"].clone();
+        assert_eq!(
+            (b["transaction_count"].clone(), b["total_amount"].clone()),
+            (json!(count), json!(total)),
+            "{b}"
+        );
+    }
 }
 
 /// Sends a request on a fresh connection and closes the connection right
