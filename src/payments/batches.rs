@@ -11,28 +11,25 @@ use crate::ids::new_id;
 use crate::processor::{ProcessingStatus, SettleOutcome, SettleResponse, StatusId};
 use crate::resources::TRANSACTION_BATCH;
 
-/// How a job holds a batch's row on PostgreSQL: strong enough for the
-/// job's own later update of it, so two holders never deadlock upgrading
-/// a weaker lock.
-pub const ROW_LOCK: &str = " FOR NO KEY UPDATE";
-
 /// On PostgreSQL, holds the row of the batch transaction `tx_id` is in
-/// (if any) until the job commits. A job that changes a batched
-/// transaction and its batch takes the batch's row first and the
-/// transaction's second, in that fixed order, so two such jobs never
-/// deadlock; and a settle cannot close the batch in between. On SQLite
-/// jobs never overlap.
-pub fn hold(conn: &mut dyn Conn, tx_id: &str) -> ApiResult<()> {
-    if conn.dialect() == Dialect::Postgres {
-        let mut sql = Sql::with(
-            "SELECT b.id FROM transaction_batches b JOIN transactions t ON t.transaction_batch_id = b.id \
-             WHERE t.id = ?",
-            vec![tx_id.into()],
-        );
-        sql.push(ROW_LOCK).push(" OF b");
-        conn.query(&sql)?;
+/// now (if any) until the job commits, and answers its id. A job that
+/// changes a batched transaction and its batch takes the batch's row
+/// first and the transaction's second, as every such job does (a settle
+/// included), so two of them never deadlock; and a settle cannot close
+/// the batch in between. `FOR NO KEY UPDATE`: strong enough for the
+/// job's own later update of the batch, so two holders never deadlock
+/// upgrading a weaker lock. On SQLite jobs never overlap: it holds
+/// nothing.
+pub fn hold(conn: &mut dyn Conn, tx_id: &str) -> ApiResult<Option<String>> {
+    if conn.dialect() != Dialect::Postgres {
+        return Ok(None);
     }
-    Ok(())
+    let row = conn.query_one(&Sql::with(
+        "SELECT b.id FROM transaction_batches b JOIN transactions t ON t.transaction_batch_id = b.id \
+         WHERE t.id = ? FOR NO KEY UPDATE OF b",
+        vec![tx_id.into()],
+    ))?;
+    Ok(row.and_then(|r| r[0].as_str().map(str::to_string)))
 }
 
 fn open_batch(conn: &mut dyn Conn, product_transaction_id: &str) -> ApiResult<Option<(String, i64)>> {
@@ -54,7 +51,8 @@ fn open_batch(conn: &mut dyn Conn, product_transaction_id: &str) -> ApiResult<Op
 /// negative for refunds.
 pub fn enter(cx: &Cx, conn: &mut dyn Conn, tx: &mut Record, signed_amount: i64) -> ApiResult<()> {
     place(cx, conn, tx)?;
-    count(cx, conn, tx, signed_amount).map(drop)
+    count(cx, conn, tx, signed_amount)?;
+    Ok(())
 }
 
 /// Names the open batch a transaction enters (opening batch `n + 1` if
@@ -110,13 +108,22 @@ pub fn place(cx: &Cx, conn: &mut dyn Conn, tx: &mut Record) -> ApiResult<()> {
     Ok(())
 }
 
+/// Where [`count`] counted a transaction.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Counted {
+    /// In the batch [`place`] named.
+    AsPlaced,
+    /// That batch began settling meanwhile: in the next open one.
+    Moved,
+}
+
 /// Counts a [`place`]d transaction in its batch and numbers it
 /// (`batch_seq`). `entries` only grows (`transaction_count` drops with a
 /// void), so one statement counts and numbers. A batch that began
-/// settling since it was placed (PostgreSQL: another node's settle
-/// committed in between) takes no more entries: the transaction goes to
-/// the next open batch, and the answer is whether it did.
-pub fn count(cx: &Cx, conn: &mut dyn Conn, tx: &mut Record, signed_amount: i64) -> ApiResult<bool> {
+/// settling since it was placed (PostgreSQL: a settle committed in
+/// between) takes no more entries: the transaction goes to the next open
+/// batch.
+pub fn count(cx: &Cx, conn: &mut dyn Conn, tx: &mut Record, signed_amount: i64) -> ApiResult<Counted> {
     let placed = tx.get("transaction_batch_id").clone();
     for _ in 0..3 {
         let batch_id = tx.text("transaction_batch_id").unwrap_or_default().to_string();
@@ -129,7 +136,11 @@ pub fn count(cx: &Cx, conn: &mut dyn Conn, tx: &mut Record, signed_amount: i64) 
             .and_then(|r| r[0].as_int());
         if let Some(seq) = seq {
             tx.set("batch_seq", seq);
-            return Ok(*tx.get("transaction_batch_id") != placed);
+            return Ok(if *tx.get("transaction_batch_id") == placed {
+                Counted::AsPlaced
+            } else {
+                Counted::Moved
+            });
         }
         place(cx, conn, tx)?;
     }
@@ -187,7 +198,7 @@ pub fn begin_settle(conn: &mut dyn Conn, cx: &Cx, batch: &Record) -> ApiResult<(
     // would change what this batch settles after its amounts are read:
     // wait for it (the error rolls the closing back). Read after the
     // update above, so on PostgreSQL a mark committed while this job
-    // waited for the batch's row (see `Facts::load_locked`) is seen.
+    // waited for the batch's row (see `hold`) is seen.
     let in_flight = conn.query_int(&Sql::with(
         "SELECT COUNT(*) FROM transactions WHERE transaction_batch_id = ? AND pending_action IS NOT NULL",
         vec![batch.id().into()],
@@ -223,6 +234,14 @@ pub fn finish_settle(
     answer: Result<SettleResponse, String>,
     settle_date: &str,
 ) -> ApiResult<Record> {
+    // The batch's row before its transactions' rows, the order every job
+    // that writes both keeps (see `hold`).
+    if conn.dialect() == Dialect::Postgres {
+        conn.query(&Sql::with(
+            "SELECT id FROM transaction_batches WHERE id = ? FOR NO KEY UPDATE",
+            vec![before.id().into()],
+        ))?;
+    }
     let mut changes = vec![("is_open", 0.into())];
     let attempts = before.int("settle_attempts").unwrap_or(0) + 1;
     changes.push(("settle_attempts", attempts.into()));

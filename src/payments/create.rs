@@ -914,7 +914,7 @@ pub fn complete(
     // `place` found; if it began settling since, the sale went to the
     // next one, and they are written again to say so.
     if let Some(amount) = batch_amount {
-        if batches::count(cx, conn, &mut record, amount)? {
+        if batches::count(cx, conn, &mut record, amount)? == batches::Counted::Moved {
             cx.sink.created_again(conn, cx, &record)?;
         }
     }

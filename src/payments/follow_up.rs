@@ -27,21 +27,21 @@ pub fn prepare(
     node: &str,
 ) -> ApiResult<Prepared> {
     let action = parsed.action;
-    // The batch's row first, then the transaction as it is now: `tx` was
-    // read before the batch was held, and on PostgreSQL another action
-    // may have changed it since.
-    let facts = Facts::load_locked(conn, tx)?;
-    let fresh;
-    let tx = if conn.dialect() == Dialect::Postgres && tx.text("transaction_batch_id").is_some() {
-        fresh = load(conn, tx.id())?;
-        &fresh
-    } else {
-        tx
+    let held;
+    let tx = match action {
+        // An edit changes nothing a batch settles, and holding the batch
+        // through a move of many transactions would stall its sales.
+        Action::Edit => tx,
+        _ => {
+            held = hold_batch(conn, tx)?;
+            &held
+        }
     };
+    let facts = Facts::load(conn, tx)?;
     let extra = carried_fields(cx, conn, tx, parsed)?;
     let (call, new_amount) = action_call(tx, parsed, &facts)?;
     if !matches!(call, Call::Nothing) {
-        mark(conn, tx, action, node)?;
+        mark(cx, conn, tx, action, node)?;
     }
     let mut prepared = Prepared {
         id: tx.id().to_string(),
@@ -56,6 +56,27 @@ pub fn prepare(
         edit_links(cx, conn, tx, parsed, &mut prepared)?;
     }
     Ok(prepared)
+}
+
+/// On PostgreSQL, holds the batch `tx` is in (see [`batches::hold`]) and
+/// answers the transaction as it is now: `tx` was read before, and an
+/// action that committed since may have changed it, even put it in a
+/// batch. On SQLite the job that read `tx` is this one, and no other job
+/// runs meanwhile.
+fn hold_batch(conn: &mut dyn Conn, tx: &Record) -> ApiResult<Record> {
+    if conn.dialect() != Dialect::Postgres {
+        return Ok(tx.clone());
+    }
+    for _ in 0..3 {
+        let held = batches::hold(conn, tx.id())?;
+        let now = load(conn, tx.id())?;
+        if now.text("transaction_batch_id") == held.as_deref() {
+            return Ok(now);
+        }
+    }
+    Err(ApiError::Unavailable(
+        "The transaction is changing; retry shortly.".into(),
+    ))
 }
 
 fn refuse(msg: String) -> ApiError {
@@ -247,12 +268,20 @@ fn action_call(tx: &Record, parsed: &Parsed, facts: &Facts) -> ApiResult<(Call, 
     Ok((call, new_amount))
 }
 
-/// Marks the transaction as having `action` in flight on `node`.
-fn mark(conn: &mut dyn Conn, tx: &Record, action: Action, node: &str) -> ApiResult<()> {
+/// Marks the transaction as having `action` in flight on `node`, since
+/// now: reconciliation takes a mark its own node left for two minutes as
+/// an orphan, and must not take one whose call is under way.
+fn mark(cx: &Cx, conn: &mut dyn Conn, tx: &Record, action: Action, node: &str) -> ApiResult<()> {
     let marked = conn.execute(&Sql::with(
-        "UPDATE transactions SET pending_action = ?, pending_node = ? \
+        "UPDATE transactions SET pending_action = ?, pending_node = ?, modified_ts = ? \
              WHERE id = ? AND state = ? AND pending_action IS NULL",
-        vec![action.name().into(), node.into(), tx.id().into(), DONE.into()],
+        vec![
+            action.name().into(),
+            node.into(),
+            cx.now.into(),
+            tx.id().into(),
+            DONE.into(),
+        ],
     ))?;
     if marked == 0 {
         return Err(refuse(
@@ -332,7 +361,8 @@ pub fn complete(
     idem_key: Option<&str>,
 ) -> ApiResult<Completed> {
     // Actions without a processor call held the batch in `prepare`, in
-    // this same job.
+    // this same job. The transaction cannot have changed batch since: its
+    // mark kept every other action away.
     if answer.is_some() {
         batches::hold(conn, &prepared.id)?;
     }

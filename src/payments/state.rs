@@ -4,7 +4,7 @@
 //! so the expands never disagree with what the actions do.
 
 use crate::cards::{CHECK_SEC_CODES, OVERRIDE_SEC_CODES};
-use crate::db::{Conn, Dialect, Sql};
+use crate::db::{Conn, Sql};
 use crate::engine::record::Record;
 use crate::error::ApiResult;
 use crate::processor::{ProcessingStatus, ReasonCode, StatusId, TypeId};
@@ -25,36 +25,16 @@ pub struct Facts {
 
 impl Facts {
     pub fn load(conn: &mut dyn Conn, record: &Record) -> ApiResult<Facts> {
-        Facts::read(conn, record, "")
-    }
-
-    /// [`Facts::load`] for a job that may change the transaction's weight
-    /// in its batch: on PostgreSQL it holds the batch's row until the job
-    /// commits (see [`super::batches::hold`]), so a settle closing the
-    /// batch either commits first (and this job sees it Processing) or
-    /// waits for this job (and then sees its mark or its amounts). On
-    /// SQLite jobs never overlap.
-    pub fn load_locked(conn: &mut dyn Conn, record: &Record) -> ApiResult<Facts> {
-        let lock = match conn.dialect() {
-            Dialect::Postgres => super::batches::ROW_LOCK,
-            Dialect::Sqlite => "",
-        };
-        Facts::read(conn, record, lock)
-    }
-
-    fn read(conn: &mut dyn Conn, record: &Record, lock: &str) -> ApiResult<Facts> {
         let mut facts = Facts::default();
         if record.text("payment_method") == Some("ach") {
             facts.settled = status(record) == Some(StatusId::AchSettled);
             return Ok(facts);
         }
         if let Some(batch) = record.text("transaction_batch_id") {
-            let mut sql = Sql::with(
+            let row = conn.query_one(&Sql::with(
                 "SELECT processing_status_id FROM transaction_batches WHERE id = ?",
                 vec![batch.into()],
-            );
-            sql.push(lock);
-            let row = conn.query_one(&sql)?;
+            ))?;
             let ps = row.and_then(|r| r[0].as_int()).unwrap_or(1);
             facts.settled = ps == ProcessingStatus::Settled.code() as i64;
             facts.batch_processing = ps == ProcessingStatus::Processing.code() as i64;

@@ -781,7 +781,51 @@ fn a_settle_and_a_void_never_overlap(app: &mut TestApp) {
     assert_eq!(r.expect(200).body["transaction"]["status_id"], 201);
 
     if app.engine == Engine::Postgres {
-        // A settle has closed the batch and not committed yet.
+        let lock_waits = |app: &TestApp| {
+            db(app).count(
+                "SELECT COUNT(*) FROM pg_stat_activity WHERE wait_event_type = 'Lock' AND datname = current_database()",
+                &[],
+            )
+        };
+        // A void's first job has held the batch and marked the $12.00
+        // sale, and has not committed yet: a settle waits for it, then
+        // sees the mark and refuses.
+        let mut void_job = db(app);
+        void_job.exec("BEGIN", &[]);
+        void_job.exec(
+            "SELECT id FROM transaction_batches WHERE id = ? FOR NO KEY UPDATE",
+            &[&batch],
+        );
+        void_job.exec(
+            "UPDATE transactions SET pending_action = 'void', pending_node = ? WHERE id = ?",
+            &[&node, &kept],
+        );
+        let settle = {
+            let (t, path) = (t.clone(), path.clone());
+            std::thread::spawn(move || t.post(&format!("{path}/settle"), json!({})))
+        };
+        wait_until("the settle to wait for the void", Duration::from_secs(10), || {
+            let waiting = lock_waits(app);
+            assert!(
+                waiting > 0 || !settle.is_finished(),
+                "the settle did not wait for the void's job"
+            );
+            (waiting > 0).then_some(())
+        });
+        void_job.exec("COMMIT", &[]);
+        let r = settle.join().unwrap().expect(422);
+        assert!(
+            r.errors("id").iter().any(|e| e.contains("in progress")),
+            "{}",
+            r.text
+        );
+        db(app).exec(
+            "UPDATE transactions SET pending_action = NULL, pending_node = NULL WHERE id = ?",
+            &[&kept],
+        );
+
+        // The other order: a settle has closed the batch and not committed
+        // yet; a void waits for it, then sees the batch settling.
         let mut settle = db(app);
         settle.exec("BEGIN", &[]);
         settle.exec(
@@ -799,10 +843,7 @@ fn a_settle_and_a_void_never_overlap(app: &mut TestApp) {
             })
         };
         wait_until("the void to wait for the settle", Duration::from_secs(10), || {
-            let waiting = db(app).count(
-                "SELECT COUNT(*) FROM pg_stat_activity WHERE wait_event_type = 'Lock' AND datname = current_database()",
-                &[],
-            );
+            let waiting = lock_waits(app);
             assert!(
                 waiting > 0 || !void.is_finished(),
                 "the void ran while a settle was closing its batch"
@@ -816,7 +857,8 @@ fn a_settle_and_a_void_never_overlap(app: &mut TestApp) {
             "{}",
             r.text
         );
-        // That settle failed; the batch is open to a settle again.
+        // That settle ended in Error (3), from which a batch is settled
+        // again.
         db(app).exec(
             "UPDATE transaction_batches SET processing_status_id = 3 WHERE id = ?",
             &[&batch],
