@@ -4,6 +4,7 @@
 use crate::clock::Clock;
 use crate::crypto::verify_api_key;
 use crate::db::{Conn, Sql, Value};
+use crate::engine::kept::Kept;
 use crate::engine::query::TenantScope;
 use crate::error::{ApiError, ApiResult};
 use std::collections::BTreeSet;
@@ -60,6 +61,9 @@ pub struct Caller {
     /// email when `email_trx_receipt` is set), read with the rest of the
     /// caller: a payment need not read the user again.
     pub receipts_to: Option<String>,
+    /// `auth_epoch` as read to authenticate this caller, when it was
+    /// (API-key callers): see [`crate::engine::kept`].
+    pub epoch: Option<i64>,
 }
 
 /// The receipt address of a user or contact from its `email` and
@@ -309,6 +313,7 @@ impl UserRows {
             clock_offset_s: self.clock_offset(),
             session: None,
             receipts_to: receipts_to(&user[10], &user[11]),
+            epoch: None,
         }
     }
 }
@@ -369,6 +374,7 @@ fn authenticate_token(
             must_change_password: row[11].as_int() == Some(1),
         }),
         receipts_to: receipts_to(&row[12], &row[13]),
+        epoch: None,
     })
 }
 
@@ -384,9 +390,16 @@ fn authenticate_token(
 /// it was authenticated with, read in the same job: a change is seen by
 /// the very next request, everywhere. Only successes are kept, under the
 /// digest of the key presented, so a wrong key never finds one.
-#[derive(Default)]
 pub struct KnownCallers {
-    kept: std::sync::Mutex<std::collections::HashMap<CallerKey, (i64, Caller)>>,
+    kept: Kept<CallerKey, Caller>,
+}
+
+impl Default for KnownCallers {
+    fn default() -> Self {
+        KnownCallers {
+            kept: Kept::new(MAX_KEPT_CALLERS),
+        }
+    }
 }
 
 /// Developer id, user id and the SHA-256 of the API key presented.
@@ -403,25 +416,6 @@ impl KnownCallers {
             return None;
         };
         Some((d.clone(), u.clone(), Sha256::digest(k.as_bytes()).into()))
-    }
-
-    fn kept(&self, key: &CallerKey, epoch: i64) -> Option<Caller> {
-        let kept = self
-            .kept
-            .lock()
-            .unwrap_or_else(std::sync::PoisonError::into_inner);
-        kept.get(key).filter(|(e, _)| *e == epoch).map(|(_, c)| c.clone())
-    }
-
-    fn keep(&self, key: CallerKey, epoch: i64, caller: &Caller) {
-        let mut kept = self
-            .kept
-            .lock()
-            .unwrap_or_else(std::sync::PoisonError::into_inner);
-        if kept.len() >= MAX_KEPT_CALLERS {
-            kept.clear();
-        }
-        kept.insert(key, (epoch, caller.clone()));
     }
 
     /// The caller these credentials name: kept, or [`authenticate`]d now.
@@ -441,12 +435,11 @@ impl KnownCallers {
         store
             .read_point(move |conn| {
                 let epoch = conn.query_int(&Sql::new("SELECT n FROM auth_epoch WHERE id = 1"))?;
-                if let Some(caller) = this.kept(&key, epoch) {
-                    return Ok(caller);
-                }
-                let caller = authenticate(conn, creds, &clock)?;
-                this.keep(key, epoch, &caller);
-                Ok(caller)
+                this.kept.get_or_read(key, Some(epoch), || {
+                    let mut caller = authenticate(conn, creds, &clock)?;
+                    caller.epoch = Some(epoch);
+                    Ok(caller)
+                })
             })
             .await
     }

@@ -80,6 +80,7 @@ pub fn create_tenant(
         // A location being created has no postback config yet.
         sink: Arc::new(events::NoSink),
         user_receipts: None,
+        epoch: None,
     };
 
     conn.execute(&Sql::with(

@@ -638,6 +638,7 @@ impl Schedules {
             perms: Arc::new(crate::auth::Perms::default()),
             sink: self.sink.clone(),
             user_receipts: None,
+            epoch: None,
         }
     }
 }

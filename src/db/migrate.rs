@@ -172,6 +172,13 @@ pub const MIGRATIONS: &[Migration] = &[
         include_str!("../../migrations/0025_row_counts.postgres.sql"),
         include_str!("../../migrations/0025_row_counts.sqlite.sql"),
     ),
+    (
+        26,
+        "config_epoch",
+        "",
+        include_str!("../../migrations/0026_config_epoch.postgres.sql"),
+        include_str!("../../migrations/0026_config_epoch.sqlite.sql"),
+    ),
 ];
 
 /// Applies every migration not yet recorded. Returns how many ran.

@@ -4,6 +4,7 @@
 
 pub mod events;
 pub mod export;
+pub mod kept;
 pub mod query;
 pub mod record;
 pub mod resource;
@@ -39,6 +40,10 @@ pub struct Cx {
     /// authenticated (`Some(None)`: they want none), so that a payment
     /// does not read the user again; `None` for the system's own work.
     pub user_receipts: Option<Option<String>>,
+    /// `auth_epoch` as read when the caller was authenticated: what this
+    /// node keeps under it may serve this request (see [`kept`]). `None`
+    /// for the system's own work and session callers: they read afresh.
+    pub epoch: Option<i64>,
 }
 
 impl std::fmt::Debug for Cx {

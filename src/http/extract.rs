@@ -109,6 +109,7 @@ impl AppState {
             perms: std::sync::Arc::new(caller.perms.clone()),
             sink: self.sink.clone(),
             user_receipts: Some(caller.receipts_to.clone()),
+            epoch: caller.epoch,
         }
     }
 }

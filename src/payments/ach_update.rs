@@ -64,6 +64,7 @@ pub fn parse(body: &Map<String, Json>) -> ApiResult<Parsed> {
 pub fn prepare(
     cx: &Cx,
     conn: &mut dyn Conn,
+    kept: &super::KeptConfig,
     id: &TransactionId,
     update: &Parsed,
     node: &str,
@@ -87,7 +88,7 @@ pub fn prepare(
         replaces: Some(id.clone()),
         ..Origin::api()
     };
-    let debit = create::prepare(cx, conn, &debit, &origin, node, idem_key)?;
+    let debit = create::prepare(cx, conn, kept, &debit, &origin, node, idem_key)?;
     Ok((void, debit))
 }
 

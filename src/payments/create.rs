@@ -18,7 +18,7 @@ use super::request::Origin;
 use super::source::{self, Resolved, Source};
 use super::state::{self, Facts, DONE, PENDING};
 use super::velocity::{self, Breach, Class};
-use super::{batches, idempotency};
+use super::{batches, idempotency, KeptConfig};
 use crate::cards::PAYROLL_SEC_CODES;
 use crate::clock::{date_text, timestamp_text};
 use crate::db::{Conn, Sql, Value};
@@ -49,45 +49,59 @@ pub(super) fn location_tz(conn: &mut dyn Conn, location_id: &str) -> ApiResult<c
 fn product_transaction(
     cx: &Cx,
     conn: &mut dyn Conn,
+    kept: &KeptConfig,
+    record: &Record,
+    method: &str,
+    default_id: Option<&str>,
+) -> ApiResult<Option<Record>> {
+    let id = match (record.text("product_transaction_id"), default_id) {
+        (Some(id), _) => id,
+        (None, Some(id)) if method != "ach" => id,
+        (None, _) => return Ok(None),
+    };
+    Ok(kept.product_transactions.get_or_read(
+        (cx.scope.location_id.clone(), id.to_string()),
+        cx.epoch,
+        || query::find(conn, &PRODUCT_TRANSACTION, &cx.scope, id),
+    )?)
+}
+
+/// `pt` ([`product_transaction`]) if a transaction at `location_id` by
+/// `method` may run on it; else why not, in `errors`.
+fn usable_product_transaction(
+    pt: Option<Record>,
     record: &Record,
     method: &str,
     location_id: &str,
-    default_id: Option<&str>,
     errors: &mut FieldErrors,
-) -> ApiResult<Option<Record>> {
-    let pt = match (record.text("product_transaction_id"), default_id) {
-        (Some(id), _) => query::find(conn, &PRODUCT_TRANSACTION, &cx.scope, id)?,
-        (None, _) if method == "ach" => None,
-        (None, Some(id)) => query::find(conn, &PRODUCT_TRANSACTION, &cx.scope, id)?,
-        (None, None) => None,
-    };
+) -> Option<Record> {
     let Some(pt) = pt else {
         let message = match record.text("product_transaction_id") {
             Some(_) => "product_transaction_id provided is not valid".to_string(),
             None => blank("product_transaction_id"),
         };
         errors.add("product_transaction_id", message);
-        return Ok(None);
+        return None;
     };
     if pt.text("location_id") != Some(location_id) {
         errors.add(
             "product_transaction_id",
             "The product transaction belongs to another location.",
         );
-        return Ok(None);
+        return None;
     }
     if pt.text("payment_method") != Some(method) {
         errors.add(
             "product_transaction_id",
             format!("The product transaction does not take {method} payments."),
         );
-        return Ok(None);
+        return None;
     }
     if pt.int("active") == Some(0) {
         errors.add("product_transaction_id", "The product transaction is not active.");
-        return Ok(None);
+        return None;
     }
-    Ok(Some(pt))
+    Some(pt)
 }
 
 /// Checks an ACH request against its product transaction's profile.
@@ -222,6 +236,7 @@ struct Funding {
 pub fn prepare(
     cx: &Cx,
     conn: &mut dyn Conn,
+    kept: &KeptConfig,
     parsed: &Parsed,
     origin: &Origin,
     node: &str,
@@ -233,7 +248,7 @@ pub fn prepare(
     let method =
         PaymentMethod::parse(record.text("payment_method").unwrap_or("cc")).unwrap_or(PaymentMethod::Cc);
 
-    let place = locate(cx, conn, &mut record, method, &mut errors)?;
+    let place = locate(cx, conn, kept, &mut record, method, &mut errors)?;
     let contact_id = identify_payer(cx, conn, parsed, &place, &mut errors)?;
     let Some(mut funding) = fund(cx, conn, parsed, method, &place, &mut errors)? else {
         errors.into_result()?;
@@ -334,12 +349,18 @@ pub fn prepare(
 /// transaction), who (the contact), the api id and what `save_account`
 /// needs. A read job: nothing is reserved, and [`prepare`] checks
 /// everything again once the card is there.
-pub fn precheck(cx: &Cx, conn: &mut dyn Conn, parsed: &Parsed, origin: &Origin) -> ApiResult<()> {
+pub fn precheck(
+    cx: &Cx,
+    conn: &mut dyn Conn,
+    kept: &KeptConfig,
+    parsed: &Parsed,
+    origin: &Origin,
+) -> ApiResult<()> {
     let mut errors = FieldErrors::new();
     let mut record = draft(cx, parsed, origin, "");
     let method =
         PaymentMethod::parse(record.text("payment_method").unwrap_or("cc")).unwrap_or(PaymentMethod::Cc);
-    let place = locate(cx, conn, &mut record, method, &mut errors)?;
+    let place = locate(cx, conn, kept, &mut record, method, &mut errors)?;
     let contact_id = identify_payer(cx, conn, parsed, &place, &mut errors)?;
     check_save_account(parsed, contact_id.as_deref(), &mut errors);
     check_api_id(cx, conn, &record, &place, &mut errors)?;
@@ -412,6 +433,7 @@ fn draft(cx: &Cx, parsed: &Parsed, origin: &Origin, node: &str) -> Record {
 fn locate(
     cx: &Cx,
     conn: &mut dyn Conn,
+    kept: &KeptConfig,
     record: &mut Record,
     method: PaymentMethod,
     errors: &mut FieldErrors,
@@ -427,22 +449,19 @@ fn locate(
     } else {
         "t.default_cc"
     };
-    let Some(row) = query::find_columns(conn, &LOCATION, &cx.scope, &location_id, default_column)? else {
+    let key = (cx.scope.location_id.clone(), location_id.clone(), default_column);
+    let found = kept.defaults.get_or_read(key, cx.epoch, || {
+        query::find_columns(conn, &LOCATION, &cx.scope, &location_id, default_column)
+    })?;
+    let Some(row) = found else {
         return Err(ApiError::field(
             "location_id",
             "location_id provided is not valid",
         ));
     };
     record.set("location_id", location_id.clone());
-    let pt = product_transaction(
-        cx,
-        conn,
-        record,
-        method.as_str(),
-        &location_id,
-        row[0].as_str(),
-        errors,
-    )?;
+    let found = product_transaction(cx, conn, kept, record, method.as_str(), row[0].as_str())?;
+    let pt = usable_product_transaction(found, record, method.as_str(), &location_id, errors);
     let settings = pt
         .as_ref()
         .map(settings_shared)

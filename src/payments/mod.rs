@@ -49,6 +49,7 @@ use crate::clock::{date_text, Clock};
 use crate::crypto::Keyring;
 use crate::db::Store;
 use crate::engine::events::EventSink;
+use crate::engine::kept::Kept;
 use crate::engine::record::Record;
 use crate::engine::{query, Cx};
 use crate::error::{ApiError, ApiResult};
@@ -77,6 +78,22 @@ pub struct Payments {
     /// Set after the first reconciliation pass.
     started: Arc<AtomicBool>,
     in_flight: Arc<InFlight>,
+    /// The configuration payments read, kept under the epoch.
+    kept: Arc<KeptConfig>,
+}
+
+/// The configuration a payment reads before anything else, kept under
+/// `auth_epoch` (see [`crate::engine::kept`], ADR 0024): a sale by an
+/// API-key caller reads neither its location's defaults nor its product
+/// transaction again until one of them (or anything else the epoch
+/// covers) changes.
+#[derive(Default)]
+pub struct KeptConfig {
+    /// A location's default product transaction column, by the caller's
+    /// location, the location named and the column.
+    defaults: Kept<(String, String, &'static str), Option<crate::db::Row>>,
+    /// Product transactions by the caller's location and id.
+    product_transactions: Kept<(String, String), Option<Record>>,
 }
 
 impl Payments {
@@ -96,6 +113,7 @@ impl Payments {
             node_id: Arc::from(format!("node-{}", new_id()).as_str()),
             started: Arc::new(AtomicBool::new(false)),
             in_flight: Arc::default(),
+            kept: Arc::default(),
         }
     }
 
@@ -129,8 +147,9 @@ impl Payments {
     /// never prompts anyone.
     pub async fn precheck(&self, cx: &Cx, input: Parsed, origin: Origin) -> ApiResult<()> {
         let cx = cx.clone();
+        let kept = self.kept.clone();
         self.store
-            .read(move |conn| create::precheck(&cx, conn, &input, &origin))
+            .read(move |conn| create::precheck(&cx, conn, &kept, &input, &origin))
             .await
     }
 
@@ -239,11 +258,12 @@ impl Payments {
 
     async fn new_payment(&self, cx: &Cx, request: NewPayment, key: Option<String>) -> ApiResult<Json> {
         let node = self.node_id.clone();
+        let kept = self.kept.clone();
         let (cx1, key1) = (cx.clone(), key.clone());
         let NewPayment { input, origin, .. } = request;
         let prepared = self
             .store
-            .write(move |conn| create::prepare(&cx1, conn, &input, &origin, &node, key1.as_deref()))
+            .write(move |conn| create::prepare(&cx1, conn, &kept, &input, &origin, &node, key1.as_deref()))
             .await?;
         let answer = match call::ask(&self.processor, prepared.call.clone()).await {
             Ok(a) => a,
@@ -306,13 +326,16 @@ impl Payments {
 
     async fn replace_debit(&self, cx: &Cx, request: FollowUp, key: Option<String>) -> ApiResult<Json> {
         let node = self.node_id.clone();
+        let kept = self.kept.clone();
         let (cx1, key1) = (cx.clone(), key.clone());
         let FollowUp {
             transaction, input, ..
         } = request;
         let (void, debit) = self
             .store
-            .write(move |conn| ach_update::prepare(&cx1, conn, &transaction, &input, &node, key1.as_deref()))
+            .write(move |conn| {
+                ach_update::prepare(&cx1, conn, &kept, &transaction, &input, &node, key1.as_deref())
+            })
             .await?;
         // The original first: if it cannot be voided, nothing else happens.
         let void_answer = match call::ask(&self.processor, void.call.clone()).await {

@@ -54,6 +54,7 @@ fn cx_for(
         perms: Arc::new(crate::auth::Perms::default()),
         sink,
         user_receipts: None,
+        epoch: None,
     }
 }
 

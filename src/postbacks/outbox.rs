@@ -3,8 +3,9 @@
 //! event; a rolled-back change takes its rows with it.
 
 use crate::clock::Clock;
-use crate::db::{Conn, Sql, Value};
+use crate::db::{Conn, Row, Sql, Value};
 use crate::engine::events::{Action, EventSink};
+use crate::engine::kept::Kept;
 use crate::engine::record::Record;
 use crate::engine::{location_of, render_expanded, Cx};
 use crate::error::ApiResult;
@@ -17,22 +18,42 @@ use tokio::sync::Notify;
 /// gets whose changes configs may subscribe to. New rows are due at once
 /// (wall time of the clock) and ring `wake`, so this process's worker
 /// looks at once instead of at its next poll.
-#[derive(Debug, Clone, Default)]
+#[derive(Clone, Default)]
 pub struct Outbox {
     clock: Clock,
     wake: Arc<Notify>,
+    configs: Arc<KeptConfigs>,
+}
+
+/// The active configs that want one kind of event, kept under the epoch
+/// (see [`crate::engine::kept`], ADR 0024): most events of a busy
+/// location are wanted by the same few configs, or by none.
+type KeptConfigs = Kept<ConfigsKey, Vec<Row>>;
+
+/// Location, resource, the event's flag column, and the product
+/// transaction for resources whose configs name one.
+type ConfigsKey = (String, &'static str, &'static str, Option<String>);
+
+impl std::fmt::Debug for Outbox {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Outbox").finish_non_exhaustive()
+    }
 }
 
 impl Outbox {
     /// `wake` is the delivery worker's (`worker::Deliveries`).
     pub fn new(clock: Clock, wake: Arc<Notify>) -> Outbox {
-        Outbox { clock, wake }
+        Outbox {
+            clock,
+            wake,
+            configs: Arc::default(),
+        }
     }
 }
 
 impl EventSink for Outbox {
     fn record(&self, conn: &mut dyn Conn, cx: &Cx, action: Action, record: &Record) -> ApiResult<()> {
-        if enqueue(conn, cx, action, record, self.clock.now_ms())? {
+        if enqueue(conn, cx, action, record, self.clock.now_ms(), &self.configs)? {
             self.wake.notify_one();
         }
         Ok(())
@@ -62,6 +83,7 @@ pub fn enqueue(
     action: Action,
     record: &Record,
     now_ms: i64,
+    kept: &KeptConfigs,
 ) -> ApiResult<bool> {
     let res = record.res;
     let Some(postback) = res.postback else {
@@ -75,20 +97,26 @@ pub fn enqueue(
         Action::Update => "on_update",
         Action::Delete => "on_delete",
     };
-    let mut sql = Sql::new("SELECT id, expands FROM postback_configs WHERE location_id = ");
-    sql.bind(location_id.clone())
-        .push(" AND resource = ")
-        .bind(res.name)
-        .push(" AND is_active = 1 AND ")
-        .push(wanted)
-        .push(" = 1");
-    if postback.by_product_transaction {
-        sql.push(" AND product_transaction_id = ").bind(Value::from(
-            record.text("product_transaction_id").map(str::to_string),
-        ));
-    }
-    sql.push(" ORDER BY id");
-    let configs = conn.query(&sql)?;
+    let product_transaction = postback
+        .by_product_transaction
+        .then(|| record.text("product_transaction_id").map(str::to_string))
+        .flatten();
+    let key = (location_id.clone(), res.name, wanted, product_transaction.clone());
+    let configs = kept.get_or_read(key, cx.epoch, || {
+        let mut sql = Sql::new("SELECT id, expands FROM postback_configs WHERE location_id = ");
+        sql.bind(location_id.clone())
+            .push(" AND resource = ")
+            .bind(res.name)
+            .push(" AND is_active = 1 AND ")
+            .push(wanted)
+            .push(" = 1");
+        if postback.by_product_transaction {
+            sql.push(" AND product_transaction_id = ")
+                .bind(Value::from(product_transaction));
+        }
+        sql.push(" ORDER BY id");
+        conn.query(&sql)
+    })?;
     if configs.is_empty() {
         return Ok(false);
     }
@@ -184,6 +212,7 @@ mod tests {
             }),
             sink,
             user_receipts: None,
+            epoch: None,
         }
     }
 

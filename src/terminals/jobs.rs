@@ -160,6 +160,7 @@ impl Jobs {
             perms: Arc::new(crate::auth::Perms::default()),
             sink: self.sink.clone(),
             user_receipts: None,
+            epoch: None,
         }
     }
 

@@ -104,6 +104,7 @@ mod tests {
             }),
             sink: Arc::new(NoSink),
             user_receipts: None,
+            epoch: None,
         }
     }
 

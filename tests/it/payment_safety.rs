@@ -22,6 +22,7 @@ engine_tests!(
     interrupted_settlement_is_reprocessed,
     a_settle_and_a_void_never_overlap,
     a_sale_moved_to_the_next_batch_says_so_everywhere,
+    what_a_sale_reads_follows_changes_made_behind_its_back,
     a_sale_whose_client_disconnects_is_recorded,
     a_stopping_server_finishes_the_payments_it_began,
 );
@@ -963,6 +964,74 @@ fn a_sale_moved_to_the_next_batch_says_so_everywhere(app: &mut TestApp) {
             "{b}"
         );
     }
+}
+
+/// A node keeps the configuration a sale reads (its location's default
+/// product transaction, the product transaction, the postback configs
+/// that want its events) under `auth_epoch` (ADR 0024). A change made
+/// straight in the database, as another node or an older binary would
+/// make it, applies from the very next sale.
+fn what_a_sale_reads_follows_changes_made_behind_its_back(app: &mut TestApp) {
+    let t = app.bootstrap();
+    let pt = t.cred("cc_product_transaction_id");
+    let named = |amount: &str| sale(amount, json!({ "product_transaction_id": pt }));
+    // Twice each, so the second is served from what the node keeps.
+    for _ in 0..2 {
+        assert_approved(t.post("/v2/transactions", sale("3.00", json!({}))), 101);
+        assert_approved(t.post("/v2/transactions", named("3.00")), 101);
+    }
+
+    // The product transaction switched off.
+    db(app).exec("UPDATE product_transactions SET active = 0 WHERE id = ?", &[&pt]);
+    let r = t.post("/v2/transactions", named("3.01")).expect(422);
+    assert!(
+        r.errors("product_transaction_id")
+            .iter()
+            .any(|e| e.contains("not active")),
+        "{}",
+        r.text
+    );
+    db(app).exec("UPDATE product_transactions SET active = 1 WHERE id = ?", &[&pt]);
+    assert_approved(t.post("/v2/transactions", named("3.02")), 101);
+
+    // The location's default taken away: a sale naming none has none.
+    db(app).exec(
+        "UPDATE locations SET default_cc = NULL WHERE id = ?",
+        &[&t.location_id()],
+    );
+    let r = t.post("/v2/transactions", sale("3.03", json!({}))).expect(422);
+    assert!(!r.errors("product_transaction_id").is_empty(), "{}", r.text);
+    db(app).exec(
+        "UPDATE locations SET default_cc = ? WHERE id = ?",
+        &[&pt, &t.location_id()],
+    );
+
+    // A postback config, inactive while sales are made, then switched on.
+    let config = json!({ "resource": "transaction", "url": "http://127.0.0.1:9/hook", "on_create": true,
+        "is_active": false, "location_id": t.location_id(), "product_transaction_id": pt });
+    let config = str_of(
+        &t.post("/v2/postbackconfigs", json!({ "postbackconfig": config }))
+            .expect(201)
+            .body["postbackconfig"]["id"],
+    );
+    let unheard = [named("3.04"), named("3.05")].map(|s| tx_id(&t.post("/v2/transactions", s).expect(201)));
+    db(app).exec(
+        "UPDATE postback_configs SET is_active = 1 WHERE id = ?",
+        &[&config],
+    );
+    let heard = tx_id(&t.post("/v2/transactions", named("3.06")).expect(201));
+    let deliveries = |id: &str| {
+        db(app).count(
+            "SELECT COUNT(*) FROM postback_deliveries WHERE record_id = ?",
+            &[id],
+        )
+    };
+    assert_eq!(unheard.map(|id| deliveries(&id)), [0, 0]);
+    assert_eq!(
+        deliveries(&heard),
+        1,
+        "the config switched on hears the next sale"
+    );
 }
 
 /// Sends a request on a fresh connection and closes the connection right

@@ -1,0 +1,120 @@
+//! What a node keeps between requests while `auth_epoch` stays where it
+//! was read (ADRs 0021 and 0024).
+//!
+//! `auth_epoch` moves, in the writing transaction and from any node, with
+//! every change to the tables authentication reads and to the
+//! configuration a payment reads (product transactions, postback
+//! configs). A request reads the epoch once, when its caller is
+//! authenticated, and carries it ([`super::Cx::epoch`]). What any request
+//! read from the database after reading epoch `e` is at least as new as
+//! `e`, so it may be kept under `e` and given to every later request that
+//! read `e` too: none of them sees anything older than its own epoch, and
+//! a change is seen by the first request that starts after it commits,
+//! on every node.
+
+use std::collections::HashMap;
+use std::hash::Hash;
+use std::sync::{Mutex, PoisonError};
+
+/// Values by key, each under the epoch it was read at.
+pub struct Kept<K, V> {
+    values: Mutex<HashMap<K, (i64, V)>>,
+    /// More values than this and all are dropped: a bound on memory, not a
+    /// policy (a node sees far fewer locations and users).
+    max: usize,
+}
+
+impl<K, V> Kept<K, V> {
+    pub fn new(max: usize) -> Kept<K, V> {
+        Kept {
+            values: Mutex::new(HashMap::new()),
+            max,
+        }
+    }
+}
+
+impl<K, V> Default for Kept<K, V> {
+    fn default() -> Self {
+        Kept::new(10_000)
+    }
+}
+
+impl<K: Eq + Hash, V: Clone> Kept<K, V> {
+    /// The value kept for `key` under `epoch`, if any.
+    pub fn get(&self, key: &K, epoch: i64) -> Option<V> {
+        let values = self.values.lock().unwrap_or_else(PoisonError::into_inner);
+        values
+            .get(key)
+            .filter(|(e, _)| *e == epoch)
+            .map(|(_, v)| v.clone())
+    }
+
+    /// Keeps `value`, read after `epoch` was, under `epoch`.
+    pub fn keep(&self, key: K, epoch: i64, value: V) {
+        let mut values = self.values.lock().unwrap_or_else(PoisonError::into_inner);
+        if values.len() >= self.max {
+            values.clear();
+        }
+        values.insert(key, (epoch, value));
+    }
+
+    /// The value kept for `key` under `epoch`, or `read` now (and kept).
+    /// Without an epoch (a request that read none: the system's own work,
+    /// a session caller) it always reads.
+    pub fn get_or_read<E>(
+        &self,
+        key: K,
+        epoch: Option<i64>,
+        read: impl FnOnce() -> Result<V, E>,
+    ) -> Result<V, E> {
+        let Some(epoch) = epoch else {
+            return read();
+        };
+        if let Some(value) = self.get(&key, epoch) {
+            return Ok(value);
+        }
+        let value = read()?;
+        self.keep(key, epoch, value.clone());
+        Ok(value)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::Kept;
+
+    #[test]
+    fn a_value_serves_only_its_own_epoch() {
+        let kept: Kept<&str, i32> = Kept::new(10);
+        let mut reads = 0;
+        let mut read = |v| {
+            reads += 1;
+            Ok::<_, ()>(v)
+        };
+        assert_eq!(kept.get_or_read("pt", Some(1), || read(10)), Ok(10));
+        assert_eq!(kept.get_or_read("pt", Some(1), || read(11)), Ok(10));
+        // The epoch moved: read again, and the old value is gone.
+        assert_eq!(kept.get_or_read("pt", Some(2), || read(12)), Ok(12));
+        assert_eq!(kept.get(&"pt", 1), None);
+        // No epoch: always read, nothing kept.
+        assert_eq!(kept.get_or_read("other", None, || read(13)), Ok(13));
+        assert_eq!(kept.get(&"other", 2), None);
+        assert_eq!(reads, 3);
+    }
+
+    #[test]
+    fn a_failed_read_keeps_nothing_and_the_bound_holds() {
+        let kept: Kept<u32, u32> = Kept::new(2);
+        assert_eq!(
+            kept.get_or_read(1, Some(5), || Err::<u32, _>("down")),
+            Err("down")
+        );
+        assert_eq!(kept.get(&1, 5), None);
+        for k in 0..5 {
+            kept.keep(k, 5, k);
+        }
+        let held = (0..5).filter(|k| kept.get(k, 5).is_some()).count();
+        assert!(held <= 2, "{held} values kept over a bound of 2");
+        assert_eq!(kept.get(&4, 5), Some(4));
+    }
+}
