@@ -6,15 +6,35 @@
 //! configuration a payment reads (product transactions, postback
 //! configs). A request reads the epoch once, when its caller is
 //! authenticated, and carries it ([`super::Cx::epoch`]). What any request
-//! read from the database after reading epoch `e` is at least as new as
-//! `e`, so it may be kept under `e` and given to every later request that
-//! read `e` too: none of them sees anything older than its own epoch, and
-//! a change is seen by the first request that starts after it commits,
-//! on every node.
+//! read from the database after reading epoch `e`, and committed, is at
+//! least as new as `e`, so it may be kept under `e` and given to every
+//! later request that read `e` too: none of them sees anything older than
+//! its own epoch, and a change is seen by every request whose caller is
+//! authenticated after it commits, on every node. A write job keeps what
+//! it reads only under [`usable_epoch`], which rules out what is not
+//! committed yet.
 
+use crate::db::{Conn, DbError, Dialect, Sql};
 use std::collections::HashMap;
 use std::hash::Hash;
 use std::sync::{Mutex, PoisonError};
+
+/// The epoch under which what `conn` reads in this job may be kept: the
+/// request's, unless this connection sees the epoch elsewhere. SQLite's
+/// writer runs a group of jobs in one transaction with one commit, so a
+/// job may see an earlier job's change (and the epoch that change moved)
+/// before it is committed, or when the commit then fails, never: nothing
+/// read then is kept. On PostgreSQL a job's statements see only what is
+/// committed, and no less than the epoch its request read.
+pub fn usable_epoch(conn: &mut dyn Conn, epoch: Option<i64>) -> Result<Option<i64>, DbError> {
+    match (epoch, conn.dialect()) {
+        (Some(e), Dialect::Sqlite) => {
+            let here = conn.query_int(&Sql::new("SELECT n FROM auth_epoch WHERE id = 1"))?;
+            Ok((here == e).then_some(e))
+        }
+        (epoch, _) => Ok(epoch),
+    }
+}
 
 /// Values by key, each under the epoch it was read at.
 pub struct Kept<K, V> {
@@ -77,6 +97,28 @@ impl<K: Eq + Hash, V: Clone> Kept<K, V> {
         self.keep(key, epoch, value.clone());
         Ok(value)
     }
+
+    /// [`Kept::get_or_read`] for a lookup that may find nothing: only what
+    /// is found is kept, so ids that name nothing (any caller may send
+    /// them) cannot crowd out the rest.
+    pub fn get_or_find<E>(
+        &self,
+        key: K,
+        epoch: Option<i64>,
+        find: impl FnOnce() -> Result<Option<V>, E>,
+    ) -> Result<Option<V>, E> {
+        let Some(epoch) = epoch else {
+            return find();
+        };
+        if let Some(value) = self.get(&key, epoch) {
+            return Ok(Some(value));
+        }
+        let found = find()?;
+        if let Some(value) = &found {
+            self.keep(key, epoch, value.clone());
+        }
+        Ok(found)
+    }
 }
 
 #[cfg(test)]
@@ -100,6 +142,18 @@ mod tests {
         assert_eq!(kept.get_or_read("other", None, || read(13)), Ok(13));
         assert_eq!(kept.get(&"other", 2), None);
         assert_eq!(reads, 3);
+    }
+
+    #[test]
+    fn nothing_found_is_not_kept() {
+        let kept: Kept<&str, i32> = Kept::new(10);
+        assert_eq!(kept.get_or_find("x", Some(1), || Ok::<_, ()>(None)), Ok(None));
+        assert_eq!(kept.get(&"x", 1), None);
+        assert_eq!(
+            kept.get_or_find("x", Some(1), || Ok::<_, ()>(Some(7))),
+            Ok(Some(7))
+        );
+        assert_eq!(kept.get_or_find("x", Some(1), || Ok::<_, ()>(None)), Ok(Some(7)));
     }
 
     #[test]

@@ -89,11 +89,29 @@ pub struct Payments {
 /// covers) changes.
 #[derive(Default)]
 pub struct KeptConfig {
-    /// A location's default product transaction column, by the caller's
-    /// location, the location named and the column.
-    defaults: Kept<(String, String, &'static str), Option<crate::db::Row>>,
+    /// A location's default product transaction for a payment method, by
+    /// the caller's location, the location named and the method.
+    defaults: Kept<(String, String, &'static str), crate::db::Row>,
     /// Product transactions by the caller's location and id.
-    product_transactions: Kept<(String, String), Option<Record>>,
+    product_transactions: Kept<(String, String), Record>,
+}
+
+impl KeptConfig {
+    /// What a job on `conn` for `cx` may take from and give to this (see
+    /// [`crate::engine::kept::usable_epoch`]).
+    fn for_job(&self, conn: &mut dyn crate::db::Conn, cx: &Cx) -> ApiResult<KeptFor<'_>> {
+        Ok(KeptFor {
+            config: self,
+            epoch: crate::engine::kept::usable_epoch(conn, cx.epoch)?,
+        })
+    }
+}
+
+/// The kept configuration as one job may use it.
+#[derive(Clone, Copy)]
+pub struct KeptFor<'a> {
+    config: &'a KeptConfig,
+    epoch: Option<i64>,
 }
 
 impl Payments {

@@ -22,13 +22,13 @@ use tokio::sync::Notify;
 pub struct Outbox {
     clock: Clock,
     wake: Arc<Notify>,
-    configs: Arc<KeptConfigs>,
+    configs: Arc<KeptSubscriptions>,
 }
 
 /// The active configs that want one kind of event, kept under the epoch
 /// (see [`crate::engine::kept`], ADR 0024): most events of a busy
 /// location are wanted by the same few configs, or by none.
-type KeptConfigs = Kept<ConfigsKey, Vec<Row>>;
+type KeptSubscriptions = Kept<ConfigsKey, Vec<Row>>;
 
 /// Location, resource, the event's flag column, and the product
 /// transaction for resources whose configs name one.
@@ -76,14 +76,15 @@ impl EventSink for Outbox {
 
 /// Writes the delivery rows of one event. Records of resources that
 /// declare no `postback` cost nothing; events no active config wants, one
-/// indexed lookup. Returns whether any row was written.
+/// indexed lookup, or none when the configs are kept under the request's
+/// epoch (`kept`). Returns whether any row was written.
 pub fn enqueue(
     conn: &mut dyn Conn,
     cx: &Cx,
     action: Action,
     record: &Record,
     now_ms: i64,
-    kept: &KeptConfigs,
+    kept: &KeptSubscriptions,
 ) -> ApiResult<bool> {
     let res = record.res;
     let Some(postback) = res.postback else {
@@ -102,7 +103,8 @@ pub fn enqueue(
         .then(|| record.text("product_transaction_id").map(str::to_string))
         .flatten();
     let key = (location_id.clone(), res.name, wanted, product_transaction.clone());
-    let configs = kept.get_or_read(key, cx.epoch, || {
+    let epoch = crate::engine::kept::usable_epoch(conn, cx.epoch)?;
+    let configs = kept.get_or_read(key, epoch, || {
         let mut sql = Sql::new("SELECT id, expands FROM postback_configs WHERE location_id = ");
         sql.bind(location_id.clone())
             .push(" AND resource = ")

@@ -1032,6 +1032,10 @@ fn what_a_sale_reads_follows_changes_made_behind_its_back(app: &mut TestApp) {
         1,
         "the config switched on hears the next sale"
     );
+    // And deleted: the next sale is heard by nobody.
+    db(app).exec("DELETE FROM postback_configs WHERE id = ?", &[&config]);
+    let after = tx_id(&t.post("/v2/transactions", named("3.07")).expect(201));
+    assert_eq!(deliveries(&after), 0, "the deleted config hears nothing");
 }
 
 /// Sends a request on a fresh connection and closes the connection right
