@@ -365,6 +365,7 @@ fn run_group(conn: &Connection, group: Vec<WriteJob>) {
             Ok(()) => {
                 if let Err(e) = step(conn, "RELEASE job") {
                     let _ = exec(conn, "ROLLBACK TO job; RELEASE job");
+                    crate::engine::kept::forget_all();
                     let _ = job.done.send(Err(e.into()));
                 } else {
                     succeeded.push(job.done);
@@ -390,6 +391,9 @@ fn run_group(conn: &Connection, group: Vec<WriteJob>) {
         }
         Err(e) => {
             let _ = exec(conn, "ROLLBACK");
+            // The group's jobs may have kept what they read of each
+            // other's writes, which are now lost.
+            crate::engine::kept::forget_all();
             for done in succeeded {
                 let _ = done.send(Err(ApiError::internal(format!("commit failed: {e}"))));
             }

@@ -6,39 +6,43 @@
 //! configuration a payment reads (product transactions, postback
 //! configs). A request reads the epoch once, when its caller is
 //! authenticated, and carries it ([`super::Cx::epoch`]). What any request
-//! read from the database after reading epoch `e`, and committed, is at
-//! least as new as `e`, so it may be kept under `e` and given to every
-//! later request that read `e` too: none of them sees anything older than
-//! its own epoch, and a change is seen by every request whose caller is
-//! authenticated after it commits, on every node. A write job keeps what
-//! it reads only under [`usable_epoch`], which rules out what is not
-//! committed yet.
+//! read from the database after reading epoch `e` is at least as new as
+//! `e`, so it may be kept under `e` and given to every later request that
+//! read `e` too: none of them sees anything older than its own epoch, and
+//! a change is seen by every request whose caller is authenticated after
+//! it commits, on every node.
+//!
+//! SQLite's writer runs a group of jobs in one transaction with one
+//! commit, so a job may read an earlier job's change before it is
+//! committed. If that commit then fails, the writer calls [`forget_all`]:
+//! nothing kept before it serves again.
 
-use crate::db::{Conn, DbError, Dialect, Sql};
 use std::collections::HashMap;
 use std::hash::Hash;
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Mutex, PoisonError};
 
-/// The epoch under which what `conn` reads in this job may be kept: the
-/// request's, unless this connection sees the epoch elsewhere. SQLite's
-/// writer runs a group of jobs in one transaction with one commit, so a
-/// job may see an earlier job's change (and the epoch that change moved)
-/// before it is committed, or when the commit then fails, never: nothing
-/// read then is kept. On PostgreSQL a job's statements see only what is
-/// committed, and no less than the epoch its request read.
-pub fn usable_epoch(conn: &mut dyn Conn, epoch: Option<i64>) -> Result<Option<i64>, DbError> {
-    match (epoch, conn.dialect()) {
-        (Some(e), Dialect::Sqlite) => {
-            let here = conn.query_int(&Sql::new("SELECT n FROM auth_epoch WHERE id = 1"))?;
-            Ok((here == e).then_some(e))
-        }
-        (epoch, _) => Ok(epoch),
-    }
+/// Moved by [`forget_all`]. A value serves only in the generation that
+/// was current before it was read.
+static GENERATION: AtomicU64 = AtomicU64::new(0);
+
+/// Forgets everything kept in this process: writes that jobs may have
+/// read were lost (a group's commit failed), so what they read may never
+/// have existed.
+pub fn forget_all() {
+    GENERATION.fetch_add(1, Ordering::SeqCst);
 }
+
+fn generation() -> u64 {
+    GENERATION.load(Ordering::SeqCst)
+}
+
+/// A kept value: its epoch, the generation it was read in, the value.
+type Entry<V> = (i64, u64, V);
 
 /// Values by key, each under the epoch it was read at.
 pub struct Kept<K, V> {
-    values: Mutex<HashMap<K, (i64, V)>>,
+    values: Mutex<HashMap<K, Entry<V>>>,
     /// More values than this and all are dropped: a bound on memory, not a
     /// policy (a node sees far fewer locations and users).
     max: usize,
@@ -62,20 +66,26 @@ impl<K, V> Default for Kept<K, V> {
 impl<K: Eq + Hash, V: Clone> Kept<K, V> {
     /// The value kept for `key` under `epoch`, if any.
     pub fn get(&self, key: &K, epoch: i64) -> Option<V> {
+        let now = generation();
         let values = self.values.lock().unwrap_or_else(PoisonError::into_inner);
         values
             .get(key)
-            .filter(|(e, _)| *e == epoch)
-            .map(|(_, v)| v.clone())
+            .filter(|(e, g, _)| *e == epoch && *g == now)
+            .map(|(_, _, v)| v.clone())
     }
 
     /// Keeps `value`, read after `epoch` was, under `epoch`.
     pub fn keep(&self, key: K, epoch: i64, value: V) {
+        self.keep_read_in(key, epoch, generation(), value);
+    }
+
+    /// Keeps `value`, read in `generation` (taken before the read began).
+    fn keep_read_in(&self, key: K, epoch: i64, generation: u64, value: V) {
         let mut values = self.values.lock().unwrap_or_else(PoisonError::into_inner);
         if values.len() >= self.max {
             values.clear();
         }
-        values.insert(key, (epoch, value));
+        values.insert(key, (epoch, generation, value));
     }
 
     /// The value kept for `key` under `epoch`, or `read` now (and kept).
@@ -93,8 +103,9 @@ impl<K: Eq + Hash, V: Clone> Kept<K, V> {
         if let Some(value) = self.get(&key, epoch) {
             return Ok(value);
         }
+        let before = generation();
         let value = read()?;
-        self.keep(key, epoch, value.clone());
+        self.keep_read_in(key, epoch, before, value.clone());
         Ok(value)
     }
 
@@ -113,9 +124,10 @@ impl<K: Eq + Hash, V: Clone> Kept<K, V> {
         if let Some(value) = self.get(&key, epoch) {
             return Ok(Some(value));
         }
+        let before = generation();
         let found = find()?;
         if let Some(value) = &found {
-            self.keep(key, epoch, value.clone());
+            self.keep_read_in(key, epoch, before, value.clone());
         }
         Ok(found)
     }
@@ -124,9 +136,18 @@ impl<K: Eq + Hash, V: Clone> Kept<K, V> {
 #[cfg(test)]
 mod tests {
     use super::Kept;
+    use std::sync::{Mutex, MutexGuard, PoisonError};
+
+    /// The generation is the process's: tests that forget everything must
+    /// not run while others count what is kept.
+    fn serial() -> MutexGuard<'static, ()> {
+        static SERIAL: Mutex<()> = Mutex::new(());
+        SERIAL.lock().unwrap_or_else(PoisonError::into_inner)
+    }
 
     #[test]
     fn a_value_serves_only_its_own_epoch() {
+        let _serial = serial();
         let kept: Kept<&str, i32> = Kept::new(10);
         let mut reads = 0;
         let mut read = |v| {
@@ -145,7 +166,24 @@ mod tests {
     }
 
     #[test]
+    fn forgetting_drops_what_was_kept_and_what_was_being_read() {
+        let _serial = serial();
+        let kept: Kept<&str, i32> = Kept::new(10);
+        kept.keep("a", 1, 1);
+        super::forget_all();
+        assert_eq!(kept.get(&"a", 1), None);
+        // A read under way while everything is forgotten is not served.
+        let read = kept.get_or_read("b", Some(1), || {
+            super::forget_all();
+            Ok::<_, ()>(2)
+        });
+        assert_eq!(read, Ok(2));
+        assert_eq!(kept.get(&"b", 1), None);
+    }
+
+    #[test]
     fn nothing_found_is_not_kept() {
+        let _serial = serial();
         let kept: Kept<&str, i32> = Kept::new(10);
         assert_eq!(kept.get_or_find("x", Some(1), || Ok::<_, ()>(None)), Ok(None));
         assert_eq!(kept.get(&"x", 1), None);
@@ -158,6 +196,7 @@ mod tests {
 
     #[test]
     fn a_failed_read_keeps_nothing_and_the_bound_holds() {
+        let _serial = serial();
         let kept: Kept<u32, u32> = Kept::new(2);
         assert_eq!(
             kept.get_or_read(1, Some(5), || Err::<u32, _>("down")),

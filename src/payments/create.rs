@@ -18,7 +18,7 @@ use super::request::Origin;
 use super::source::{self, Resolved, Source};
 use super::state::{self, Facts, DONE, PENDING};
 use super::velocity::{self, Breach, Class};
-use super::{batches, idempotency, KeptConfig, KeptFor};
+use super::{batches, idempotency, KeptConfig};
 use crate::cards::PAYROLL_SEC_CODES;
 use crate::clock::{date_text, timestamp_text};
 use crate::db::{Conn, Sql, Value};
@@ -49,7 +49,7 @@ pub(super) fn location_tz(conn: &mut dyn Conn, location_id: &str) -> ApiResult<c
 fn product_transaction(
     cx: &Cx,
     conn: &mut dyn Conn,
-    kept: KeptFor,
+    kept: &KeptConfig,
     record: &Record,
     method: &str,
     default_id: Option<&str>,
@@ -59,9 +59,9 @@ fn product_transaction(
         (None, Some(id)) if method != "ach" => id,
         (None, _) => return Ok(None),
     };
-    Ok(kept.config.product_transactions.get_or_find(
+    Ok(kept.product_transactions.get_or_find(
         (cx.scope.location_id.clone(), id.to_string()),
-        kept.epoch,
+        cx.epoch,
         || query::find(conn, &PRODUCT_TRANSACTION, &cx.scope, id),
     )?)
 }
@@ -248,7 +248,6 @@ pub fn prepare(
     let method =
         PaymentMethod::parse(record.text("payment_method").unwrap_or("cc")).unwrap_or(PaymentMethod::Cc);
 
-    let kept = kept.for_job(conn, cx)?;
     let place = locate(cx, conn, kept, &mut record, method, &mut errors)?;
     let contact_id = identify_payer(cx, conn, parsed, &place, &mut errors)?;
     let Some(mut funding) = fund(cx, conn, parsed, method, &place, &mut errors)? else {
@@ -361,7 +360,6 @@ pub fn precheck(
     let mut record = draft(cx, parsed, origin, "");
     let method =
         PaymentMethod::parse(record.text("payment_method").unwrap_or("cc")).unwrap_or(PaymentMethod::Cc);
-    let kept = kept.for_job(conn, cx)?;
     let place = locate(cx, conn, kept, &mut record, method, &mut errors)?;
     let contact_id = identify_payer(cx, conn, parsed, &place, &mut errors)?;
     check_save_account(parsed, contact_id.as_deref(), &mut errors);
@@ -435,7 +433,7 @@ fn draft(cx: &Cx, parsed: &Parsed, origin: &Origin, node: &str) -> Record {
 fn locate(
     cx: &Cx,
     conn: &mut dyn Conn,
-    kept: KeptFor,
+    kept: &KeptConfig,
     record: &mut Record,
     method: PaymentMethod,
     errors: &mut FieldErrors,
@@ -452,7 +450,7 @@ fn locate(
         "t.default_cc"
     };
     let key = (cx.scope.location_id.clone(), location_id.clone(), method.as_str());
-    let found = kept.config.defaults.get_or_find(key, kept.epoch, || {
+    let found = kept.defaults.get_or_find(key, cx.epoch, || {
         query::find_columns(conn, &LOCATION, &cx.scope, &location_id, default_column)
     })?;
     let Some(row) = found else {

@@ -96,24 +96,6 @@ pub struct KeptConfig {
     product_transactions: Kept<(String, String), Record>,
 }
 
-impl KeptConfig {
-    /// What a job on `conn` for `cx` may take from and give to this (see
-    /// [`crate::engine::kept::usable_epoch`]).
-    fn for_job(&self, conn: &mut dyn crate::db::Conn, cx: &Cx) -> ApiResult<KeptFor<'_>> {
-        Ok(KeptFor {
-            config: self,
-            epoch: crate::engine::kept::usable_epoch(conn, cx.epoch)?,
-        })
-    }
-}
-
-/// The kept configuration as one job may use it.
-#[derive(Clone, Copy)]
-pub struct KeptFor<'a> {
-    config: &'a KeptConfig,
-    epoch: Option<i64>,
-}
-
 impl Payments {
     pub fn new(
         store: Store,

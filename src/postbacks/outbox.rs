@@ -103,8 +103,7 @@ pub fn enqueue(
         .then(|| record.text("product_transaction_id").map(str::to_string))
         .flatten();
     let key = (location_id.clone(), res.name, wanted, product_transaction.clone());
-    let epoch = crate::engine::kept::usable_epoch(conn, cx.epoch)?;
-    let configs = kept.get_or_read(key, epoch, || {
+    let configs = kept.get_or_read(key, cx.epoch, || {
         let mut sql = Sql::new("SELECT id, expands FROM postback_configs WHERE location_id = ");
         sql.bind(location_id.clone())
             .push(" AND resource = ")
