@@ -782,12 +782,6 @@ fn a_settle_and_a_void_never_overlap(app: &mut TestApp) {
     assert_eq!(r.expect(200).body["transaction"]["status_id"], 201);
 
     if app.engine == Engine::Postgres {
-        let lock_waits = |app: &TestApp| {
-            db(app).count(
-                "SELECT COUNT(*) FROM pg_stat_activity WHERE wait_event_type = 'Lock' AND datname = current_database()",
-                &[],
-            )
-        };
         // A void's first job has held the batch and marked the $12.00
         // sale, and has not committed yet: a settle waits for it, then
         // sees the mark and refuses.
@@ -805,14 +799,7 @@ fn a_settle_and_a_void_never_overlap(app: &mut TestApp) {
             let (t, path) = (t.clone(), path.clone());
             std::thread::spawn(move || t.post(&format!("{path}/settle"), json!({})))
         };
-        wait_until("the settle to wait for the void", Duration::from_secs(10), || {
-            let waiting = lock_waits(app);
-            assert!(
-                waiting > 0 || !settle.is_finished(),
-                "the settle did not wait for the void's job"
-            );
-            (waiting > 0).then_some(())
-        });
+        wait_for_lock_wait(app, &settle, "the settle did not wait for the void's job");
         void_job.exec("COMMIT", &[]);
         let r = settle.join().unwrap().expect(422);
         assert!(
@@ -843,14 +830,7 @@ fn a_settle_and_a_void_never_overlap(app: &mut TestApp) {
                 )
             })
         };
-        wait_until("the void to wait for the settle", Duration::from_secs(10), || {
-            let waiting = lock_waits(app);
-            assert!(
-                waiting > 0 || !void.is_finished(),
-                "the void ran while a settle was closing its batch"
-            );
-            (waiting > 0).then_some(())
-        });
+        wait_for_lock_wait(app, &void, "the void ran while a settle was closing its batch");
         settle.exec("COMMIT", &[]);
         let r = void.join().unwrap().expect(422);
         assert!(
@@ -886,6 +866,25 @@ fn a_settle_and_a_void_never_overlap(app: &mut TestApp) {
     );
 }
 
+/// PostgreSQL: waits until a backend of the test's database waits for a
+/// lock, that is until the request `running` reached a row the test holds
+/// in an open transaction; `failure` if the request finished first,
+/// having waited for nothing.
+fn wait_for_lock_wait<T>(app: &TestApp, running: &std::thread::JoinHandle<T>, failure: &str) {
+    wait_until(
+        "a request to wait for a lock the test holds",
+        Duration::from_secs(10),
+        || {
+            let waiting = db(app).count(
+            "SELECT COUNT(*) FROM pg_stat_activity WHERE wait_event_type = 'Lock' AND datname = current_database()",
+            &[],
+        );
+            assert!(waiting > 0 || !running.is_finished(), "{failure}");
+            (waiting > 0).then_some(())
+        },
+    );
+}
+
 /// PostgreSQL: a sale finds its product transaction's open batch early in
 /// its completing job and counts itself there last; a settle on another
 /// connection that closes the batch in between sends the sale to the next
@@ -915,17 +914,7 @@ fn a_sale_moved_to_the_next_batch_says_so_everywhere(app: &mut TestApp) {
         let t = t.clone();
         std::thread::spawn(move || t.post("/v2/transactions", sale("7.25", json!({}))))
     };
-    wait_until("the sale to wait for the settle", Duration::from_secs(10), || {
-        let waiting = db(app).count(
-            "SELECT COUNT(*) FROM pg_stat_activity WHERE wait_event_type = 'Lock' AND datname = current_database()",
-            &[],
-        );
-        assert!(
-            waiting > 0 || !moved.is_finished(),
-            "the sale never reached the batch the settle holds"
-        );
-        (waiting > 0).then_some(())
-    });
+    wait_for_lock_wait(app, &moved, "the sale never reached the batch the settle holds");
     settle.exec("COMMIT", &[]);
     let answer = moved.join().unwrap().expect(201);
     let sold = &answer.body["transaction"];
