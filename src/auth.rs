@@ -390,24 +390,15 @@ fn authenticate_token(
 /// it was authenticated with, read in the same job: a change is seen by
 /// the very next request, everywhere. Only successes are kept, under the
 /// digest of the key presented, so a wrong key never finds one.
+#[derive(Default)]
 pub struct KnownCallers {
+    /// Bounded by [`crate::engine::kept::DEFAULT_MAX`] (a bound, not a
+    /// policy: a deployment has far fewer API users).
     kept: Kept<CallerKey, Caller>,
-}
-
-impl Default for KnownCallers {
-    fn default() -> Self {
-        KnownCallers {
-            kept: Kept::new(MAX_KEPT_CALLERS),
-        }
-    }
 }
 
 /// Developer id, user id and the SHA-256 of the API key presented.
 type CallerKey = (String, String, [u8; 32]);
-
-/// More kept callers than this and all are dropped (a bound, not a policy:
-/// a deployment has far fewer API users).
-const MAX_KEPT_CALLERS: usize = 10_000;
 
 impl KnownCallers {
     fn key(creds: &Credentials) -> Option<CallerKey> {

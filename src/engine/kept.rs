@@ -57,9 +57,12 @@ impl<K, V> Kept<K, V> {
     }
 }
 
+/// The bound of a [`Kept`] made by `default()`.
+pub const DEFAULT_MAX: usize = 10_000;
+
 impl<K, V> Default for Kept<K, V> {
     fn default() -> Self {
-        Kept::new(10_000)
+        Kept::new(DEFAULT_MAX)
     }
 }
 

@@ -361,15 +361,16 @@ pub fn complete(
     idem_key: Option<&str>,
 ) -> ApiResult<Completed> {
     // Actions without a processor call held the batch in `prepare`, in
-    // this same job. The transaction cannot have changed batch since: its
-    // mark kept every other action away.
+    // this same job. The others hold it again, before their transaction:
+    // it cannot have changed batch since, its mark kept every other
+    // action away.
     if answer.is_some() {
         batches::hold(conn, &prepared.id)?;
-    }
-    if answer.is_some() && clear_mark(conn, &prepared.id, Some(prepared.action))? == 0 {
-        return Err(ApiError::Unavailable(
-            "The action was interrupted; look the transaction up and retry.".into(),
-        ));
+        if clear_mark(conn, &prepared.id, Some(prepared.action))? == 0 {
+            return Err(ApiError::Unavailable(
+                "The action was interrupted; look the transaction up and retry.".into(),
+            ));
+        }
     }
     // Read after the mark is gone: the row as this action found it.
     let old = load(conn, &prepared.id)?;
