@@ -179,6 +179,13 @@ pub const MIGRATIONS: &[Migration] = &[
         include_str!("../../migrations/0026_config_epoch.postgres.sql"),
         include_str!("../../migrations/0026_config_epoch.sqlite.sql"),
     ),
+    (
+        27,
+        "batch_tallies",
+        include_str!("../../migrations/0027_batch_tallies.sql"),
+        include_str!("../../migrations/0027_batch_tallies.postgres.sql"),
+        "",
+    ),
 ];
 
 /// Applies every migration not yet recorded. Returns how many ran.

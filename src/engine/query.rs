@@ -58,7 +58,7 @@ fn from_scoped(res: &Resource, scope: &TenantScope, sql: &mut Sql) {
 /// few rows the index found instead of every row of the location.
 fn from_scoped_with(res: &Resource, scope: &TenantScope, sql: &mut Sql, searching: bool) {
     let (lower, upper) = scope.bounds();
-    sql.push(" FROM ").push(res.table).push(" t");
+    sql.push(" FROM ").push(res.reads_from()).push(" t");
     if scope.leaf {
         let column = match res.scope {
             Scope::Column(column) => column,
@@ -95,7 +95,7 @@ pub fn select_unscoped(res: &'static Resource) -> Sql {
     let mut sql = Sql::new("SELECT ");
     sql.push(res.select_columns())
         .push(" FROM ")
-        .push(res.table)
+        .push(res.reads_from())
         .push(" t WHERE 1 = 1");
     sql
 }

@@ -347,6 +347,10 @@ pub struct Resource {
     pub table: &'static str,
     /// Model name in change logs (`Contact`).
     pub model: &'static str,
+    /// A view that reads use instead of `table`, for a record whose row
+    /// alone is not all of it (a transaction batch: its row plus the open
+    /// batch's tallies, ADR 0025). Writes always go to `table`.
+    pub view: Option<&'static str>,
     pub fields: &'static [Field],
     /// (field, descending)
     pub default_sort: (&'static str, bool),
@@ -382,6 +386,10 @@ impl std::fmt::Debug for Resource {
 }
 
 impl Resource {
+    /// Where reads find the records: the view if there is one, else the table.
+    pub fn reads_from(&self) -> &'static str {
+        self.view.unwrap_or(self.table)
+    }
     pub fn field(&self, name: &str) -> Option<&'static Field> {
         self.fields.iter().find(|f| f.name == name)
     }

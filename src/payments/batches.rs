@@ -1,6 +1,10 @@
 //! Batches: approved card sales, completions, forces and refunds enter the
 //! open batch of their product transaction (one is opened when none is);
-//! settling closes it through the processor.
+//! settling closes it through the processor. A sale counts itself in one
+//! stripe of the open batch's tallies rather than in the batch's row, so
+//! the sales of one product transaction do not commit one at a time
+//! (ADR 0025); reads see the row plus its tallies
+//! (`transaction_batches_read`), and starting to settle folds them in.
 
 use crate::db::{Conn, Dialect, Sql};
 use crate::engine::events::{self, Action};
@@ -92,6 +96,7 @@ pub fn place(cx: &Cx, conn: &mut dyn Conn, tx: &mut Record) -> ApiResult<()> {
         let mut sql = insert_sql(&record);
         sql.push(" ON CONFLICT DO NOTHING");
         if conn.execute(&sql)? == 1 {
+            open_tallies(cx, conn, &id)?;
             events::record(conn, cx, Action::Create, &record, &[])?;
             batch = Some((id, next));
         } else {
@@ -108,6 +113,50 @@ pub fn place(cx: &Cx, conn: &mut dyn Conn, tx: &mut Record) -> ApiResult<()> {
     Ok(())
 }
 
+/// Stripes of an open batch's tallies (migration 27, ADR 0025).
+pub const STRIPES: i64 = 16;
+
+/// A new open batch's stripes, all zero.
+fn open_tallies(cx: &Cx, conn: &mut dyn Conn, batch_id: &str) -> ApiResult<()> {
+    let mut sql = Sql::new(
+        "INSERT INTO batch_tallies (batch_id, stripe, transaction_count, total_amount, entries, modified_ts) VALUES ",
+    );
+    for stripe in 0..STRIPES {
+        if stripe > 0 {
+            sql.push(", ");
+        }
+        sql.push("(")
+            .bind(batch_id.to_string())
+            .push(", ")
+            .bind(stripe)
+            .push(", 0, 0, 0, ")
+            .bind(cx.now)
+            .push(")");
+    }
+    conn.execute(&sql)?;
+    Ok(())
+}
+
+/// The stripe a transaction counts in and how its place in the batch
+/// (`batch_seq`) is numbered. The sandbox settles by the amount of the
+/// last transaction to enter, so the numbers follow the order of entry.
+/// SQLite runs one job at a time: one stripe, whose counter numbers them.
+/// PostgreSQL spreads sales over the stripes by id (a retried count keeps
+/// its stripe) and numbers them from one sequence, which no sale waits
+/// for.
+fn stripe_of(dialect: Dialect, tx_id: &str) -> (i64, &'static str) {
+    match dialect {
+        Dialect::Sqlite => (0, "entries"),
+        Dialect::Postgres => {
+            // FNV-1a: the same on every node and build, unlike std's hasher.
+            let hash = tx_id.bytes().fold(0xcbf2_9ce4_8422_2325_u64, |h, b| {
+                (h ^ u64::from(b)).wrapping_mul(0x0100_0000_01b3)
+            });
+            ((hash % STRIPES as u64) as i64, "nextval('batch_entries')")
+        }
+    }
+}
+
 /// Where [`count`] counted a transaction.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Counted {
@@ -117,23 +166,31 @@ pub enum Counted {
     Moved,
 }
 
-/// Counts a [`place`]d transaction in its batch and numbers it
-/// (`batch_seq`). `entries` only grows (`transaction_count` drops with a
-/// void), so one statement counts and numbers. A batch that began
-/// settling since it was placed (PostgreSQL: a settle committed in
-/// between) takes no more entries: the transaction goes to the next open
-/// batch.
+/// Counts a [`place`]d transaction in one stripe of its batch's tallies
+/// and numbers it (`batch_seq`, see [`stripe_of`]). Sales in
+/// other stripes do not wait for it, and none waits for the batch's row:
+/// the batch is only read. A batch that began settling since it was
+/// placed has no stripes left (the settle folded them, see
+/// [`begin_settle`]): the transaction goes to the next open batch.
 pub fn count(cx: &Cx, conn: &mut dyn Conn, tx: &mut Record, signed_amount: i64) -> ApiResult<Counted> {
     let placed = tx.get("transaction_batch_id").clone();
+    let (stripe, numbered) = stripe_of(conn.dialect(), tx.id());
     for _ in 0..3 {
         let batch_id = tx.text("transaction_batch_id").unwrap_or_default().to_string();
-        let seq = conn
-            .query_one(&Sql::with(
-                "UPDATE transaction_batches SET transaction_count = transaction_count + 1, entries = entries + 1, \
-                 total_amount = total_amount + ?, modified_ts = ? WHERE id = ? AND is_open = 1 RETURNING entries",
-                vec![signed_amount.into(), cx.now.into(), batch_id.into()],
-            ))?
-            .and_then(|r| r[0].as_int());
+        let mut sql = Sql::with(
+            "UPDATE batch_tallies SET transaction_count = transaction_count + 1, entries = entries + 1, \
+             total_amount = total_amount + ?, modified_ts = ? WHERE batch_id = ? AND stripe = ? \
+             AND EXISTS (SELECT 1 FROM transaction_batches b WHERE b.id = ? AND b.is_open = 1) RETURNING ",
+            vec![
+                signed_amount.into(),
+                cx.now.into(),
+                batch_id.clone().into(),
+                stripe.into(),
+                batch_id.into(),
+            ],
+        );
+        sql.push(numbered);
+        let seq = conn.query_one(&sql)?.and_then(|r| r[0].as_int());
         if let Some(seq) = seq {
             tx.set("batch_seq", seq);
             return Ok(if *tx.get("transaction_batch_id") == placed {
@@ -163,9 +220,11 @@ pub fn adjust(conn: &mut dyn Conn, cx: &Cx, tx: &Record, count: i64, amount: i64
 }
 
 /// Starts settling: the batch closes to new transactions and shows
-/// Processing (5). Returns the batch as it was, the amounts to settle in
-/// the order they entered, and the attempt number.
-pub fn begin_settle(conn: &mut dyn Conn, cx: &Cx, batch: &Record) -> ApiResult<(Vec<i64>, u32)> {
+/// Processing (5). Returns the amounts to settle in the order they
+/// entered and the attempt number; `batch` (as it was) takes the count
+/// and total it closed with, which sales still counting when it was read
+/// may have changed.
+pub fn begin_settle(conn: &mut dyn Conn, cx: &Cx, batch: &mut Record) -> ApiResult<(Vec<i64>, u32)> {
     let status = batch.int("processing_status_id").unwrap_or(1);
     if status == ProcessingStatus::Settled.code() as i64 {
         return Err(ApiError::field("id", "The batch is already settled."));
@@ -209,6 +268,7 @@ pub fn begin_settle(conn: &mut dyn Conn, cx: &Cx, batch: &Record) -> ApiResult<(
             "An action on a transaction of the batch is in progress; retry shortly.",
         ));
     }
+    fold_tallies(conn, batch)?;
     let rows = conn.query(&Sql::with(
         "SELECT transaction_amount FROM transactions WHERE transaction_batch_id = ? \
          AND status_id NOT IN (?, ?) ORDER BY batch_seq ASC",
@@ -221,6 +281,32 @@ pub fn begin_settle(conn: &mut dyn Conn, cx: &Cx, batch: &Record) -> ApiResult<(
     let amounts = rows.iter().filter_map(|r| r[0].as_int()).collect();
     let attempt = batch.int("settle_attempts").unwrap_or(0) + 1;
     Ok((amounts, attempt as u32))
+}
+
+/// Moves the open batch's tallies into its row and deletes them. On
+/// PostgreSQL the delete waits for the sales counting in a stripe now and
+/// takes in what they counted; a sale that comes to a stripe after finds
+/// none and goes to the next batch (see [`count`]). Runs after the
+/// batch's row is closed, in the same job, so the amounts read next
+/// include every sale the batch counted; `batch` takes the row's final
+/// count and total.
+fn fold_tallies(conn: &mut dyn Conn, batch: &mut Record) -> ApiResult<()> {
+    let folded = conn.query(&Sql::with(
+        "DELETE FROM batch_tallies WHERE batch_id = ? RETURNING transaction_count, total_amount",
+        vec![batch.id().into()],
+    ))?;
+    let count: i64 = folded.iter().filter_map(|r| r[0].as_int()).sum();
+    let total: i64 = folded.iter().filter_map(|r| r[1].as_int()).sum();
+    let row = conn.query_one(&Sql::with(
+        "UPDATE transaction_batches SET transaction_count = transaction_count + ?, \
+         total_amount = total_amount + ? WHERE id = ? RETURNING transaction_count, total_amount",
+        vec![count.into(), total.into(), batch.id().into()],
+    ))?;
+    if let Some(row) = row {
+        batch.set("transaction_count", row[0].clone());
+        batch.set("total_amount", row[1].clone());
+    }
+    Ok(())
 }
 
 /// Records the processor's answer: Settled (2) with `batch_close_ts`,

@@ -381,9 +381,9 @@ impl Payments {
             let (before, amounts, attempt) = this
                 .store
                 .write(move |conn| {
-                    let found = query::find(conn, &TRANSACTION_BATCH, &cx1.scope, batch.as_str())?
+                    let mut found = query::find(conn, &TRANSACTION_BATCH, &cx1.scope, batch.as_str())?
                         .ok_or_else(|| ApiError::not_found("transactionbatch"))?;
-                    let (amounts, attempt) = batches::begin_settle(conn, &cx1, &found)?;
+                    let (amounts, attempt) = batches::begin_settle(conn, &cx1, &mut found)?;
                     Ok((found, amounts, attempt))
                 })
                 .await?;

@@ -21,6 +21,7 @@ pub static ACCOUNT_VAULT: Resource = Resource {
     plural: "accountvaults",
     table: "account_vaults",
     model: "AccountVault",
+    view: None,
     fields: &[
         Field::id("id").filter().sort(),
         Field::text("title", 0, 64).pu().filter().sort(),

@@ -17,6 +17,7 @@ pub static AUTH_ROLE_USER: Resource = Resource {
     plural: "authroleusers",
     table: "auth_role_users",
     model: "AuthRoleUser",
+    view: None,
     fields: &[
         Field::id("id").filter().sort(),
         Field::id("user_id").post().required().filter().refers(&USER),

@@ -16,6 +16,7 @@ pub static CONTACT: Resource = Resource {
     plural: "contacts",
     table: "contacts",
     model: "Contact",
+    view: None,
     fields: &[
         Field::id("id").filter().sort(),
         Field::id("location_id")

@@ -28,6 +28,7 @@ pub static DEVICE_TERM: Resource = Resource {
     plural: "deviceterms",
     table: "device_terms",
     model: "DeviceTerm",
+    view: None,
     fields: &[
         Field::id("id").filter().sort(),
         Field::id("location_id")

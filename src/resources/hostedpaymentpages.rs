@@ -21,6 +21,7 @@ pub static HOSTED_PAYMENT_PAGE: Resource = Resource {
     plural: "hostedpaymentpages",
     table: "hosted_payment_pages",
     model: "HostedPaymentPage",
+    view: None,
     fields: &[
         Field::id("id").filter().sort(),
         Field::id("location_id")

@@ -17,6 +17,7 @@ pub static LOCATION_INFO: Resource = Resource {
     plural: "locationinfos",
     table: "locations",
     model: "Location",
+    view: None,
     fields: &[
         Field::id("id").filter().sort(),
         Field::text("name", 1, 64).filter().sort(),

@@ -18,6 +18,7 @@ pub static LOCATION: Resource = Resource {
     plural: "locations",
     table: "locations",
     model: "Location",
+    view: None,
     fields: &[
         Field::id("id").filter().sort(),
         Field::id("parent_id")

@@ -16,6 +16,7 @@ pub static NOTE: Resource = Resource {
     plural: "notes",
     table: "notes",
     model: "Note",
+    view: None,
     fields: &[
         Field::id("id").filter().sort(),
         Field::id("resource_id").post().required().filter(),

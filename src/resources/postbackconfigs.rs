@@ -18,6 +18,7 @@ pub static POSTBACK_CONFIG: Resource = Resource {
     plural: "postbackconfigs",
     table: "postback_configs",
     model: "PostbackConfig",
+    view: None,
     fields: &[
         Field::id("id").filter().sort(),
         Field::id("location_id")
@@ -334,6 +335,7 @@ pub static POSTBACK_DELIVERY: Resource = Resource {
     plural: "postbackdeliveries",
     table: "postback_deliveries",
     model: "PostbackDelivery",
+    view: None,
     fields: &[
         Field::id("id").filter().sort().doc("also the webhook-id header of signed deliveries"),
         Field::id("postback_config_id").exact(),

@@ -20,6 +20,7 @@ pub static PRODUCT_TRANSACTION: Resource = Resource {
     plural: "producttransactions",
     table: "product_transactions",
     model: "ProductTransaction",
+    view: None,
     fields: &[
         Field::id("id").filter().sort(),
         Field::id("location_id").filter().refers(&LOCATION),

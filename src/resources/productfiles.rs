@@ -13,6 +13,7 @@ pub static PRODUCT_FILE: Resource = Resource {
     plural: "productfiles",
     table: "product_files",
     model: "ProductFile",
+    view: None,
     fields: &[
         Field::id("id").filter().sort(),
         Field::id("location_id")

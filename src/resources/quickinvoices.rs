@@ -21,6 +21,7 @@ pub static QUICK_INVOICE: Resource = Resource {
     plural: "quickinvoices",
     table: "quick_invoices",
     model: "QuickInvoice",
+    view: None,
     fields: &[
         Field::id("id").filter().sort(),
         Field::id("location_id")

@@ -23,6 +23,7 @@ pub static RECURRING: Resource = Resource {
     plural: "recurrings",
     table: "recurrings",
     model: "Recurring",
+    view: None,
     fields: &[
         Field::id("id").filter().sort(),
         Field::id("account_vault_id")

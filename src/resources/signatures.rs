@@ -34,6 +34,7 @@ pub static SIGNATURE: Resource = Resource {
     plural: "signatures",
     table: "signatures",
     model: "Signature",
+    view: None,
     fields: &[
         Field::id("id").filter().sort(),
         Field::id("location_id")

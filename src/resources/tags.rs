@@ -14,6 +14,7 @@ pub static TAG: Resource = Resource {
     plural: "tags",
     table: "tags",
     model: "Tag",
+    view: None,
     fields: &[
         Field::id("id").filter().sort(),
         Field::id("location_id")

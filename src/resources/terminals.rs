@@ -27,6 +27,7 @@ pub static TERMINAL: Resource = Resource {
     plural: "terminals",
     table: "terminals",
     model: "Terminal",
+    view: None,
     fields: &[
         Field::id("id").filter().sort(),
         Field::flag("active").pu().filter().doc("default 1"),

@@ -13,6 +13,7 @@ pub static TRANSACTION_BATCH: Resource = Resource {
     plural: "transactionbatches",
     table: "transaction_batches",
     model: "TransactionBatch",
+    view: Some("transaction_batches_read"),
     fields: &[
         Field::id("id").filter().sort(),
         Field::int("batch_num", 1, i64::MAX)
@@ -42,7 +43,7 @@ pub static TRANSACTION_BATCH: Resource = Resource {
         Field::int("settle_attempts", 0, i64::MAX).hidden(),
         Field::int("entries", 0, i64::MAX)
             .hidden()
-            .doc("entries ever made, voided ones included: numbers them"),
+            .doc("numbered the transactions counted before the tallies (migration 27); each tally stripe now numbers its own"),
         Field::id("created_user_id").hidden(),
         Field::id("modified_user_id").hidden(),
     ],

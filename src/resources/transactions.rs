@@ -24,6 +24,7 @@ pub static TRANSACTION: Resource = Resource {
     plural: "transactions",
     table: "transactions",
     model: "Transaction",
+    view: None,
     fields: &[
         Field::id("id").filter().sort(),
         Field::text("action", 1, 24)

@@ -20,6 +20,7 @@ pub static USER: Resource = Resource {
     plural: "users",
     table: "users",
     model: "User",
+    view: None,
     fields: &[
         // In the order of the reference's user record.
         Field::id("id").filter().sort(),

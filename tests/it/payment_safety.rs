@@ -22,6 +22,7 @@ engine_tests!(
     interrupted_settlement_is_reprocessed,
     a_settle_and_a_void_never_overlap,
     a_sale_moved_to_the_next_batch_says_so_everywhere,
+    sales_of_one_batch_do_not_wait_for_its_row,
     what_a_sale_reads_follows_changes_made_behind_its_back,
     a_sale_whose_client_disconnects_is_recorded,
     a_stopping_server_finishes_the_payments_it_began,
@@ -903,13 +904,22 @@ fn a_sale_moved_to_the_next_batch_says_so_everywhere(app: &mut TestApp) {
     let tx = t.get(&format!("/v2/transactions/{first}")).expect(200).body["transaction"].clone();
     let closing = str_of(&tx["transaction_batch_id"]);
 
-    // A settle closes the batch and has not committed yet.
+    // A settle closes the batch, folds its tallies (as `begin_settle`
+    // does) and has not committed yet.
     let mut settle = db(app);
     settle.exec("BEGIN", &[]);
     settle.exec(
         "UPDATE transaction_batches SET is_open = 0, processing_status_id = 5 WHERE id = ?",
         &[&closing],
     );
+    settle.exec(
+        "UPDATE transaction_batches SET transaction_count = transaction_count + \
+         (SELECT SUM(k.transaction_count) FROM batch_tallies k WHERE k.batch_id = transaction_batches.id), \
+         total_amount = total_amount + \
+         (SELECT SUM(k.total_amount) FROM batch_tallies k WHERE k.batch_id = transaction_batches.id) WHERE id = ?",
+        &[&closing],
+    );
+    settle.exec("DELETE FROM batch_tallies WHERE batch_id = ?", &[&closing]);
     let moved = {
         let t = t.clone();
         std::thread::spawn(move || t.post("/v2/transactions", sale("7.25", json!({}))))
@@ -953,6 +963,116 @@ fn a_sale_moved_to_the_next_batch_says_so_everywhere(app: &mut TestApp) {
             "{b}"
         );
     }
+}
+
+/// PostgreSQL: a sale counts itself in one stripe of its open batch's
+/// tallies, not in the batch's row (ADR 0025), so sales complete while
+/// another job holds that row (before, every sale of a product
+/// transaction waited for the one before it to commit). A settle waits
+/// for a count not yet committed and folds it in.
+fn sales_of_one_batch_do_not_wait_for_its_row(app: &mut TestApp) {
+    if app.engine != Engine::Postgres {
+        return;
+    }
+    let t = app.bootstrap();
+    let first = assert_approved(t.post("/v2/transactions", sale("10.00", json!({}))), 101);
+    let tx = t.get(&format!("/v2/transactions/{first}")).expect(200).body["transaction"].clone();
+    let batch = str_of(&tx["transaction_batch_id"]);
+
+    // Another job holds the batch's row until the test says.
+    let mut holder = db(app);
+    holder.exec("BEGIN", &[]);
+    holder.exec(
+        "SELECT id FROM transaction_batches WHERE id = ? FOR NO KEY UPDATE",
+        &[&batch],
+    );
+    let sales = {
+        let t = t.clone();
+        std::thread::spawn(move || {
+            (0..6)
+                .map(|i| t.post("/v2/transactions", sale(&format!("1.0{i}"), json!({}))))
+                .collect::<Vec<_>>()
+        })
+    };
+    wait_until(
+        "six sales beside a held batch row",
+        Duration::from_secs(30),
+        || {
+            let waiting = db(app).count(
+            "SELECT COUNT(*) FROM pg_stat_activity WHERE wait_event_type = 'Lock' AND datname = current_database()",
+            &[],
+        );
+            assert_eq!(waiting, 0, "a sale waited for the batch's row");
+            sales.is_finished().then_some(())
+        },
+    );
+    holder.exec("COMMIT", &[]);
+    for r in sales.join().unwrap() {
+        let r = r.expect(201);
+        assert_eq!(r.body["transaction"]["status_id"], 101, "{}", r.text);
+        assert_eq!(
+            str_of(&r.body["transaction"]["transaction_batch_id"]),
+            batch,
+            "{}",
+            r.text
+        );
+    }
+    let path = format!("/v2/transactionbatches/{batch}");
+    let b = t.get(&path).expect(200).body["transactionbatch"].clone();
+    assert_eq!(
+        (b["transaction_count"].clone(), b["total_amount"].clone()),
+        (json!(7), json!("16.15")),
+        "{b}"
+    );
+    let filtered = t.get("/v2/transactionbatches?transaction_count=7").expect(200);
+    assert_eq!(
+        filtered.body["transactionbatches"].as_array().map(Vec::len),
+        Some(1),
+        "{}",
+        filtered.text
+    );
+
+    // A count in a stripe not committed yet (a sale between its count and
+    // its commit): the settle waits for it and settles it with the rest.
+    let mut counting = db(app);
+    counting.exec("BEGIN", &[]);
+    counting.exec(
+        "UPDATE batch_tallies SET transaction_count = transaction_count + 1, total_amount = total_amount + 500 \
+         WHERE batch_id = ? AND stripe = 3",
+        &[&batch],
+    );
+    let settle = {
+        let (t, path) = (t.clone(), path.clone());
+        std::thread::spawn(move || t.post(&format!("{path}/settle"), json!({})))
+    };
+    wait_for_lock_wait(app, &settle, "the settle did not wait for a count in progress");
+    counting.exec("COMMIT", &[]);
+    let settled = settle.join().unwrap().expect(200);
+    let b = &settled.body["transactionbatch"];
+    assert_eq!(b["processing_status_id"], 2, "{}", settled.text);
+    assert_eq!(
+        (b["transaction_count"].clone(), b["total_amount"].clone()),
+        (json!(8), json!("21.15")),
+        "{b}"
+    );
+    let mut d = db(app);
+    assert_eq!(
+        d.count("SELECT COUNT(*) FROM batch_tallies WHERE batch_id = ?", &[&batch]),
+        0
+    );
+    assert_eq!(
+        d.count(
+            "SELECT transaction_count FROM transaction_batches WHERE id = ?",
+            &[&batch]
+        ),
+        8,
+        "the row holds the folded count"
+    );
+    // The next sale opens batch 2.
+    let next = assert_approved(t.post("/v2/transactions", sale("3.00", json!({}))), 101);
+    let tx = t.get(&format!("/v2/transactions/{next}")).expect(200).body["transaction"].clone();
+    assert_ne!(str_of(&tx["transaction_batch_id"]), batch);
+    assert_eq!(tx["batch"], "2", "{tx}");
 }
 
 /// A node keeps the configuration a sale reads (its location's default
