@@ -14,6 +14,8 @@ use crate::error::{ApiError, ApiResult};
 use crate::ids::new_id;
 use crate::processor::{ProcessingStatus, SettleOutcome, SettleResponse, StatusId};
 use crate::resources::TRANSACTION_BATCH;
+use std::collections::HashMap;
+use std::sync::{LazyLock, Mutex, PoisonError};
 
 /// On PostgreSQL, holds the row of the batch transaction `tx_id` is in
 /// now (if any) until the job commits, and answers its id. A job that
@@ -59,12 +61,47 @@ pub fn enter(cx: &Cx, conn: &mut dyn Conn, tx: &mut Record, signed_amount: i64) 
     Ok(())
 }
 
+/// The open batch this process last saw for each product transaction: a
+/// hint that spares a sale the batch's lookup. It may be stale (the batch
+/// began settling, or the job that opened it rolled back), and nothing
+/// trusts it: [`count`] enters only a batch that is open and has its
+/// stripes, and otherwise looks the batch up again.
+static OPEN_BATCHES: LazyLock<Mutex<HashMap<String, (String, i64)>>> = LazyLock::new(Mutex::default);
+
+/// Hints past this many product transactions are dropped all at once.
+const MAX_OPEN_HINTS: usize = 4096;
+
+fn open_hint(product_transaction_id: &str) -> Option<(String, i64)> {
+    let hints = OPEN_BATCHES.lock().unwrap_or_else(PoisonError::into_inner);
+    hints.get(product_transaction_id).cloned()
+}
+
+fn set_open_hint(product_transaction_id: &str, batch: Option<(String, i64)>) {
+    let mut hints = OPEN_BATCHES.lock().unwrap_or_else(PoisonError::into_inner);
+    match batch {
+        Some(batch) => {
+            if hints.len() >= MAX_OPEN_HINTS {
+                hints.clear();
+            }
+            hints.insert(product_transaction_id.to_string(), batch);
+        }
+        None => {
+            hints.remove(product_transaction_id);
+        }
+    }
+}
+
 /// Names the open batch a transaction enters (opening batch `n + 1` if
 /// there is none): its `transaction_batch_id` and `batch`. Takes no lock
-/// on the batch: [`count`] does, and should come last in the write job,
-/// since every sale of the product transaction waits for that row.
+/// and may name a batch that is no longer open (see [`OPEN_BATCHES`]):
+/// [`count`] checks.
 pub fn place(cx: &Cx, conn: &mut dyn Conn, tx: &mut Record) -> ApiResult<()> {
     let pt = tx.text("product_transaction_id").unwrap_or_default().to_string();
+    if let Some((batch_id, batch_num)) = open_hint(&pt) {
+        tx.set("transaction_batch_id", batch_id);
+        tx.set("batch", batch_num.to_string());
+        return Ok(());
+    }
     let location = tx.text("location_id").unwrap_or_default().to_string();
     let mut batch = open_batch(conn, &pt)?;
     // A concurrent writer may open the batch first (PostgreSQL): the
@@ -108,6 +145,7 @@ pub fn place(cx: &Cx, conn: &mut dyn Conn, tx: &mut Record) -> ApiResult<()> {
             "The batch could not be opened; retry shortly.".into(),
         ));
     };
+    set_open_hint(&pt, Some((batch_id.clone(), batch_num)));
     tx.set("transaction_batch_id", batch_id);
     tx.set("batch", batch_num.to_string());
     Ok(())
@@ -199,6 +237,8 @@ pub fn count(cx: &Cx, conn: &mut dyn Conn, tx: &mut Record, signed_amount: i64) 
                 Counted::Moved
             });
         }
+        // Closed (or never committed): look the open batch up afresh.
+        set_open_hint(tx.text("product_transaction_id").unwrap_or_default(), None);
         place(cx, conn, tx)?;
     }
     Err(ApiError::Unavailable(
