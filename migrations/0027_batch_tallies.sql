@@ -32,7 +32,9 @@ SELECT b.id, s.n, 0, 0, b.entries, b.modified_ts FROM transaction_batches b CROS
 ) s WHERE b.is_open = 1;
 
 -- What reads of batches see: the row plus its tallies. Same columns as
--- the table, so the generic engine reads it as it reads the table.
+-- the table, so the generic engine reads it as it reads the table: a
+-- column added to transaction_batches must be added here too (the
+-- engine reads batches only through this view).
 CREATE VIEW transaction_batches_read AS
 SELECT
     b.id,

@@ -184,7 +184,7 @@ pub const MIGRATIONS: &[Migration] = &[
         "batch_tallies",
         include_str!("../../migrations/0027_batch_tallies.sql"),
         include_str!("../../migrations/0027_batch_tallies.postgres.sql"),
-        "",
+        include_str!("../../migrations/0027_batch_tallies.sqlite.sql"),
     ),
 ];
 

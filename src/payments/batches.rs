@@ -76,18 +76,22 @@ fn open_hint(product_transaction_id: &str) -> Option<(String, i64)> {
     hints.get(product_transaction_id).cloned()
 }
 
-fn set_open_hint(product_transaction_id: &str, batch: Option<(String, i64)>) {
+fn set_open_hint(product_transaction_id: &str, batch: (String, i64)) {
     let mut hints = OPEN_BATCHES.lock().unwrap_or_else(PoisonError::into_inner);
-    match batch {
-        Some(batch) => {
-            if hints.len() >= MAX_OPEN_HINTS {
-                hints.clear();
-            }
-            hints.insert(product_transaction_id.to_string(), batch);
-        }
-        None => {
-            hints.remove(product_transaction_id);
-        }
+    if hints.len() >= MAX_OPEN_HINTS {
+        hints.clear();
+    }
+    hints.insert(product_transaction_id.to_string(), batch);
+}
+
+/// Drops the hint if it still names `batch_id` (a newer one stays).
+fn forget_open_hint(product_transaction_id: &str, batch_id: &str) {
+    let mut hints = OPEN_BATCHES.lock().unwrap_or_else(PoisonError::into_inner);
+    if hints
+        .get(product_transaction_id)
+        .is_some_and(|(id, _)| id == batch_id)
+    {
+        hints.remove(product_transaction_id);
     }
 }
 
@@ -96,12 +100,18 @@ fn set_open_hint(product_transaction_id: &str, batch: Option<(String, i64)>) {
 /// and may name a batch that is no longer open (see [`OPEN_BATCHES`]):
 /// [`count`] checks.
 pub fn place(cx: &Cx, conn: &mut dyn Conn, tx: &mut Record) -> ApiResult<()> {
-    let pt = tx.text("product_transaction_id").unwrap_or_default().to_string();
-    if let Some((batch_id, batch_num)) = open_hint(&pt) {
+    let pt = tx.text("product_transaction_id").unwrap_or_default();
+    if let Some((batch_id, batch_num)) = open_hint(pt) {
         tx.set("transaction_batch_id", batch_id);
         tx.set("batch", batch_num.to_string());
         return Ok(());
     }
+    look_up_and_place(cx, conn, tx)
+}
+
+/// [`place`] from the database, never from the hint.
+fn look_up_and_place(cx: &Cx, conn: &mut dyn Conn, tx: &mut Record) -> ApiResult<()> {
+    let pt = tx.text("product_transaction_id").unwrap_or_default().to_string();
     let location = tx.text("location_id").unwrap_or_default().to_string();
     let mut batch = open_batch(conn, &pt)?;
     // A concurrent writer may open the batch first (PostgreSQL): the
@@ -132,8 +142,8 @@ pub fn place(cx: &Cx, conn: &mut dyn Conn, tx: &mut Record) -> ApiResult<()> {
         record.set("modified_user_id", cx.user_id.clone());
         let mut sql = insert_sql(&record);
         sql.push(" ON CONFLICT DO NOTHING");
+        // Its stripes come with it (a trigger, migration 27).
         if conn.execute(&sql)? == 1 {
-            open_tallies(cx, conn, &id)?;
             events::record(conn, cx, Action::Create, &record, &[])?;
             batch = Some((id, next));
         } else {
@@ -145,35 +155,15 @@ pub fn place(cx: &Cx, conn: &mut dyn Conn, tx: &mut Record) -> ApiResult<()> {
             "The batch could not be opened; retry shortly.".into(),
         ));
     };
-    set_open_hint(&pt, Some((batch_id.clone(), batch_num)));
+    set_open_hint(&pt, (batch_id.clone(), batch_num));
     tx.set("transaction_batch_id", batch_id);
     tx.set("batch", batch_num.to_string());
     Ok(())
 }
 
-/// Stripes of an open batch's tallies (migration 27, ADR 0025).
+/// Stripes of an open batch's tallies (migration 27, ADR 0025), which a
+/// trigger creates with the batch.
 pub const STRIPES: i64 = 16;
-
-/// A new open batch's stripes, all zero.
-fn open_tallies(cx: &Cx, conn: &mut dyn Conn, batch_id: &str) -> ApiResult<()> {
-    let mut sql = Sql::new(
-        "INSERT INTO batch_tallies (batch_id, stripe, transaction_count, total_amount, entries, modified_ts) VALUES ",
-    );
-    for stripe in 0..STRIPES {
-        if stripe > 0 {
-            sql.push(", ");
-        }
-        sql.push("(")
-            .bind(batch_id.to_string())
-            .push(", ")
-            .bind(stripe)
-            .push(", 0, 0, 0, ")
-            .bind(cx.now)
-            .push(")");
-    }
-    conn.execute(&sql)?;
-    Ok(())
-}
 
 /// The stripe a transaction counts in and how its place in the batch
 /// (`batch_seq`) is numbered. The sandbox settles by the amount of the
@@ -237,9 +227,10 @@ pub fn count(cx: &Cx, conn: &mut dyn Conn, tx: &mut Record, signed_amount: i64) 
                 Counted::Moved
             });
         }
-        // Closed (or never committed): look the open batch up afresh.
-        set_open_hint(tx.text("product_transaction_id").unwrap_or_default(), None);
-        place(cx, conn, tx)?;
+        // Closed, or never committed: look the open batch up afresh.
+        let failed = tx.text("transaction_batch_id").unwrap_or_default().to_string();
+        forget_open_hint(tx.text("product_transaction_id").unwrap_or_default(), &failed);
+        look_up_and_place(cx, conn, tx)?;
     }
     Err(ApiError::Unavailable(
         "The batch could not be entered; retry shortly.".into(),
@@ -309,6 +300,10 @@ pub fn begin_settle(conn: &mut dyn Conn, cx: &Cx, batch: &mut Record) -> ApiResu
         ));
     }
     fold_tallies(conn, batch)?;
+    forget_open_hint(
+        batch.text("product_transaction_id").unwrap_or_default(),
+        batch.id(),
+    );
     let rows = conn.query(&Sql::with(
         "SELECT transaction_amount FROM transactions WHERE transaction_batch_id = ? \
          AND status_id NOT IN (?, ?) ORDER BY batch_seq ASC",

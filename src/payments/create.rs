@@ -927,11 +927,12 @@ pub fn complete(
     }
     crate::mail::receipts::queue(cx, conn, &mut record)?;
     events::record(conn, cx, EventAction::Create, &record, &[])?;
-    // Last, so that the open batch's row (which every sale of the product
-    // transaction updates) is held for as short a time as possible: on
-    // PostgreSQL until the commit. The events above named the batch
-    // `place` found; if it began settling since, the sale went to the
-    // next one, and they are written again to say so.
+    // Late, so that the tally stripe it updates (which other sales of the
+    // product transaction may share) is held for as short a time as
+    // possible: on PostgreSQL until the commit. The events above named
+    // the batch `place` found; if it began settling since (or the hint
+    // was stale), the sale went to the next one, and they are written
+    // again to say so.
     if let Some(amount) = batch_amount {
         if batches::count(cx, conn, &mut record, amount)? == batches::Counted::Moved {
             cx.sink.created_again(conn, cx, &record)?;

@@ -43,7 +43,7 @@ pub static TRANSACTION_BATCH: Resource = Resource {
         Field::int("settle_attempts", 0, i64::MAX).hidden(),
         Field::int("entries", 0, i64::MAX)
             .hidden()
-            .doc("numbered the transactions counted before the tallies (migration 27); each tally stripe now numbers its own"),
+            .doc("numbered the transactions counted before the tallies of migration 27 (batch_seq now comes from stripe 0 on SQLite, the batch_entries sequence on PostgreSQL)"),
         Field::id("created_user_id").hidden(),
         Field::id("modified_user_id").hidden(),
     ],

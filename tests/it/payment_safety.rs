@@ -23,6 +23,7 @@ engine_tests!(
     a_settle_and_a_void_never_overlap,
     a_sale_moved_to_the_next_batch_says_so_everywhere,
     sales_of_one_batch_do_not_wait_for_its_row,
+    a_batch_opened_by_another_writer_takes_sales,
     what_a_sale_reads_follows_changes_made_behind_its_back,
     a_sale_whose_client_disconnects_is_recorded,
     a_stopping_server_finishes_the_payments_it_began,
@@ -1073,6 +1074,30 @@ fn sales_of_one_batch_do_not_wait_for_its_row(app: &mut TestApp) {
     let tx = t.get(&format!("/v2/transactions/{next}")).expect(200).body["transaction"].clone();
     assert_ne!(str_of(&tx["transaction_batch_id"]), batch);
     assert_eq!(tx["batch"], "2", "{tx}");
+}
+
+/// A batch opened by something other than this build's sale path (an
+/// older node during an upgrade, an operator) gets its tally stripes from
+/// the database (migration 27's trigger), so sales count in it.
+fn a_batch_opened_by_another_writer_takes_sales(app: &mut TestApp) {
+    let t = app.bootstrap();
+    let pt = t.cred("cc_product_transaction_id");
+    let batch = "0123456789abcdef0123456789abcdef";
+    db(app).exec(
+        "INSERT INTO transaction_batches (id, batch_num, product_transaction_id, location_id, created_ts, modified_ts, \
+         processing_status_id, is_open, transaction_count, total_amount, settle_attempts, entries) \
+         VALUES (?, 1, ?, ?, 1, 1, 1, 1, 0, 0, 0, 0)",
+        &[batch, &pt, &t.location_id()],
+    );
+    let id = assert_approved(t.post("/v2/transactions", sale("4.50", json!({}))), 101);
+    let tx = t.get(&format!("/v2/transactions/{id}")).expect(200).body["transaction"].clone();
+    assert_eq!(str_of(&tx["transaction_batch_id"]), batch, "{tx}");
+    let b = t.get(&format!("/v2/transactionbatches/{batch}")).expect(200).body["transactionbatch"].clone();
+    assert_eq!(
+        (b["transaction_count"].clone(), b["total_amount"].clone()),
+        (json!(1), json!("4.50")),
+        "{b}"
+    );
 }
 
 /// A node keeps the configuration a sale reads (its location's default
