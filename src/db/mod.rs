@@ -151,6 +151,10 @@ pub enum DbError {
     /// The connection was lost or the server is shutting down: retryable.
     #[error("database unavailable: {0}")]
     Unavailable(String),
+    /// The job met a concurrent one and was rolled back (PostgreSQL's
+    /// deadlock detection or a serialization failure): retryable.
+    #[error("conflict with a concurrent transaction: {0}")]
+    Conflict(String),
     #[error("database error: {0}")]
     Other(String),
 }
@@ -169,6 +173,12 @@ impl From<DbError> for ApiError {
             DbError::Unavailable(detail) => {
                 tracing::warn!(error = %detail, "database unavailable");
                 ApiError::Unavailable("The database is not available; retry shortly.".into())
+            }
+            DbError::Conflict(detail) => {
+                tracing::warn!(error = %detail, "rolled back after a conflict with a concurrent request");
+                ApiError::Unavailable(
+                    "The request met a concurrent one and changed nothing; retry shortly.".into(),
+                )
             }
             other => ApiError::internal(other),
         }

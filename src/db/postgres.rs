@@ -293,15 +293,8 @@ fn decode(row: &postgres::Row) -> Result<Row, DbError> {
 
 fn map_err(e: postgres::Error) -> DbError {
     if let Some(db) = e.as_db_error() {
-        let code = db.code().code();
         let text = format!("{} ({})", db.message(), db.constraint().unwrap_or_default());
-        return match code {
-            "23505" => DbError::Unique(text),
-            "23503" => DbError::ForeignKey(text),
-            // Connection exceptions, and an operator or failover ending the session.
-            c if c.starts_with("08") || c.starts_with("57P") => DbError::Unavailable(text),
-            _ => DbError::Other(format!("{code}: {}", db.message())),
-        };
+        return classify(db.code().code(), text);
     }
     // A closed connection or an I/O failure talking to the server.
     let io = std::error::Error::source(&e).is_some_and(|s| s.is::<std::io::Error>());
@@ -309,6 +302,20 @@ fn map_err(e: postgres::Error) -> DbError {
         return DbError::Unavailable(e.to_string());
     }
     DbError::Other(e.to_string())
+}
+
+/// A server error by its SQLSTATE (`text` describes it).
+fn classify(code: &str, text: String) -> DbError {
+    match code {
+        "23505" => DbError::Unique(text),
+        "23503" => DbError::ForeignKey(text),
+        // Deadlock detected, serialization failure: the server rolled the
+        // job back, and the same request may succeed when sent again.
+        "40P01" | "40001" => DbError::Conflict(text),
+        // Connection exceptions, and an operator or failover ending the session.
+        c if c.starts_with("08") || c.starts_with("57P") => DbError::Unavailable(text),
+        _ => DbError::Other(format!("{code}: {text}")),
+    }
 }
 
 impl Conn for PgConn {
@@ -667,6 +674,58 @@ mod tests {
         store.read(|c| Ok(c.execute_unread(&insert("h"))?)).unwrap();
         assert_eq!(ids(&store), ["a", "b", "c", "g", "h"]);
         drop(store);
+        admin
+            .batch_execute(&format!("DROP DATABASE {name} WITH (FORCE)"))
+            .unwrap();
+    }
+
+    /// A job that PostgreSQL rolls back to break a deadlock fails as a
+    /// conflict, which the API answers with 503 "retry", not as an
+    /// internal error.
+    #[test]
+    fn a_deadlocked_job_fails_as_a_retryable_conflict() {
+        let Some((store, mut admin, name)) = scratch() else {
+            return;
+        };
+        store
+            .write(|c| Ok(c.execute(&insert("a"))? + c.execute(&insert("b"))?))
+            .unwrap();
+        let url = std::env::var("FERROGATE_TEST_DATABASE_URL").unwrap();
+        let (base, _) = url.rsplit_once('/').unwrap();
+        let mut other = postgres::Client::connect(&format!("{base}/{name}"), NoTls).unwrap();
+        // The job's backend detects the deadlock (after its default
+        // second), not this session, which waits longer before looking.
+        other
+            .batch_execute("SET deadlock_timeout = '60s'; BEGIN")
+            .unwrap();
+        other.execute("UPDATE t SET id = id WHERE id = 'b'", &[]).unwrap();
+        let (locked_tx, locked_rx) = std::sync::mpsc::channel();
+        let job = std::thread::spawn(move || {
+            let result = store.write(|c| {
+                c.execute(&Sql::new("UPDATE t SET id = id WHERE id = 'a'"))?;
+                locked_tx.send(()).unwrap();
+                c.execute(&Sql::new("UPDATE t SET id = id WHERE id = 'b'"))?;
+                Ok(())
+            });
+            drop(store);
+            result
+        });
+        locked_rx.recv().unwrap();
+        // This session now waits for 'a', which the job holds while it
+        // waits for 'b', which this session holds.
+        let mine = other.execute("UPDATE t SET id = id WHERE id = 'a'", &[]);
+        let failed = job
+            .join()
+            .unwrap()
+            .expect_err("one side of the deadlock is rolled back");
+        assert!(mine.is_ok(), "this session waited longer and went on");
+        other.batch_execute("COMMIT").unwrap();
+        assert!(
+            matches!(&failed, ApiError::Unavailable(m) if m.contains("concurrent")),
+            "{failed:?}"
+        );
+        assert_eq!(failed.status(), axum::http::StatusCode::SERVICE_UNAVAILABLE);
+        drop(other);
         admin
             .batch_execute(&format!("DROP DATABASE {name} WITH (FORCE)"))
             .unwrap();
