@@ -330,12 +330,22 @@ fn assert_approved(r: Resp, status: i64) -> String {
     tx_id(&r)
 }
 
-fn settle_batch_of(t: &Tenant, tx: &str) {
-    let batch = t.get(&format!("/v2/transactions/{tx}")).expect(200).body["transaction"]
-        ["transaction_batch_id"]
+/// The stored transaction `tx`.
+fn stored(t: &Tenant, tx: &str) -> Value {
+    t.get(&format!("/v2/transactions/{tx}")).expect(200).body["transaction"].clone()
+}
+
+/// The batch transaction `tx` is in.
+#[track_caller]
+fn batch_of(t: &Tenant, tx: &str) -> String {
+    stored(t, tx)["transaction_batch_id"]
         .as_str()
         .unwrap_or_else(|| panic!("{tx} has a batch"))
-        .to_string();
+        .to_string()
+}
+
+fn settle_batch_of(t: &Tenant, tx: &str) {
+    let batch = batch_of(t, tx);
     let r = t
         .post(&format!("/v2/transactionbatches/{batch}/settle"), json!({}))
         .expect(200);
@@ -674,9 +684,7 @@ fn sigkill_leaves_nothing_pending(app: &mut TestApp) {
 fn interrupted_settlement_is_reprocessed(app: &mut TestApp) {
     let t = app.bootstrap();
     let id = assert_approved(t.post("/v2/transactions", sale("15.00", json!({}))), 101);
-    let batch = str_of(
-        &t.get(&format!("/v2/transactions/{id}")).expect(200).body["transaction"]["transaction_batch_id"],
-    );
+    let batch = batch_of(&t, &id);
     let path = format!("/v2/transactionbatches/{batch}");
     // While it is Processing, nobody settles it a second time.
     let now = chrono::Utc::now().timestamp();
@@ -722,13 +730,8 @@ fn a_settle_and_a_void_never_overlap(app: &mut TestApp) {
     let t = app.bootstrap();
     let kept = assert_approved(t.post("/v2/transactions", sale("12.00", json!({}))), 101);
     let voided = assert_approved(t.post("/v2/transactions", sale("30.00", json!({}))), 101);
-    let batch_of = |id: &str| {
-        str_of(
-            &t.get(&format!("/v2/transactions/{id}")).expect(200).body["transaction"]["transaction_batch_id"],
-        )
-    };
-    let batch = batch_of(&voided);
-    assert_eq!(batch_of(&kept), batch);
+    let batch = batch_of(&t, &voided);
+    assert_eq!(batch_of(&t, &kept), batch);
     let path = format!("/v2/transactionbatches/{batch}");
 
     // The serving node's id, as a sale whose processor answers after a
@@ -770,7 +773,7 @@ fn a_settle_and_a_void_never_overlap(app: &mut TestApp) {
     );
     // The batch still takes sales.
     let third = assert_approved(t.post("/v2/transactions", sale("5.55", json!({}))), 101);
-    assert_eq!(batch_of(&third), batch);
+    assert_eq!(batch_of(&t, &third), batch);
 
     // The void's call ends; its second job clears the mark and records it.
     db(app).exec(
@@ -855,7 +858,7 @@ fn a_settle_and_a_void_never_overlap(app: &mut TestApp) {
         (b["transaction_count"].clone(), b["total_amount"].clone()),
         (json!(2), json!("17.55"))
     );
-    let tx = t.get(&format!("/v2/transactions/{kept}")).expect(200).body["transaction"].clone();
+    let tx = stored(&t, &kept);
     assert_eq!(
         (tx["status_id"].clone(), tx["transaction_amount"].clone()),
         (json!(101), json!("12.00"))
@@ -902,8 +905,7 @@ fn a_sale_moved_to_the_next_batch_says_so_everywhere(app: &mut TestApp) {
     t.post("/v2/postbackconfigs", json!({ "postbackconfig": config }))
         .expect(201);
     let first = assert_approved(t.post("/v2/transactions", sale("10.00", json!({}))), 101);
-    let tx = t.get(&format!("/v2/transactions/{first}")).expect(200).body["transaction"].clone();
-    let closing = str_of(&tx["transaction_batch_id"]);
+    let closing = batch_of(&t, &first);
 
     // A settle closes the batch, folds its tallies (as `begin_settle`
     // does) and has not committed yet.
@@ -934,8 +936,7 @@ fn a_sale_moved_to_the_next_batch_says_so_everywhere(app: &mut TestApp) {
     assert_ne!(next, closing, "{}", answer.text);
     assert_eq!(sold["batch"], "2", "{}", answer.text);
     let id = str_of(&sold["id"]);
-    let stored = t.get(&format!("/v2/transactions/{id}")).expect(200).body["transaction"].clone();
-    assert_eq!(str_of(&stored["transaction_batch_id"]), next);
+    assert_eq!(batch_of(&t, &id), next);
 
     // One delivery of the sale's creation, naming the batch it is in.
     let mut d = db(app);
@@ -977,8 +978,7 @@ fn sales_of_one_batch_do_not_wait_for_its_row(app: &mut TestApp) {
     }
     let t = app.bootstrap();
     let first = assert_approved(t.post("/v2/transactions", sale("10.00", json!({}))), 101);
-    let tx = t.get(&format!("/v2/transactions/{first}")).expect(200).body["transaction"].clone();
-    let batch = str_of(&tx["transaction_batch_id"]);
+    let batch = batch_of(&t, &first);
 
     // Another job holds the batch's row until the test says.
     let mut holder = db(app);
@@ -1071,7 +1071,7 @@ fn sales_of_one_batch_do_not_wait_for_its_row(app: &mut TestApp) {
     );
     // The next sale opens batch 2.
     let next = assert_approved(t.post("/v2/transactions", sale("3.00", json!({}))), 101);
-    let tx = t.get(&format!("/v2/transactions/{next}")).expect(200).body["transaction"].clone();
+    let tx = stored(&t, &next);
     assert_ne!(str_of(&tx["transaction_batch_id"]), batch);
     assert_eq!(tx["batch"], "2", "{tx}");
 }
@@ -1090,8 +1090,7 @@ fn a_batch_opened_by_another_writer_takes_sales(app: &mut TestApp) {
         &[batch, &pt, &t.location_id()],
     );
     let id = assert_approved(t.post("/v2/transactions", sale("4.50", json!({}))), 101);
-    let tx = t.get(&format!("/v2/transactions/{id}")).expect(200).body["transaction"].clone();
-    assert_eq!(str_of(&tx["transaction_batch_id"]), batch, "{tx}");
+    assert_eq!(batch_of(&t, &id), batch);
     let b = t.get(&format!("/v2/transactionbatches/{batch}")).expect(200).body["transactionbatch"].clone();
     assert_eq!(
         (b["transaction_count"].clone(), b["total_amount"].clone()),
