@@ -422,10 +422,17 @@ impl KnownCallers {
                 .read_point(move |conn| authenticate(conn, creds, &clock))
                 .await;
         };
+        let read_epoch = store.auth_epoch().await?;
+        if let Some(caller) = read_epoch.and_then(|epoch| self.kept.get(&key, epoch)) {
+            return Ok(caller);
+        }
         let this = self.clone();
         store
             .read_point(move |conn| {
-                let epoch = conn.query_int(&Sql::new("SELECT n FROM auth_epoch WHERE id = 1"))?;
+                let epoch = match read_epoch {
+                    Some(epoch) => epoch,
+                    None => conn.query_int(&Sql::new("SELECT n FROM auth_epoch WHERE id = 1"))?,
+                };
                 this.kept.get_or_read(key, Some(epoch), || {
                     let mut caller = authenticate(conn, creds, &clock)?;
                     caller.epoch = Some(epoch);

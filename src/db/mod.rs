@@ -213,6 +213,15 @@ pub trait Conn {
         self.execute(sql).map(drop)
     }
 
+    /// Runs a write job's last statement. An engine may send the job's
+    /// `COMMIT` with it (PostgreSQL pipelines both: one round trip less),
+    /// so the job must send nothing after it and return at once; its
+    /// error is this statement's or the commit's, and then nothing of the
+    /// job was committed. Outside a write job it is [`Conn::execute`].
+    fn execute_and_commit(&mut self, sql: &Sql) -> Result<u64, DbError> {
+        self.execute(sql)
+    }
+
     fn query_one(&mut self, sql: &Sql) -> Result<Option<Row>, DbError> {
         Ok(self.query(sql)?.into_iter().next())
     }
@@ -319,6 +328,17 @@ impl Store {
             Engine::Postgres(_) => job,
         };
         self.read(job).await
+    }
+
+    /// `auth_epoch` read from the request's own task, where the engine
+    /// can do that more cheaply than a job (PostgreSQL: see
+    /// [`postgres::PgStore::auth_epoch`]). `None` on SQLite, whose short
+    /// reads already run on the calling thread ([`Store::read_point`]).
+    pub async fn auth_epoch(&self) -> ApiResult<Option<i64>> {
+        match &*self.engine {
+            Engine::Sqlite(_) => Ok(None),
+            Engine::Postgres(p) => Ok(Some(p.auth_epoch().await?)),
+        }
     }
 
     /// Runs a job inside a transaction; answers only once it is durable.

@@ -19,6 +19,16 @@ use tokio_postgres::{Client, Statement};
 pub struct PgStore {
     target: Arc<Target>,
     pool: Pool<PgConn>,
+    /// The connection every request's `auth_epoch` read shares (see
+    /// [`PgStore::auth_epoch`]); made on first use, again after it drops.
+    epoch_reader: std::sync::Mutex<Option<Arc<EpochReader>>>,
+}
+
+/// An asynchronous client driven by the server's own runtime, and its
+/// prepared read of `auth_epoch`.
+struct EpochReader {
+    client: Client,
+    read: Statement,
 }
 
 pub struct PgConn {
@@ -41,6 +51,9 @@ pub struct PgConn {
     /// Writes whose answers nobody reads (`Conn::execute_unread`), sent
     /// ahead of the job's next statement or of its `COMMIT`.
     unread: Vec<(Statement, Vec<Value>)>,
+    /// The job sent its `COMMIT` with its last statement
+    /// (`Conn::execute_and_commit`): its transaction is over.
+    committed: bool,
 }
 
 impl PgConn {
@@ -66,6 +79,7 @@ impl PgConn {
             begin_pending: false,
             in_job: false,
             unread: Vec::new(),
+            committed: false,
         })
     }
 
@@ -116,6 +130,15 @@ impl PgConn {
         self.runtime
             .block_on(self.client()?.batch_execute(text))
             .map_err(map_err)
+    }
+
+    /// Refuses a statement after the job's commit: it would run outside
+    /// the job's transaction (a defect in the job, reported as one).
+    fn check_open(&self) -> Result<(), DbError> {
+        if self.committed {
+            return Err(DbError::Other("a statement after its job's commit".into()));
+        }
+        Ok(())
     }
 
     /// What the job has queued to go ahead of its next statement: its
@@ -320,6 +343,7 @@ fn classify(code: &str, text: String) -> DbError {
 
 impl Conn for PgConn {
     fn query(&mut self, sql: &Sql) -> Result<Vec<Row>, DbError> {
+        self.check_open()?;
         let stmt = self.prepare(sql)?;
         let params: Vec<Bind> = sql.params.iter().map(Bind).collect();
         let refs: Vec<&(dyn ToSql + Sync)> = params.iter().map(|p| p as &(dyn ToSql + Sync)).collect();
@@ -330,6 +354,7 @@ impl Conn for PgConn {
     }
 
     fn query_each(&mut self, sql: &Sql, each: &mut dyn FnMut(Row) -> bool) -> Result<(), DbError> {
+        self.check_open()?;
         use futures_util::StreamExt;
         let stmt = self.prepare(sql)?;
         self.flush()?;
@@ -351,6 +376,7 @@ impl Conn for PgConn {
     }
 
     fn execute(&mut self, sql: &Sql) -> Result<u64, DbError> {
+        self.check_open()?;
         let stmt = self.prepare(sql)?;
         let params: Vec<Bind> = sql.params.iter().map(Bind).collect();
         let refs: Vec<&(dyn ToSql + Sync)> = params.iter().map(|p| p as &(dyn ToSql + Sync)).collect();
@@ -366,12 +392,41 @@ impl Conn for PgConn {
     }
 
     fn execute_unread(&mut self, sql: &Sql) -> Result<(), DbError> {
+        self.check_open()?;
         if !self.in_job {
             return self.execute(sql).map(drop);
         }
         let stmt = self.prepare(sql)?;
         self.unread.push((stmt, sql.params.clone()));
         Ok(())
+    }
+
+    fn execute_and_commit(&mut self, sql: &Sql) -> Result<u64, DbError> {
+        if !self.in_job {
+            return self.execute(sql);
+        }
+        self.check_open()?;
+        let stmt = self.prepare(sql)?;
+        let params: Vec<Bind> = sql.params.iter().map(Bind).collect();
+        let refs: Vec<&(dyn ToSql + Sync)> = params.iter().map(|p| p as &(dyn ToSql + Sync)).collect();
+        let (begin, unread) = self.take_queued();
+        // Over whatever happens next: the COMMIT commits, or answers a
+        // failed transaction by rolling it back; a broken connection is
+        // discarded.
+        self.committed = true;
+        let client = self.client()?;
+        // Both are sent before either answer is awaited (`join` polls the
+        // statement first); after a failed statement PostgreSQL still
+        // runs the COMMIT, as a rollback.
+        let last_and_commit = async {
+            let (written, committed) =
+                futures_util::future::join(client.execute(&stmt, &refs), client.batch_execute("COMMIT"))
+                    .await;
+            let written = written?;
+            committed?;
+            Ok(written)
+        };
+        run(&self.runtime, client, begin, &unread, last_and_commit)
     }
 
     fn dialect(&self) -> Dialect {
@@ -391,7 +446,64 @@ impl PgStore {
             // Fail fast at start-up with the real reason.
             PgConn::connect(&target)?;
         }
-        Ok(PgStore { pool, target })
+        Ok(PgStore {
+            pool,
+            target,
+            epoch_reader: std::sync::Mutex::new(None),
+        })
+    }
+
+    /// `auth_epoch`, which every request authenticated by API key reads
+    /// (ADR 0021). Read on one connection that all requests share, from
+    /// the request's own task: tokio-postgres pipelines the reads of
+    /// concurrent requests on it, and none of them takes a pooled
+    /// connection or a hand-off to a blocking thread and back, which cost
+    /// more than the read itself. Still one read per request, so a change
+    /// is seen by the very next request on every node.
+    pub async fn auth_epoch(&self) -> Result<i64, DbError> {
+        let reader = self
+            .epoch_reader
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .clone();
+        let reader = match reader {
+            Some(r) if !r.client.is_closed() => r,
+            _ => {
+                let fresh = Arc::new(self.connect_epoch_reader().await?);
+                *self.epoch_reader.lock().unwrap_or_else(|p| p.into_inner()) = Some(fresh.clone());
+                fresh
+            }
+        };
+        let row = reader
+            .client
+            .query_one(&reader.read, &[])
+            .await
+            .map_err(map_err)?;
+        row.try_get::<_, i64>(0)
+            .map_err(|e| DbError::Other(e.to_string()))
+    }
+
+    /// Connects the shared reader; its connection task runs on the
+    /// calling runtime and ends when the client is dropped.
+    async fn connect_epoch_reader(&self) -> Result<EpochReader, DbError> {
+        let config = &self.target.async_config;
+        let client = match &self.target.tls {
+            None => {
+                let (client, connection) = config.connect(NoTls).await.map_err(map_err)?;
+                tokio::spawn(async move { drop(connection.await) });
+                client
+            }
+            Some(tls) => {
+                let (client, connection) = config.connect(tls.clone()).await.map_err(map_err)?;
+                tokio::spawn(async move { drop(connection.await) });
+                client
+            }
+        };
+        let read = client
+            .prepare("SELECT n FROM auth_epoch WHERE id = 1")
+            .await
+            .map_err(map_err)?;
+        Ok(EpochReader { client, read })
     }
 
     /// Holds a session-level advisory lock named after this process for as
@@ -546,8 +658,14 @@ impl Drop for PgStore {
 fn run_in_transaction<T>(conn: &mut PgConn, job: impl FnOnce(&mut dyn Conn) -> ApiResult<T>) -> ApiResult<T> {
     conn.begin_pending = true;
     conn.in_job = true;
+    conn.committed = false;
     let result = job(conn);
     conn.in_job = false;
+    if std::mem::take(&mut conn.committed) {
+        // The job's last statement carried the COMMIT: nothing is left to
+        // send, and nothing was queued after it (`check_open`).
+        return result;
+    }
     match result {
         Ok(value) => {
             if conn.begin_pending && conn.unread.is_empty() {
@@ -677,6 +795,135 @@ mod tests {
         admin
             .batch_execute(&format!("DROP DATABASE {name} WITH (FORCE)"))
             .unwrap();
+    }
+
+    /// A job's last statement may carry its COMMIT: what the job wrote is
+    /// committed when it answers; if it fails, nothing of the job is, its
+    /// error is the statement's own (a unique violation stays one), and
+    /// the connection is ready for the next job. A statement after it is
+    /// refused, and nothing of that job is committed twice.
+    #[test]
+    fn a_last_statement_commits_its_job() {
+        let Some((store, mut admin, name)) = scratch() else {
+            return;
+        };
+        let url = std::env::var("FERROGATE_TEST_DATABASE_URL").unwrap();
+        let (base, _) = url.rsplit_once('/').unwrap();
+        let mut other = postgres::Client::connect(&format!("{base}/{name}"), NoTls).unwrap();
+        let committed = |other: &mut postgres::Client| -> i64 {
+            other.query_one("SELECT COUNT(*) FROM t", &[]).unwrap().get(0)
+        };
+        // Committed by the time the statement answers, before the job ends.
+        store
+            .write(|c| {
+                c.execute_unread(&insert("a"))?;
+                assert_eq!(c.execute_and_commit(&insert("b"))?, 1);
+                assert_eq!(committed(&mut other), 2, "visible to another session already");
+                Ok(())
+            })
+            .unwrap();
+        // A failing last statement: its own error, and the job's other
+        // writes (awaited and unread) are not committed.
+        let failed = store.write(|c| {
+            c.execute(&insert("c"))?;
+            c.execute_unread(&insert("d"))?;
+            Ok(c.execute_and_commit(&insert("a"))?)
+        });
+        assert!(failed.is_err());
+        let unique = store.write(|c| {
+            Ok(matches!(
+                c.execute_and_commit(&insert("a")),
+                Err(DbError::Unique(_))
+            ))
+        });
+        assert!(unique.unwrap(), "a unique violation is reported as one");
+        assert_eq!(ids(&store), ["a", "b"]);
+        // A statement after the commit is refused; the commit stands.
+        let after = store.write(|c| {
+            c.execute_and_commit(&insert("e"))?;
+            Ok(c.execute(&insert("f"))?)
+        });
+        assert!(after.is_err());
+        assert_eq!(ids(&store), ["a", "b", "e"]);
+        // The pooled connections go on, in jobs and out of them.
+        store.write(|c| Ok(c.execute(&insert("g"))?)).unwrap();
+        store.read(|c| Ok(c.execute_and_commit(&insert("h"))?)).unwrap();
+        assert_eq!(ids(&store), ["a", "b", "e", "g", "h"]);
+        drop(other);
+        drop(store);
+        admin
+            .batch_execute(&format!("DROP DATABASE {name} WITH (FORCE)"))
+            .unwrap();
+    }
+
+    /// Every request's `auth_epoch` read shares one connection from the
+    /// caller's own task, and sees each change at once; when that
+    /// connection drops, the next read makes a new one.
+    #[tokio::test]
+    async fn the_shared_epoch_read_sees_every_change_and_reconnects() {
+        let Some((store, mut admin, name)) = tokio::task::spawn_blocking(scratch).await.unwrap() else {
+            return;
+        };
+        let store = Arc::new(store);
+        let setup = store.clone();
+        tokio::task::spawn_blocking(move || {
+            setup.with_conn_blocking(|c| {
+                c.execute(&Sql::new(
+                    "CREATE TABLE auth_epoch (id BIGINT PRIMARY KEY, n BIGINT NOT NULL)",
+                ))?;
+                c.execute(&Sql::new("INSERT INTO auth_epoch (id, n) VALUES (1, 7)"))?;
+                Ok(())
+            })
+        })
+        .await
+        .unwrap()
+        .unwrap();
+        assert_eq!(store.auth_epoch().await.unwrap(), 7);
+        let reads = futures_util::future::join_all((0..20).map(|_| store.auth_epoch())).await;
+        assert!(reads.iter().all(|r| matches!(r, Ok(7))), "{reads:?}");
+        let (admin, name) = tokio::task::spawn_blocking(move || {
+            let url = std::env::var("FERROGATE_TEST_DATABASE_URL").unwrap();
+            let (base, _) = url.rsplit_once('/').unwrap();
+            let mut other = postgres::Client::connect(&format!("{base}/{name}"), NoTls).unwrap();
+            other.execute("UPDATE auth_epoch SET n = 8", &[]).unwrap();
+            // The shared connection is ended from the server's side.
+            let shared =
+                "FROM pg_stat_activity WHERE datname = $1 AND query LIKE 'SELECT n FROM auth_epoch%'";
+            let ended = admin
+                .query(&format!("SELECT pg_terminate_backend(pid) {shared}"), &[&name])
+                .unwrap();
+            assert_eq!(ended.len(), 1, "one shared connection");
+            let gone = (0..500).any(|_| {
+                let left: i64 = admin
+                    .query_one(&format!("SELECT COUNT(*) {shared}"), &[&name])
+                    .unwrap()
+                    .get(0);
+                left == 0 || {
+                    std::thread::sleep(std::time::Duration::from_millis(10));
+                    false
+                }
+            });
+            assert!(gone, "the shared connection's backend ended");
+            (admin, name)
+        })
+        .await
+        .unwrap();
+        // The read that meets the dropped connection fails as unavailable
+        // (503, retry); the next one reconnects.
+        let seen = match store.auth_epoch().await {
+            Err(DbError::Unavailable(_)) => store.auth_epoch().await,
+            other => other,
+        };
+        assert_eq!(seen.unwrap(), 8);
+        let mut admin = admin;
+        tokio::task::spawn_blocking(move || {
+            drop(store);
+            admin
+                .batch_execute(&format!("DROP DATABASE {name} WITH (FORCE)"))
+                .unwrap();
+        })
+        .await
+        .unwrap();
     }
 
     /// A job that PostgreSQL rolls back to break a deadlock fails as a

@@ -88,6 +88,7 @@ pub fn prepare(
         replaces: Some(id.clone()),
         ..Origin::api()
     };
+    // Last: storing the new debit commits the job.
     let debit = create::prepare(cx, conn, kept, &debit, &origin, node, idem_key)?;
     Ok((void, debit))
 }

@@ -26,7 +26,7 @@ use crate::engine::events::{self, Action as EventAction};
 use crate::engine::record::Record;
 use crate::engine::validate::blank;
 use crate::engine::validate::label;
-use crate::engine::{insert, query, Cx};
+use crate::engine::{insert_sql, query, Cx};
 use crate::error::{ApiError, ApiResult, FieldErrors};
 use crate::ids::new_id;
 use crate::processor::*;
@@ -233,6 +233,8 @@ struct Funding {
 
 /// Step 1 of a new payment: every check, the reservations that must not
 /// be taken twice, and the row stored as pending. No processor call.
+/// Storing the row commits the job (see [`record_pending`]): a caller
+/// sends nothing after it in the same job.
 pub fn prepare(
     cx: &Cx,
     conn: &mut dyn Conn,
@@ -313,7 +315,6 @@ pub fn prepare(
         reserve_refund(conn, &funding, amount)?;
     }
     let breach = velocity_breach(cx, conn, &funding, amount, &place)?;
-    record_pending(cx, conn, &record, idem_key)?;
     let call = match breach {
         Some(b) => Call::Decline(b.reason, b.message),
         None => {
@@ -324,6 +325,7 @@ pub fn prepare(
             processor_call(parsed, &record, &funding, &place, replaces)?
         }
     };
+    record_pending(cx, conn, &record, idem_key)?;
     let id = record.id().to_string();
     let save_account = match (save, contact_id) {
         (true, Some(contact_id)) => Some(SaveAccount {
@@ -765,18 +767,21 @@ fn velocity_breach(
     velocity::check(conn, limits, pt.id(), class, amount, cx.now, tz)
 }
 
-/// Stores the row as pending (and ties the idempotency key to it).
+/// Stores the row as pending (and ties the idempotency key to it), as
+/// the job's last statement: the job commits with it (see
+/// [`Conn::execute_and_commit`]), and then the processor may be called.
 fn record_pending(cx: &Cx, conn: &mut dyn Conn, record: &Record, idem_key: Option<&str>) -> ApiResult<()> {
-    insert(conn, record).map_err(|e| match e {
-        crate::db::DbError::Unique(_) => ApiError::field(
-            "transaction_api_id",
-            "Transaction Api Id has already been taken at this location.",
-        ),
-        other => other.into(),
-    })?;
     if let Some(key) = idem_key {
         idempotency::link(conn, &cx.user_id, key, record.id())?;
     }
+    conn.execute_and_commit(&insert_sql(record))
+        .map_err(|e| match e {
+            crate::db::DbError::Unique(_) => ApiError::field(
+                "transaction_api_id",
+                "Transaction Api Id has already been taken at this location.",
+            ),
+            other => other.into(),
+        })?;
     Ok(())
 }
 
@@ -933,16 +938,17 @@ pub fn complete(
     // the batch `place` found; if it began settling since (or the hint
     // was stale), the sale went to the next one, and they are written
     // again to say so.
-    if let Some(amount) = batch_amount {
-        if batches::count(cx, conn, &mut record, amount)? == batches::Counted::Moved {
-            cx.sink.created_again(conn, cx, &record)?;
-        }
-    }
-    if !store_pending(conn, &before, &record)? {
-        return Err(ApiError::Unavailable(
+    let stored = match batch_amount {
+        Some(amount) => batches::count_and_store(cx, conn, &before, &mut record, amount)?,
+        None => store_pending(conn, &before, &record)?.then_some(batches::Counted::AsPlaced),
+    };
+    match stored {
+        None => return Err(ApiError::Unavailable(
             "The transaction was interrupted and has been reversed; look it up by id or transaction_api_id."
                 .into(),
-        ));
+        )),
+        Some(batches::Counted::Moved) => cx.sink.created_again(conn, cx, &record)?,
+        Some(batches::Counted::AsPlaced) => {}
     }
     crate::invoices::payment_changed(cx, conn, &record, true)?;
     Completed::answer(cx, conn, record, idem_key, 201)

@@ -143,9 +143,10 @@ pub async fn peek(store: &Store, cx: &Cx, key: &str, print: &str) -> ApiResult<O
         .await
 }
 
-/// Ties the claim to the transaction it created (same job as the insert).
+/// Ties the claim to the transaction it created (same job as the insert,
+/// which it may go ahead of: nothing reads its answer).
 pub fn link(conn: &mut dyn Conn, user: &str, key: &str, transaction_id: &str) -> ApiResult<()> {
-    conn.execute(&Sql::with(
+    conn.execute_unread(&Sql::with(
         "UPDATE idempotency_keys SET transaction_id = ? WHERE user_id = ? AND idem_key = ?",
         vec![transaction_id.into(), user.into(), key.into()],
     ))?;

@@ -68,11 +68,23 @@ pub fn load(conn: &mut dyn Conn, id: &str) -> ApiResult<Record> {
 /// SET list, changed or not, and the completion changes none of the
 /// location, api id, previous or velocity keys.
 pub fn store_pending(conn: &mut dyn Conn, before: &Record, record: &Record) -> ApiResult<bool> {
-    let mut sql = Sql::new("UPDATE transactions SET ");
+    let mut sql = Sql::new("");
+    push_store_pending(&mut sql, before, record, None);
+    Ok(conn.execute(&sql)? == 1)
+}
+
+/// Appends the `UPDATE` of [`store_pending`] to `sql`; `computed` sets
+/// one more column to an SQL expression (in place of its value in
+/// `record`).
+pub fn push_store_pending(sql: &mut Sql, before: &Record, record: &Record, computed: Option<(&str, &str)>) {
+    sql.push("UPDATE transactions SET ");
     let mut first = true;
     for ((field, value), old) in record.fields().zip(&before.values) {
         // `state` always goes in: it is what the completion changes.
-        if field.name == "id" || (value == old && field.name != "state") {
+        if field.name == "id"
+            || (value == old && field.name != "state")
+            || computed.is_some_and(|(column, _)| column == field.column)
+        {
             continue;
         }
         if !first {
@@ -81,11 +93,14 @@ pub fn store_pending(conn: &mut dyn Conn, before: &Record, record: &Record) -> A
         first = false;
         sql.push(field.column).push(" = ").bind(value.clone());
     }
+    if let Some((column, expression)) = computed {
+        // Never the first: `state` always goes in.
+        sql.push(", ").push(column).push(" = ").push(expression);
+    }
     sql.push(" WHERE id = ")
         .bind(record.id().to_string())
         .push(" AND state = ")
         .bind(PENDING);
-    Ok(conn.execute(&sql)? == 1)
 }
 
 /// A completed operation: the stored record, and its answer when it had

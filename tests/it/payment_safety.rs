@@ -3,7 +3,7 @@
 //! product transaction, and a settlement interrupted by a crash.
 
 use crate::engine_tests;
-use crate::support::db::db;
+use crate::support::db::{db, Db};
 use crate::support::wait::wait_until;
 use crate::support::{str_of, Client, Engine, Resp, Tenant, TestApp};
 use serde_json::{json, Value};
@@ -22,8 +22,10 @@ engine_tests!(
     interrupted_settlement_is_reprocessed,
     a_settle_and_a_void_never_overlap,
     a_sale_moved_to_the_next_batch_says_so_everywhere,
+    a_sale_reversed_while_completing_is_not_counted,
     sales_of_one_batch_do_not_wait_for_its_row,
     a_batch_opened_by_another_writer_takes_sales,
+    a_sale_whose_batch_is_gone_finds_an_open_one,
     what_a_sale_reads_follows_changes_made_behind_its_back,
     a_sale_whose_client_disconnects_is_recorded,
     a_stopping_server_finishes_the_payments_it_began,
@@ -967,6 +969,65 @@ fn a_sale_moved_to_the_next_batch_says_so_everywhere(app: &mut TestApp) {
     }
 }
 
+/// A tenant with one approved sale of $10.00, its batch, and a session
+/// that holds `lock` (a statement of the batch's id) in a transaction
+/// the test ends.
+fn one_sale_and_a_lock_on_its_batch(app: &TestApp, lock: &str) -> (Tenant, String, Db) {
+    let t = app.bootstrap();
+    let first = assert_approved(t.post("/v2/transactions", sale("10.00", json!({}))), 101);
+    let batch = batch_of(&t, &first);
+    let mut holder = db(app);
+    holder.exec("BEGIN", &[]);
+    holder.exec(lock, &[&batch]);
+    (t, batch, holder)
+}
+
+/// PostgreSQL: a sale counts itself in its batch and stores its outcome
+/// in one statement (ADR 0025). If the row was reversed meanwhile (the
+/// reconciler of another node took the sale's node for dead), the sale
+/// answers 503 and its count goes back with the rest of its job: the
+/// batch holds only what it held, and the row stays as reversed.
+fn a_sale_reversed_while_completing_is_not_counted(app: &mut TestApp) {
+    if app.engine != Engine::Postgres {
+        return;
+    }
+    // The test holds the batch's stripes, so the next sale's completing
+    // statement waits there; meanwhile its row is reversed.
+    let (t, batch, mut holder) = one_sale_and_a_lock_on_its_batch(
+        app,
+        "SELECT batch_id FROM batch_tallies WHERE batch_id = ? FOR UPDATE",
+    );
+    let waiting = {
+        let t = t.clone();
+        std::thread::spawn(move || t.post("/v2/transactions", sale("7.25", json!({}))))
+    };
+    wait_for_lock_wait(app, &waiting, "the sale never reached the stripes the test holds");
+    let mut d = db(app);
+    let pending = d.text("SELECT id FROM transactions WHERE state = 'pending'", &[]);
+    let reversed = d.exec(
+        "UPDATE transactions SET state = 'done', status_id = 301, reason_code_id = 1531, \
+         pending_node = NULL WHERE id = ?",
+        &[&pending],
+    );
+    assert_eq!(reversed, 1);
+    holder.exec("ROLLBACK", &[]);
+
+    let answer = waiting.join().unwrap().expect(503);
+    assert!(answer.text.contains("interrupted"), "{}", answer.text);
+    let row = stored(&t, &pending);
+    assert_eq!(
+        (row["status_id"].clone(), row["reason_code_id"].clone()),
+        (json!(301), json!(1531)),
+        "{row}"
+    );
+    let b = t.get(&format!("/v2/transactionbatches/{batch}")).expect(200).body["transactionbatch"].clone();
+    assert_eq!(
+        (b["transaction_count"].clone(), b["total_amount"].clone()),
+        (json!(1), json!("10.00")),
+        "{b}"
+    );
+}
+
 /// PostgreSQL: a sale counts itself in one stripe of its open batch's
 /// tallies, not in the batch's row (ADR 0025), so sales complete while
 /// another job holds that row (before, every sale of a product
@@ -976,16 +1037,10 @@ fn sales_of_one_batch_do_not_wait_for_its_row(app: &mut TestApp) {
     if app.engine != Engine::Postgres {
         return;
     }
-    let t = app.bootstrap();
-    let first = assert_approved(t.post("/v2/transactions", sale("10.00", json!({}))), 101);
-    let batch = batch_of(&t, &first);
-
     // Another job holds the batch's row until the test says.
-    let mut holder = db(app);
-    holder.exec("BEGIN", &[]);
-    holder.exec(
+    let (t, batch, mut holder) = one_sale_and_a_lock_on_its_batch(
+        app,
         "SELECT id FROM transaction_batches WHERE id = ? FOR NO KEY UPDATE",
-        &[&batch],
     );
     let sales = {
         let t = t.clone();
@@ -1091,6 +1146,38 @@ fn a_batch_opened_by_another_writer_takes_sales(app: &mut TestApp) {
     );
     let id = assert_approved(t.post("/v2/transactions", sale("4.50", json!({}))), 101);
     assert_eq!(batch_of(&t, &id), batch);
+    let b = t.get(&format!("/v2/transactionbatches/{batch}")).expect(200).body["transactionbatch"].clone();
+    assert_eq!(
+        (b["transaction_count"].clone(), b["total_amount"].clone()),
+        (json!(1), json!("4.50")),
+        "{b}"
+    );
+}
+
+/// A node keeps a hint of each product transaction's open batch. A sale
+/// whose hint names a batch that is not there (its job never committed;
+/// here it is deleted behind the node's back) is counted and stored in
+/// an open batch, never under the missing one's id: before, PostgreSQL's
+/// one-statement completion stored that id and failed on its foreign
+/// key after the processor had charged.
+fn a_sale_whose_batch_is_gone_finds_an_open_one(app: &mut TestApp) {
+    let t = app.bootstrap();
+    let first = assert_approved(t.post("/v2/transactions", sale("10.00", json!({}))), 101);
+    let gone = batch_of(&t, &first);
+    let mut d = db(app);
+    d.exec(
+        "UPDATE transactions SET transaction_batch_id = NULL WHERE id = ?",
+        &[&first],
+    );
+    d.exec("DELETE FROM batch_tallies WHERE batch_id = ?", &[&gone]);
+    d.exec("DELETE FROM transaction_batches WHERE id = ?", &[&gone]);
+
+    let answer = t.post("/v2/transactions", sale("4.50", json!({}))).expect(201);
+    let id = str_of(&answer.body["transaction"]["id"]);
+    assert_eq!(answer.body["transaction"]["status_id"], 101, "{}", answer.text);
+    let batch = batch_of(&t, &id);
+    assert_ne!(batch, gone);
+    assert_eq!(str_of(&answer.body["transaction"]["transaction_batch_id"]), batch);
     let b = t.get(&format!("/v2/transactionbatches/{batch}")).expect(200).body["transactionbatch"].clone();
     assert_eq!(
         (b["transaction_count"].clone(), b["total_amount"].clone()),
