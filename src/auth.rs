@@ -386,9 +386,10 @@ fn authenticate_token(
 /// What a caller is made of lives in six tables (users, auth role users,
 /// roles, role permissions, locations, developers). A trigger on each
 /// moves `auth_epoch` with every change, in the writing transaction, from
-/// any process and on any node. A kept caller is used only under the epoch
-/// it was authenticated with, read in the same job: a change is seen by
-/// the very next request, everywhere. Only successes are kept, under the
+/// any process and on any node. Every request reads the epoch first (on
+/// PostgreSQL on a connection requests share, ADR 0026), and a kept
+/// caller is used only under the epoch it was authenticated with: a
+/// change is seen by the very next request, everywhere. Only successes are kept, under the
 /// digest of the key presented, so a wrong key never finds one.
 #[derive(Default)]
 pub struct KnownCallers {

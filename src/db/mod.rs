@@ -588,6 +588,38 @@ mod tests {
         let _ = std::fs::remove_dir_all(dir);
     }
 
+    /// SQLite keeps the contract of a job's last statement as PostgreSQL
+    /// does, where it carries the COMMIT: a statement after it is
+    /// refused, and fails the job.
+    #[tokio::test]
+    async fn nothing_follows_a_jobs_last_statement() {
+        let (store, dir) = temp_store();
+        let developer = |id: &str| {
+            Sql::with(
+                "INSERT INTO developers (id, name, created_ts) VALUES (?, 'x', 1)",
+                vec![id.into()],
+            )
+        };
+        store
+            .write(move |c| Ok(c.execute_and_commit(&developer("d1"))?))
+            .await
+            .unwrap();
+        let after = store
+            .write(move |c| {
+                c.execute_and_commit(&developer("d2"))?;
+                Ok(c.execute(&developer("d3"))?)
+            })
+            .await;
+        assert!(after.is_err());
+        let read = store
+            .read(move |c| Ok(c.query_int(&Sql::new("SELECT COUNT(*) FROM developers"))?))
+            .await
+            .unwrap();
+        assert_eq!(read, 1, "only the job that ended at its last statement stands");
+        store.shutdown();
+        let _ = std::fs::remove_dir_all(dir);
+    }
+
     #[tokio::test]
     async fn unique_violations_are_typed() {
         let (store, dir) = temp_store();

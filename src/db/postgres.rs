@@ -22,6 +22,8 @@ pub struct PgStore {
     /// The connection every request's `auth_epoch` read shares (see
     /// [`PgStore::auth_epoch`]); made on first use, again after it drops.
     epoch_reader: std::sync::Mutex<Option<Arc<EpochReader>>>,
+    /// Held by the one caller connecting a new shared reader.
+    epoch_connecting: tokio::sync::Mutex<()>,
 }
 
 /// An asynchronous client driven by the server's own runtime, and its
@@ -29,6 +31,18 @@ pub struct PgStore {
 struct EpochReader {
     client: Client,
     read: Statement,
+}
+
+/// How long the shared epoch read (or its connecting) may take before it
+/// counts as a lost connection.
+const EPOCH_READ_WAIT: std::time::Duration = std::time::Duration::from_secs(5);
+
+/// Drives a connection of the shared reader until it ends, and says why
+/// if it was not closed by its client.
+async fn log_end<F: Future<Output = Result<(), postgres::Error>>>(connection: F) {
+    if let Err(e) = connection.await {
+        tracing::warn!(error = %e, "the shared epoch connection ended");
+    }
 }
 
 pub struct PgConn {
@@ -51,9 +65,10 @@ pub struct PgConn {
     /// Writes whose answers nobody reads (`Conn::execute_unread`), sent
     /// ahead of the job's next statement or of its `COMMIT`.
     unread: Vec<(Statement, Vec<Value>)>,
-    /// The job sent its `COMMIT` with its last statement
-    /// (`Conn::execute_and_commit`): its transaction is over.
-    committed: bool,
+    /// Set once the job's last statement went out with its `COMMIT`
+    /// (`Conn::execute_and_commit`): its transaction is over, committed
+    /// (`true`) or, the statement having failed, rolled back.
+    over: Option<bool>,
 }
 
 impl PgConn {
@@ -79,7 +94,7 @@ impl PgConn {
             begin_pending: false,
             in_job: false,
             unread: Vec::new(),
-            committed: false,
+            over: None,
         })
     }
 
@@ -135,7 +150,7 @@ impl PgConn {
     /// Refuses a statement after the job's commit: it would run outside
     /// the job's transaction (a defect in the job, reported as one).
     fn check_open(&self) -> Result<(), DbError> {
-        if self.committed {
+        if self.over.is_some() {
             return Err(DbError::Other("a statement after its job's commit".into()));
         }
         Ok(())
@@ -410,23 +425,33 @@ impl Conn for PgConn {
         let params: Vec<Bind> = sql.params.iter().map(Bind).collect();
         let refs: Vec<&(dyn ToSql + Sync)> = params.iter().map(|p| p as &(dyn ToSql + Sync)).collect();
         let (begin, unread) = self.take_queued();
-        // Over whatever happens next: the COMMIT commits, or answers a
-        // failed transaction by rolling it back; a broken connection is
-        // discarded.
-        self.committed = true;
         let client = self.client()?;
-        // Both are sent before either answer is awaited (`join` polls the
-        // statement first); after a failed statement PostgreSQL still
-        // runs the COMMIT, as a rollback.
+        let commit_sent = std::cell::Cell::new(false);
         let last_and_commit = async {
+            use std::task::Poll;
+            let mut write = std::pin::pin!(client.execute(&stmt, &refs));
+            // The first poll sends the statement, or fails before sending
+            // anything (its parameters did not encode): then no COMMIT may
+            // follow, and the job rolls back as any failed job does.
+            let first = std::future::poll_fn(|cx| Poll::Ready(write.as_mut().poll(cx))).await;
+            if let Poll::Ready(result) = first {
+                return result;
+            }
+            // Sent: the COMMIT goes right behind it, before either answer
+            // is awaited. After a failed statement PostgreSQL still runs
+            // it, as a rollback.
+            commit_sent.set(true);
             let (written, committed) =
-                futures_util::future::join(client.execute(&stmt, &refs), client.batch_execute("COMMIT"))
-                    .await;
+                futures_util::future::join(write, client.batch_execute("COMMIT")).await;
             let written = written?;
             committed?;
             Ok(written)
         };
-        run(&self.runtime, client, begin, &unread, last_and_commit)
+        let result = run(&self.runtime, client, begin, &unread, last_and_commit);
+        // Once the COMMIT is sent the transaction is over, whatever the
+        // answers (a broken connection is discarded).
+        self.over = commit_sent.get().then_some(result.is_ok());
+        result
     }
 
     fn dialect(&self) -> Dialect {
@@ -450,6 +475,7 @@ impl PgStore {
             pool,
             target,
             epoch_reader: std::sync::Mutex::new(None),
+            epoch_connecting: tokio::sync::Mutex::new(()),
         })
     }
 
@@ -459,51 +485,97 @@ impl PgStore {
     /// concurrent requests on it, and none of them takes a pooled
     /// connection or a hand-off to a blocking thread and back, which cost
     /// more than the read itself. Still one read per request, so a change
-    /// is seen by the very next request on every node.
+    /// is seen by the very next request on every node. A read that fails
+    /// for want of the connection (closed, or no answer in
+    /// [`EPOCH_READ_WAIT`]) drops it and tries once more on a new one.
     pub async fn auth_epoch(&self) -> Result<i64, DbError> {
-        let reader = self
-            .epoch_reader
-            .lock()
-            .unwrap_or_else(|p| p.into_inner())
-            .clone();
-        let reader = match reader {
-            Some(r) if !r.client.is_closed() => r,
-            _ => {
-                let fresh = Arc::new(self.connect_epoch_reader().await?);
-                *self.epoch_reader.lock().unwrap_or_else(|p| p.into_inner()) = Some(fresh.clone());
-                fresh
+        let reader = self.epoch_reader().await?;
+        match Self::read_epoch(&reader).await {
+            Err(DbError::Unavailable(_)) => {
+                self.forget_epoch_reader(&reader);
+                let fresh = self.epoch_reader().await?;
+                Self::read_epoch(&fresh).await
+            }
+            read => read,
+        }
+    }
+
+    async fn read_epoch(reader: &EpochReader) -> Result<i64, DbError> {
+        let read = tokio::time::timeout(EPOCH_READ_WAIT, reader.client.query_opt(&reader.read, &[]));
+        let row = match read.await {
+            Ok(row) => row.map_err(map_err)?,
+            Err(_) => {
+                return Err(DbError::Unavailable(
+                    "the epoch read had no answer in time".into(),
+                ))
             }
         };
-        let row = reader
-            .client
-            .query_one(&reader.read, &[])
-            .await
-            .map_err(map_err)?;
-        row.try_get::<_, i64>(0)
+        // As `query_int` reads it: no row is epoch 0.
+        row.map_or(Ok(0), |row| row.try_get::<_, i64>(0))
             .map_err(|e| DbError::Other(e.to_string()))
+    }
+
+    /// The shared reader, connected by one caller at a time when there is
+    /// none or it has closed (the others wait for that one).
+    async fn epoch_reader(&self) -> Result<Arc<EpochReader>, DbError> {
+        let current = || {
+            self.epoch_reader
+                .lock()
+                .unwrap_or_else(|p| p.into_inner())
+                .clone()
+                .filter(|r| !r.client.is_closed())
+        };
+        if let Some(reader) = current() {
+            return Ok(reader);
+        }
+        let _connecting = self.epoch_connecting.lock().await;
+        if let Some(reader) = current() {
+            return Ok(reader);
+        }
+        let fresh = Arc::new(self.connect_epoch_reader().await.map_err(|e| match e {
+            // Refused, full, unreachable: the database is not available
+            // to this node, as when the pool cannot connect.
+            DbError::Other(detail) | DbError::Conflict(detail) => DbError::Unavailable(detail),
+            other => other,
+        })?);
+        *self.epoch_reader.lock().unwrap_or_else(|p| p.into_inner()) = Some(fresh.clone());
+        Ok(fresh)
+    }
+
+    /// Drops `reader` if it is still the shared one.
+    fn forget_epoch_reader(&self, reader: &Arc<EpochReader>) {
+        let mut shared = self.epoch_reader.lock().unwrap_or_else(|p| p.into_inner());
+        if shared.as_ref().is_some_and(|r| Arc::ptr_eq(r, reader)) {
+            *shared = None;
+        }
     }
 
     /// Connects the shared reader; its connection task runs on the
     /// calling runtime and ends when the client is dropped.
     async fn connect_epoch_reader(&self) -> Result<EpochReader, DbError> {
         let config = &self.target.async_config;
-        let client = match &self.target.tls {
-            None => {
-                let (client, connection) = config.connect(NoTls).await.map_err(map_err)?;
-                tokio::spawn(async move { drop(connection.await) });
-                client
-            }
-            Some(tls) => {
-                let (client, connection) = config.connect(tls.clone()).await.map_err(map_err)?;
-                tokio::spawn(async move { drop(connection.await) });
-                client
-            }
+        let connect = async {
+            let client = match &self.target.tls {
+                None => {
+                    let (client, connection) = config.connect(NoTls).await?;
+                    tokio::spawn(log_end(connection));
+                    client
+                }
+                Some(tls) => {
+                    let (client, connection) = config.connect(tls.clone()).await?;
+                    tokio::spawn(log_end(connection));
+                    client
+                }
+            };
+            let read = client.prepare("SELECT n FROM auth_epoch WHERE id = 1").await?;
+            Ok::<_, postgres::Error>(EpochReader { client, read })
         };
-        let read = client
-            .prepare("SELECT n FROM auth_epoch WHERE id = 1")
-            .await
-            .map_err(map_err)?;
-        Ok(EpochReader { client, read })
+        match tokio::time::timeout(EPOCH_READ_WAIT, connect).await {
+            Ok(connected) => connected.map_err(map_err),
+            Err(_) => Err(DbError::Unavailable(
+                "no connection for the epoch read in time".into(),
+            )),
+        }
     }
 
     /// Holds a session-level advisory lock named after this process for as
@@ -658,12 +730,15 @@ impl Drop for PgStore {
 fn run_in_transaction<T>(conn: &mut PgConn, job: impl FnOnce(&mut dyn Conn) -> ApiResult<T>) -> ApiResult<T> {
     conn.begin_pending = true;
     conn.in_job = true;
-    conn.committed = false;
+    conn.over = None;
     let result = job(conn);
     conn.in_job = false;
-    if std::mem::take(&mut conn.committed) {
+    if let Some(committed) = conn.over.take() {
         // The job's last statement carried the COMMIT: nothing is left to
         // send, and nothing was queued after it (`check_open`).
+        if let (true, Err(e)) = (committed, &result) {
+            tracing::error!(error = %e, "a write job failed after its commit: what it wrote stands");
+        }
         return result;
     }
     match result {
@@ -838,6 +913,15 @@ mod tests {
         });
         assert!(unique.unwrap(), "a unique violation is reported as one");
         assert_eq!(ids(&store), ["a", "b"]);
+        // One that fails before it is sent (a value its column cannot
+        // take): no COMMIT follows it, and the job rolls back.
+        let unsent = store.write(|c| {
+            c.execute(&Sql::new("CREATE TABLE n (v BIGINT)"))?;
+            c.execute(&insert("i"))?;
+            Ok(c.execute_and_commit(&Sql::with("INSERT INTO n (v) VALUES (?)", vec!["x".into()]))?)
+        });
+        assert!(unsent.is_err());
+        assert_eq!(ids(&store), ["a", "b"]);
         // A statement after the commit is refused; the commit stands.
         let after = store.write(|c| {
             c.execute_and_commit(&insert("e"))?;
@@ -858,7 +942,7 @@ mod tests {
 
     /// Every request's `auth_epoch` read shares one connection from the
     /// caller's own task, and sees each change at once; when that
-    /// connection drops, the next read makes a new one.
+    /// connection drops, the reads that meet it go on on a new one.
     #[tokio::test]
     async fn the_shared_epoch_read_sees_every_change_and_reconnects() {
         let Some((store, mut admin, name)) = tokio::task::spawn_blocking(scratch).await.unwrap() else {
@@ -881,11 +965,21 @@ mod tests {
         assert_eq!(store.auth_epoch().await.unwrap(), 7);
         let reads = futures_util::future::join_all((0..20).map(|_| store.auth_epoch())).await;
         assert!(reads.iter().all(|r| matches!(r, Ok(7))), "{reads:?}");
+        let url = std::env::var("FERROGATE_TEST_DATABASE_URL").unwrap();
+        let (base, _) = url.rsplit_once('/').unwrap();
+        let other_url = format!("{base}/{name}");
+        let change = move |n: i64| {
+            let url = other_url.clone();
+            tokio::task::spawn_blocking(move || {
+                let mut other = postgres::Client::connect(&url, NoTls).unwrap();
+                other.execute("UPDATE auth_epoch SET n = $1", &[&n]).unwrap();
+            })
+        };
+        // A change made elsewhere is the very next read's answer.
+        change(8).await.unwrap();
+        assert_eq!(store.auth_epoch().await.unwrap(), 8);
+        change(9).await.unwrap();
         let (admin, name) = tokio::task::spawn_blocking(move || {
-            let url = std::env::var("FERROGATE_TEST_DATABASE_URL").unwrap();
-            let (base, _) = url.rsplit_once('/').unwrap();
-            let mut other = postgres::Client::connect(&format!("{base}/{name}"), NoTls).unwrap();
-            other.execute("UPDATE auth_epoch SET n = 8", &[]).unwrap();
             // The shared connection is ended from the server's side.
             let shared =
                 "FROM pg_stat_activity WHERE datname = $1 AND query LIKE 'SELECT n FROM auth_epoch%'";
@@ -908,13 +1002,10 @@ mod tests {
         })
         .await
         .unwrap();
-        // The read that meets the dropped connection fails as unavailable
-        // (503, retry); the next one reconnects.
-        let seen = match store.auth_epoch().await {
-            Err(DbError::Unavailable(_)) => store.auth_epoch().await,
-            other => other,
-        };
-        assert_eq!(seen.unwrap(), 8);
+        // Reads that meet the dropped connection try again on a new one,
+        // which one of them makes for all.
+        let reads = futures_util::future::join_all((0..20).map(|_| store.auth_epoch())).await;
+        assert!(reads.iter().all(|r| matches!(r, Ok(9))), "{reads:?}");
         let mut admin = admin;
         tokio::task::spawn_blocking(move || {
             drop(store);

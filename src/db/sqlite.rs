@@ -39,7 +39,31 @@ pub struct SqliteStore {
     writer_thread: Mutex<Option<JoinHandle<()>>>,
 }
 
-struct SqliteConn<'a>(&'a Connection);
+struct SqliteConn<'a> {
+    conn: &'a Connection,
+    /// A write job's: its last statement ends it (`execute_and_commit`).
+    in_job: bool,
+    /// The job sent its last statement: anything after it is a defect,
+    /// refused as on PostgreSQL, where that statement carries the COMMIT.
+    ended: bool,
+}
+
+impl<'a> SqliteConn<'a> {
+    fn new(conn: &'a Connection, in_job: bool) -> Self {
+        SqliteConn {
+            conn,
+            in_job,
+            ended: false,
+        }
+    }
+
+    fn check_open(&self) -> Result<(), DbError> {
+        if self.ended {
+            return Err(DbError::Other("a statement after its job's commit".into()));
+        }
+        Ok(())
+    }
+}
 
 impl Conn for SqliteConn<'_> {
     fn query(&mut self, sql: &Sql) -> Result<Vec<Row>, DbError> {
@@ -52,7 +76,8 @@ impl Conn for SqliteConn<'_> {
     }
 
     fn query_each(&mut self, sql: &Sql, each: &mut dyn FnMut(Row) -> bool) -> Result<(), DbError> {
-        let mut stmt = self.0.prepare_cached(&sql.text).map_err(map_err)?;
+        self.check_open()?;
+        let mut stmt = self.conn.prepare_cached(&sql.text).map_err(map_err)?;
         let columns = stmt.column_count();
         let mut rows = stmt
             .query(rusqlite::params_from_iter(sql.params.iter().map(Bind)))
@@ -76,11 +101,21 @@ impl Conn for SqliteConn<'_> {
     }
 
     fn execute(&mut self, sql: &Sql) -> Result<u64, DbError> {
-        let mut stmt = self.0.prepare_cached(&sql.text).map_err(map_err)?;
+        self.check_open()?;
+        let mut stmt = self.conn.prepare_cached(&sql.text).map_err(map_err)?;
         let n = stmt
             .execute(rusqlite::params_from_iter(sql.params.iter().map(Bind)))
             .map_err(map_err)?;
         Ok(n as u64)
+    }
+
+    /// An ordinary statement: the writer commits the group after the job
+    /// (ADR 0001). What the job may not do after it is refused as on
+    /// PostgreSQL.
+    fn execute_and_commit(&mut self, sql: &Sql) -> Result<u64, DbError> {
+        let written = self.execute(sql)?;
+        self.ended = self.in_job;
+        Ok(written)
     }
 
     fn dialect(&self) -> Dialect {
@@ -184,7 +219,8 @@ impl SqliteStore {
     }
 
     pub fn read<T>(&self, job: impl FnOnce(&mut dyn Conn) -> ApiResult<T>) -> ApiResult<T> {
-        self.readers.with(|conn| (job(&mut SqliteConn(conn)), true))?
+        self.readers
+            .with(|conn| (job(&mut SqliteConn::new(conn, false)), true))?
     }
 
     /// `read` on an idle reader, if one is idle right now; else the job back.
@@ -197,7 +233,7 @@ impl SqliteStore {
         };
         Ok(self
             .readers
-            .run(conn, |conn| (job(&mut SqliteConn(conn)), true))
+            .run(conn, |conn| (job(&mut SqliteConn::new(conn, false)), true))
             .map_err(ApiError::from)
             .and_then(|r| r))
     }
@@ -248,7 +284,7 @@ impl SqliteStore {
         f: impl FnOnce(&mut dyn Conn) -> anyhow::Result<T>,
     ) -> anyhow::Result<T> {
         let conn = open_conn(&self.path, true)?;
-        f(&mut SqliteConn(&conn))
+        f(&mut SqliteConn::new(&conn, false))
     }
 
     /// Does the writer's before-commit work once, in a transaction of its
@@ -355,7 +391,7 @@ fn run_group(conn: &Connection, group: Vec<WriteJob>) {
     let mut succeeded = Vec::with_capacity(group.len());
     for job in group {
         let result = step(conn, "SAVEPOINT job").map_err(ApiError::from).and_then(|_| {
-            let mut c = SqliteConn(conn);
+            let mut c = SqliteConn::new(conn, true);
             match std::panic::catch_unwind(AssertUnwindSafe(|| (job.run)(&mut c))) {
                 Ok(r) => r,
                 Err(_) => Err(ApiError::internal("write job panicked")),
