@@ -794,8 +794,7 @@ mod tests {
         let mut admin = postgres::Client::connect(&url, NoTls).expect("connect to the test server");
         let name = format!("fg_unit_{}", crate::ids::new_id());
         admin.batch_execute(&format!("CREATE DATABASE {name}")).unwrap();
-        let (base, _) = url.rsplit_once('/').unwrap();
-        let store = PgStore::open(&format!("{base}/{name}"), 2).unwrap();
+        let store = PgStore::open(&scratch_url(&name), 2).unwrap();
         store
             .with_conn_blocking(|c| {
                 c.execute(&Sql::new("CREATE TABLE t (id TEXT PRIMARY KEY)"))?;
@@ -803,6 +802,13 @@ mod tests {
             })
             .unwrap();
         Some((store, admin, name))
+    }
+
+    /// The address of the scratch database `name` on the test server.
+    fn scratch_url(name: &str) -> String {
+        let url = std::env::var("FERROGATE_TEST_DATABASE_URL").unwrap();
+        let (base, _) = url.rsplit_once('/').unwrap();
+        format!("{base}/{name}")
     }
 
     fn ids(store: &PgStore) -> Vec<String> {
@@ -882,9 +888,7 @@ mod tests {
         let Some((store, mut admin, name)) = scratch() else {
             return;
         };
-        let url = std::env::var("FERROGATE_TEST_DATABASE_URL").unwrap();
-        let (base, _) = url.rsplit_once('/').unwrap();
-        let mut other = postgres::Client::connect(&format!("{base}/{name}"), NoTls).unwrap();
+        let mut other = postgres::Client::connect(&scratch_url(&name), NoTls).unwrap();
         let committed = |other: &mut postgres::Client| -> i64 {
             other.query_one("SELECT COUNT(*) FROM t", &[]).unwrap().get(0)
         };
@@ -965,9 +969,7 @@ mod tests {
         assert_eq!(store.auth_epoch().await.unwrap(), 7);
         let reads = futures_util::future::join_all((0..20).map(|_| store.auth_epoch())).await;
         assert!(reads.iter().all(|r| matches!(r, Ok(7))), "{reads:?}");
-        let url = std::env::var("FERROGATE_TEST_DATABASE_URL").unwrap();
-        let (base, _) = url.rsplit_once('/').unwrap();
-        let other_url = format!("{base}/{name}");
+        let other_url = scratch_url(&name);
         let change = move |n: i64| {
             let url = other_url.clone();
             tokio::task::spawn_blocking(move || {
@@ -1028,9 +1030,7 @@ mod tests {
         store
             .write(|c| Ok(c.execute(&insert("a"))? + c.execute(&insert("b"))?))
             .unwrap();
-        let url = std::env::var("FERROGATE_TEST_DATABASE_URL").unwrap();
-        let (base, _) = url.rsplit_once('/').unwrap();
-        let mut other = postgres::Client::connect(&format!("{base}/{name}"), NoTls).unwrap();
+        let mut other = postgres::Client::connect(&scratch_url(&name), NoTls).unwrap();
         // The job's backend detects the deadlock (after its default
         // second), not this session, which waits longer before looking.
         other
