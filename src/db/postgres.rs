@@ -804,6 +804,13 @@ mod tests {
         Some((store, admin, name))
     }
 
+    /// Drops the scratch database `name` (and whoever is still in it).
+    fn drop_scratch(admin: &mut postgres::Client, name: &str) {
+        admin
+            .batch_execute(&format!("DROP DATABASE {name} WITH (FORCE)"))
+            .unwrap();
+    }
+
     /// The address of the scratch database `name` on the test server.
     fn scratch_url(name: &str) -> String {
         let url = std::env::var("FERROGATE_TEST_DATABASE_URL").unwrap();
@@ -873,9 +880,7 @@ mod tests {
         store.read(|c| Ok(c.execute_unread(&insert("h"))?)).unwrap();
         assert_eq!(ids(&store), ["a", "b", "c", "g", "h"]);
         drop(store);
-        admin
-            .batch_execute(&format!("DROP DATABASE {name} WITH (FORCE)"))
-            .unwrap();
+        drop_scratch(&mut admin, &name);
     }
 
     /// A job's last statement may carry its COMMIT: what the job wrote is
@@ -939,9 +944,7 @@ mod tests {
         assert_eq!(ids(&store), ["a", "b", "e", "g", "h"]);
         drop(other);
         drop(store);
-        admin
-            .batch_execute(&format!("DROP DATABASE {name} WITH (FORCE)"))
-            .unwrap();
+        drop_scratch(&mut admin, &name);
     }
 
     /// Every request's `auth_epoch` read shares one connection from the
@@ -1011,9 +1014,7 @@ mod tests {
         let mut admin = admin;
         tokio::task::spawn_blocking(move || {
             drop(store);
-            admin
-                .batch_execute(&format!("DROP DATABASE {name} WITH (FORCE)"))
-                .unwrap();
+            drop_scratch(&mut admin, &name);
         })
         .await
         .unwrap();
@@ -1064,8 +1065,6 @@ mod tests {
         );
         assert_eq!(failed.status(), axum::http::StatusCode::SERVICE_UNAVAILABLE);
         drop(other);
-        admin
-            .batch_execute(&format!("DROP DATABASE {name} WITH (FORCE)"))
-            .unwrap();
+        drop_scratch(&mut admin, &name);
     }
 }

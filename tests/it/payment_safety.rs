@@ -337,6 +337,17 @@ fn stored(t: &Tenant, tx: &str) -> Value {
     t.get(&format!("/v2/transactions/{tx}")).expect(200).body["transaction"].clone()
 }
 
+/// That batch `b` (as the API renders it) counts `count` transactions
+/// totalling `total`.
+#[track_caller]
+fn assert_holds(b: &Value, count: impl Into<Value>, total: impl Into<Value>) {
+    assert_eq!(
+        (b["transaction_count"].clone(), b["total_amount"].clone()),
+        (count.into(), total.into()),
+        "{b}"
+    );
+}
+
 /// The batch transaction `tx` is in.
 #[track_caller]
 fn batch_of(t: &Tenant, tx: &str) -> String {
@@ -769,10 +780,7 @@ fn a_settle_and_a_void_never_overlap(app: &mut TestApp) {
         &[&batch],
     );
     assert_eq!(attempts, 0, "the refused settle was rolled back");
-    assert_eq!(
-        (b["transaction_count"].clone(), b["total_amount"].clone()),
-        (json!(2), json!("42.00"))
-    );
+    assert_holds(&b, 2, "42.00");
     // The batch still takes sales.
     let third = assert_approved(t.post("/v2/transactions", sale("5.55", json!({}))), 101);
     assert_eq!(batch_of(&t, &third), batch);
@@ -856,10 +864,7 @@ fn a_settle_and_a_void_never_overlap(app: &mut TestApp) {
     let r = t.post(&format!("{path}/settle"), json!({})).expect(200);
     let b = &r.body["transactionbatch"];
     assert_eq!(b["processing_status_id"], 2, "{}", r.text);
-    assert_eq!(
-        (b["transaction_count"].clone(), b["total_amount"].clone()),
-        (json!(2), json!("17.55"))
-    );
+    assert_holds(b, 2, "17.55");
     let tx = stored(&t, &kept);
     assert_eq!(
         (tx["status_id"].clone(), tx["transaction_amount"].clone()),
@@ -961,11 +966,7 @@ fn a_sale_moved_to_the_next_batch_says_so_everywhere(app: &mut TestApp) {
     for (batch, count, total) in [(&closing, 1, "10.00"), (&next, 1, "7.25")] {
         let b =
             t.get(&format!("/v2/transactionbatches/{batch}")).expect(200).body["transactionbatch"].clone();
-        assert_eq!(
-            (b["transaction_count"].clone(), b["total_amount"].clone()),
-            (json!(count), json!(total)),
-            "{b}"
-        );
+        assert_holds(&b, count, total);
     }
 }
 
@@ -1021,11 +1022,7 @@ fn a_sale_reversed_while_completing_is_not_counted(app: &mut TestApp) {
         "{row}"
     );
     let b = t.get(&format!("/v2/transactionbatches/{batch}")).expect(200).body["transactionbatch"].clone();
-    assert_eq!(
-        (b["transaction_count"].clone(), b["total_amount"].clone()),
-        (json!(1), json!("10.00")),
-        "{b}"
-    );
+    assert_holds(&b, 1, "10.00");
 }
 
 /// PostgreSQL: a sale counts itself in one stripe of its open batch's
@@ -1075,11 +1072,7 @@ fn sales_of_one_batch_do_not_wait_for_its_row(app: &mut TestApp) {
     }
     let path = format!("/v2/transactionbatches/{batch}");
     let b = t.get(&path).expect(200).body["transactionbatch"].clone();
-    assert_eq!(
-        (b["transaction_count"].clone(), b["total_amount"].clone()),
-        (json!(7), json!("16.15")),
-        "{b}"
-    );
+    assert_holds(&b, 7, "16.15");
     let filtered = t.get("/v2/transactionbatches?transaction_count=7").expect(200);
     assert_eq!(
         filtered.body["transactionbatches"].as_array().map(Vec::len),
@@ -1106,11 +1099,7 @@ fn sales_of_one_batch_do_not_wait_for_its_row(app: &mut TestApp) {
     let settled = settle.join().unwrap().expect(200);
     let b = &settled.body["transactionbatch"];
     assert_eq!(b["processing_status_id"], 2, "{}", settled.text);
-    assert_eq!(
-        (b["transaction_count"].clone(), b["total_amount"].clone()),
-        (json!(8), json!("21.15")),
-        "{b}"
-    );
+    assert_holds(b, 8, "21.15");
     let mut d = db(app);
     assert_eq!(
         d.count("SELECT COUNT(*) FROM batch_tallies WHERE batch_id = ?", &[&batch]),
@@ -1147,11 +1136,7 @@ fn a_batch_opened_by_another_writer_takes_sales(app: &mut TestApp) {
     let id = assert_approved(t.post("/v2/transactions", sale("4.50", json!({}))), 101);
     assert_eq!(batch_of(&t, &id), batch);
     let b = t.get(&format!("/v2/transactionbatches/{batch}")).expect(200).body["transactionbatch"].clone();
-    assert_eq!(
-        (b["transaction_count"].clone(), b["total_amount"].clone()),
-        (json!(1), json!("4.50")),
-        "{b}"
-    );
+    assert_holds(&b, 1, "4.50");
 }
 
 /// A node keeps a hint of each product transaction's open batch. A sale
@@ -1179,11 +1164,7 @@ fn a_sale_whose_batch_is_gone_finds_an_open_one(app: &mut TestApp) {
     assert_ne!(batch, gone);
     assert_eq!(str_of(&answer.body["transaction"]["transaction_batch_id"]), batch);
     let b = t.get(&format!("/v2/transactionbatches/{batch}")).expect(200).body["transactionbatch"].clone();
-    assert_eq!(
-        (b["transaction_count"].clone(), b["total_amount"].clone()),
-        (json!(1), json!("4.50")),
-        "{b}"
-    );
+    assert_holds(&b, 1, "4.50");
 }
 
 /// A node keeps the configuration a sale reads (its location's default
