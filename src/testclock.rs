@@ -111,18 +111,21 @@ pub struct Workers<'a> {
     pub mailer: &'a Mailer,
 }
 
-/// What a clock move ran.
+/// What a clock move ran, counted from the location's records (before
+/// and after the move), so work a background worker took on the way,
+/// on this node or another, is counted too.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct Ran {
-    /// Delivery attempts made on the location's events meanwhile (by this
-    /// call or by a background worker that took a row first).
+    /// Postback delivery attempts made on the location's events.
     pub postback_attempts: i64,
-    /// Recurring runs recorded (approved, declined or refused).
-    pub recurring_runs: usize,
-    /// Recurring notices written to the mail outbox.
-    pub notices: usize,
+    /// Recurring runs recorded (approved, declined, refused, or
+    /// interrupted and made again).
+    pub recurring_runs: i64,
+    /// Recurring notices and quick-invoice reminders written to the mail
+    /// outbox.
+    pub notices: i64,
     /// Mail delivery attempts (0 without SMTP).
-    pub mail_attempts: usize,
+    pub mail_attempts: i64,
 }
 
 impl Ran {
@@ -133,6 +136,43 @@ impl Ran {
             "notices": self.notices,
             "mail_attempts": self.mail_attempts,
         })
+    }
+
+    /// What has been done for `location_id` so far: the totals a move's
+    /// report is the difference of.
+    fn so_far(conn: &mut dyn Conn, location_id: &str) -> ApiResult<Ran> {
+        let total = |conn: &mut dyn Conn, sql: &str| -> ApiResult<i64> {
+            Ok(conn
+                .query_one(&Sql::with(sql, vec![location_id.into()]))?
+                .and_then(|r| r[0].as_int())
+                .unwrap_or(0))
+        };
+        Ok(Ran {
+            postback_attempts: crate::postbacks::schedule::attempts_made(conn, location_id)?,
+            recurring_runs: total(
+                conn,
+                "SELECT CAST(COALESCE(SUM(run_seq), 0) AS BIGINT) FROM recurrings WHERE location_id = ?",
+            )?,
+            notices: total(
+                conn,
+                "SELECT COUNT(*) FROM mail_outbox WHERE location_id = ? \
+                 AND kind IN ('recurring_notice', 'quick_invoice_reminder')",
+            )?,
+            mail_attempts: total(
+                conn,
+                "SELECT CAST(COALESCE(SUM(attempts), 0) AS BIGINT) FROM mail_outbox WHERE location_id = ?",
+            )?,
+        })
+    }
+
+    /// What was done between `before` and `self`.
+    fn since(self, before: Ran) -> Ran {
+        Ran {
+            postback_attempts: (self.postback_attempts - before.postback_attempts).max(0),
+            recurring_runs: (self.recurring_runs - before.recurring_runs).max(0),
+            notices: (self.notices - before.notices).max(0),
+            mail_attempts: (self.mail_attempts - before.mail_attempts).max(0),
+        }
     }
 }
 
@@ -156,26 +196,23 @@ pub async fn advance_and_run(
         ));
     }
     let wall = clock.now_ts();
-    let (before_attempts, start) = {
+    let (before, start) = {
         let (scope, location) = (scope.clone(), location_id.clone());
         store
             .read(move |conn| {
-                let attempts = crate::postbacks::schedule::attempts_made(conn, &location)?;
-                Ok((attempts, offset(&scope, conn, &location)?))
+                let start = offset(&scope, conn, &location)?;
+                Ok((Ran::so_far(conn, &location)?, start))
             })
             .await?
     };
     let target = start + seconds;
-    let mut ran = Ran::default();
     let mut current = start;
     let mut moved = show_at(&location_id, current, wall);
     // Bounded: ten years of daily runs and their notices.
     for _ in 0..(2 * 3_700 + 10) {
-        let report = workers.schedules.run_once(Some(&location_id)).await?;
-        ran.recurring_runs += report.runs;
-        ran.notices += report.notices;
+        workers.schedules.run_once(Some(&location_id)).await?;
         workers.deliveries.run_once(Some(&location_id)).await?;
-        ran.mail_attempts += workers.mailer.run_once(Some(&location_id)).await?;
+        workers.mailer.run_once(Some(&location_id)).await?;
         // The next moment something falls due, as an offset from `wall`.
         let next = workers
             .schedules
@@ -195,10 +232,10 @@ pub async fn advance_and_run(
         current = step_to;
     }
     let location = location_id.clone();
-    let after = store
-        .read(move |conn| crate::postbacks::schedule::attempts_made(conn, &location))
-        .await?;
-    ran.postback_attempts = (after - before_attempts).max(0);
+    let ran = store
+        .read(move |conn| Ran::so_far(conn, &location))
+        .await?
+        .since(before);
     moved.offset_s = current;
     moved.now = wall.saturating_add(current);
     Ok((moved, ran))

@@ -269,9 +269,11 @@ impl Schedules {
     /// One round: notices, then one batch of runs, their outcomes recorded
     /// together. Returns what was done and how many schedules were claimed.
     async fn round(&self, location_id: Option<&str>) -> ApiResult<(Report, usize)> {
+        // Held from the notices on: a `run_once` of the test clock waits
+        // for a background round's notices as it does for its runs.
+        let claiming = InFlight::claiming(&self.in_flight);
         let notices =
             self.send_notices(location_id).await? + self.send_invoice_reminders(location_id).await?;
-        let claiming = InFlight::claiming(&self.in_flight);
         let claimed = self.claim(location_id).await?;
         let _in_flight = InFlight::new(&self.in_flight, &claimed);
         drop(claiming);

@@ -762,10 +762,10 @@ pub fn openapi(public_url: &str) -> Json {
             "location_id": { "type": "string" }, "offset_seconds": { "type": "integer" },
             "now": { "type": "integer", "description": "the location's now, epoch seconds" },
             "now_text": { "type": "string" },
-            "ran": { "type": "object", "description": "advance only: what came due and ran",
+            "ran": { "type": "object", "description": "advance only: what came due and ran during the move, counted from the location's records (work a background worker took on the way included)",
                 "properties": { "postback_attempts": { "type": "integer" },
-                    "recurring_runs": { "type": "integer", "description": "recurring runs recorded (approved, declined or refused)" },
-                    "notices": { "type": "integer", "description": "recurring notices written to the mail outbox" },
+                    "recurring_runs": { "type": "integer", "description": "recurring runs recorded (approved, declined, refused, or interrupted and made again)" },
+                    "notices": { "type": "integer", "description": "recurring notices and quick-invoice reminders written to the mail outbox" },
                     "mail_attempts": { "type": "integer", "description": "SMTP delivery attempts (0 without SMTP)" } } } } }),
     );
     paths.insert(
