@@ -158,6 +158,14 @@ fn idempotency_key_replays(app: &TestApp) {
     let r2 = keyed(&t, "POST", "/v2/transactions", "order-1002", &bad).expect(422);
     assert!(replayed(&r2), "the 422 is a replay: {:?}", r2.headers);
     assert_eq!(r2.body["errors"], r.body["errors"]);
+    // Like every error body, the replay carries its own request's id.
+    assert_eq!(
+        r2.body["request_id"].as_str(),
+        r2.header("x-request-id"),
+        "{}",
+        r2.text
+    );
+    assert_ne!(r2.body["request_id"], r.body["request_id"]);
     let fixed = sale("10.00", json!({}));
     let r3 = keyed(&t, "POST", "/v2/transactions", "order-1002", &fixed).expect(422);
     assert!(!r3.errors("idempotency_key").is_empty(), "{}", r3.text);
@@ -1273,9 +1281,9 @@ fn answered(t: &Tenant, api_id: &str) -> Option<Value> {
 }
 
 /// A client that goes away right after sending does not stop its payment:
-/// the processor's answer is recorded within a second of arriving (at
-/// once for a plain sale, after its 1 s delay for an $8.01 sale), and a
-/// retry with the same key gets that answer.
+/// the processor's answer is recorded when it arrives (at once for a
+/// plain sale, after its 1 s delay for an $8.01 sale), not reversed as an
+/// orphan, and a retry with the same key gets that answer.
 fn a_sale_whose_client_disconnects_is_recorded(app: &TestApp) {
     let t = app.bootstrap();
     // What the sandbox answers a connected client, to compare with.
@@ -1297,17 +1305,14 @@ fn a_sale_whose_client_disconnects_is_recorded(app: &TestApp) {
         send_and_hang_up(&t.base, &t, "/v2/transactions", Some(&key), &body);
         expected.push((api_id, key, body, amount));
     }
-    let sent = Instant::now();
     for (api_id, key, body, amount) in &expected {
-        let delay = if *amount == "8.01" {
-            Duration::from_secs(1)
-        } else {
-            Duration::ZERO
-        };
-        let limit = (sent + delay + Duration::from_secs(1)).saturating_duration_since(Instant::now());
-        let tx = wait_until(&format!("{api_id} ({amount}) to have its answer"), limit, || {
-            answered(&t, api_id)
-        });
+        // Generous for a loaded machine, and still far below the two
+        // minutes after which the reconciler would reverse an orphan.
+        let tx = wait_until(
+            &format!("{api_id} ({amount}) to have its answer"),
+            Duration::from_secs(30),
+            || answered(&t, api_id),
+        );
         // The processor's own answer, not the reconciler's reversal (1531).
         let want = if *amount == "8.01" { &slow } else { &plain };
         assert_eq!(tx["status_id"], want["status_id"], "{api_id}: {tx}");
