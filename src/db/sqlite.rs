@@ -183,6 +183,25 @@ fn open_conn(path: &str, writer: bool) -> anyhow::Result<Connection> {
     Ok(conn)
 }
 
+/// Creates a new database file readable by its owner only (SQLite's
+/// journal and WAL files take the database file's mode): its secrets are
+/// sealed, but nothing else in it is anyone else's to read.
+fn create_private(path: &str) -> std::io::Result<()> {
+    use std::os::unix::fs::OpenOptionsExt;
+    if path.starts_with("file:") || path.starts_with(':') {
+        return Ok(());
+    }
+    match std::fs::OpenOptions::new()
+        .write(true)
+        .create_new(true)
+        .mode(0o600)
+        .open(path)
+    {
+        Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => Ok(()),
+        other => other.map(drop),
+    }
+}
+
 impl SqliteStore {
     pub fn open(path: &str, readers: usize) -> anyhow::Result<Self> {
         if path.is_empty() {
@@ -193,6 +212,7 @@ impl SqliteStore {
                 std::fs::create_dir_all(dir)?;
             }
         }
+        create_private(path)?;
         // The writer opens first so WAL mode is set before readers attach.
         let writer = open_conn(path, true)?;
         let reader_path = path.to_string();
@@ -531,6 +551,28 @@ mod tests {
         assert_eq!(found("urin"), ["alan"]);
         assert_eq!(found("opperton"), ["grace"]);
         store.shutdown();
+        let _ = std::fs::remove_dir_all(dir);
+    }
+
+    /// A database the store creates, and its WAL, are its owner's only;
+    /// an existing file keeps the mode its operator gave it.
+    #[test]
+    fn a_new_database_is_private() {
+        use std::os::unix::fs::PermissionsExt;
+        let dir = std::env::temp_dir().join(format!("ferrogate-mode-{}", crate::ids::new_id()));
+        let path = dir.join("new.db").display().to_string();
+        let store = crate::db::Store::open(&format!("sqlite://{path}"), 1).unwrap();
+        store.migrate().unwrap();
+        let mode = |p: &str| std::fs::metadata(p).unwrap().permissions().mode() & 0o777;
+        assert_eq!(mode(&path), 0o600);
+        assert_eq!(mode(&format!("{path}-wal")), 0o600);
+        drop(store);
+        let shared = dir.join("shared.db").display().to_string();
+        std::fs::write(&shared, b"").unwrap();
+        std::fs::set_permissions(&shared, std::fs::Permissions::from_mode(0o640)).unwrap();
+        let store = crate::db::Store::open(&format!("sqlite://{shared}"), 1).unwrap();
+        assert_eq!(mode(&shared), 0o640);
+        drop(store);
         let _ = std::fs::remove_dir_all(dir);
     }
 
