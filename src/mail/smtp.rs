@@ -24,6 +24,8 @@ const SEND_TIMEOUT: Duration = Duration::from_secs(30);
 /// Messages taken per round.
 const BATCH: i64 = 32;
 const POLL: Duration = Duration::from_secs(1);
+/// How long [`Mailer::run_once`] waits for messages another worker holds.
+const RUN_ONCE_WAIT: Duration = Duration::from_secs(60);
 
 /// The mail service of this process. Cheap to clone.
 #[derive(Clone)]
@@ -123,17 +125,45 @@ impl Mailer {
     }
 
     /// Sends everything due now (of `location_id`, or everywhere) and
-    /// waits for the outcomes. Returns the attempts made; 0 without SMTP.
+    /// waits for the outcomes. Due messages another worker (this
+    /// process's loop, another node) holds are waited for, up to
+    /// [`RUN_ONCE_WAIT`], so that they too are settled when it returns.
+    /// Returns the attempts it made; 0 without SMTP.
     pub async fn run_once(&self, location_id: Option<&str>) -> ApiResult<usize> {
         let mut total = 0;
-        for _ in 0..1000 {
+        let give_up = tokio::time::Instant::now() + RUN_ONCE_WAIT;
+        for _ in 0..100_000 {
             let n = self.round(location_id).await?;
-            if n == 0 {
+            total += n;
+            if n > 0 {
+                continue;
+            }
+            if !self.delivers()
+                || !self.due_and_held(location_id).await?
+                || tokio::time::Instant::now() >= give_up
+            {
                 break;
             }
-            total += n;
+            tokio::time::sleep(Duration::from_millis(10)).await;
         }
         Ok(total)
+    }
+
+    /// Whether a due message (of `location_id`) is being sent elsewhere.
+    async fn due_and_held(&self, location_id: Option<&str>) -> ApiResult<bool> {
+        let now_ms = self.clock.now_ms();
+        let location = location_id.map(str::to_string);
+        self.store
+            .read(move |conn| {
+                let mut sql = Sql::new("SELECT 1 FROM mail_outbox WHERE status = 'pending' AND due_ms <= ");
+                sql.bind(now_ms).push(" AND lease_until_ms >= ").bind(now_ms);
+                if let Some(location) = location {
+                    sql.push(" AND location_id = ").bind(location);
+                }
+                sql.push(" LIMIT 1");
+                Ok(conn.query_one(&sql)?.is_some())
+            })
+            .await
     }
 
     async fn round(&self, location_id: Option<&str>) -> ApiResult<usize> {
