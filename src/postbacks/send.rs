@@ -882,7 +882,8 @@ mod tests {
         assert_eq!(outcome.error.as_deref(), Some("timed out after 1 s"));
         assert_eq!(outcome.status, None);
         assert!(elapsed >= Duration::from_millis(900), "{elapsed:?}");
-        assert!(elapsed < Duration::from_secs(3), "{elapsed:?}");
+        // Far below the receiver's 30 s, with room for a loaded machine.
+        assert!(elapsed < Duration::from_secs(10), "{elapsed:?}");
     }
 
     #[tokio::test]
@@ -905,19 +906,20 @@ mod tests {
             let chunk = vec![b'x'; 64 * 1024];
             let started = std::time::Instant::now();
             while stream.write_all(&chunk).await.is_ok() {
-                assert!(started.elapsed() < Duration::from_secs(5), "still read");
+                assert!(started.elapsed() < Duration::from_secs(15), "still read");
             }
         })
         .await;
         let started = std::time::Instant::now();
-        let outcome = post(&outgoing(format!("http://127.0.0.1:{port}/")), true).await;
-        // Well under EXCERPT_WAIT: reading stops at the cap.
+        let out = outgoing(format!("http://127.0.0.1:{port}/"));
+        let outcome = attempt(&out, true, None, short(30_000, 20_000)).await;
+        // Well under the 20 s excerpt wait: reading stops at the cap.
         let elapsed = started.elapsed();
-        assert!(elapsed < Duration::from_millis(1500), "{elapsed:?}");
+        assert!(elapsed < Duration::from_secs(10), "{elapsed:?}");
         assert_eq!(outcome.status, Some(200));
         assert_eq!(outcome.excerpt, "x".repeat(MAX_RESPONSE_EXCERPT));
         // The receiver's writes fail: we closed the connection.
-        tokio::time::timeout(Duration::from_secs(5), seen)
+        tokio::time::timeout(Duration::from_secs(15), seen)
             .await
             .expect("the connection was not closed")
             .unwrap();
@@ -946,7 +948,8 @@ mod tests {
             }
         );
         assert!(elapsed >= Duration::from_millis(250), "{elapsed:?}");
-        assert!(elapsed < Duration::from_secs(2), "{elapsed:?}");
+        // Far below the receiver's 30 s, with room for a loaded machine.
+        assert!(elapsed < Duration::from_secs(10), "{elapsed:?}");
     }
 
     #[tokio::test]

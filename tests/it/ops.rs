@@ -246,23 +246,40 @@ mod in_flight_shutdown {
                 .to_string();
         let addr = app.base.strip_prefix("http://").unwrap().to_string();
         let mut stream = std::net::TcpStream::connect(&addr).unwrap();
+        // `expect: 100-continue`: the server's "100 Continue" shows that
+        // the request is in the handler, reading its body, however slow
+        // the machine.
         let head = format!(
             "POST /v2/contacts HTTP/1.1\r\nhost: {addr}\r\ncontent-type: application/json\r\n\
-             developer-id: {}\r\nuser-id: {}\r\nuser-api-key: {}\r\ncontent-length: {}\r\nconnection: close\r\n\r\n",
+             developer-id: {}\r\nuser-id: {}\r\nuser-api-key: {}\r\ncontent-length: {}\r\n\
+             expect: 100-continue\r\nconnection: close\r\n\r\n",
             t.cred("developer_id"),
             t.cred("user_id"),
             t.cred("user_api_key"),
             body.len()
         );
         stream.write_all(head.as_bytes()).unwrap();
+        let continued = "HTTP/1.1 100 Continue\r\n\r\n";
+        let mut interim = vec![0u8; continued.len()];
+        stream.read_exact(&mut interim).unwrap();
+        assert_eq!(String::from_utf8_lossy(&interim), continued);
         stream.write_all(&body.as_bytes()[..10]).unwrap();
-        std::thread::sleep(std::time::Duration::from_millis(200));
         // The signal arrives while the body is still coming.
+        let log = app.dir.join("server.log");
         let stopper = std::thread::spawn(move || {
             let status = app.stop();
             (app, status)
         });
-        std::thread::sleep(std::time::Duration::from_millis(300));
+        crate::support::wait::wait_until(
+            "the server to take the signal",
+            std::time::Duration::from_secs(30),
+            || {
+                std::fs::read_to_string(&log)
+                    .unwrap_or_default()
+                    .contains("shutdown signal received")
+                    .then_some(())
+            },
+        );
         stream.write_all(&body.as_bytes()[10..]).unwrap();
         let mut answer = String::new();
         stream.read_to_string(&mut answer).unwrap();

@@ -417,6 +417,12 @@ fn a_payment_under_way_outlives_the_deadline(app: &TestApp) {
         sale(&t, &tid, "8.01", "late-1", json!({})),
     );
     sim.wait_events("request", 1);
+    // The device reports the request before it sends the card: the
+    // payment is under way once its pending row is written.
+    wait_until("late-1 to be under way", Duration::from_secs(20), || {
+        let r = t.get("/v2/transactions?transaction_api_id=late-1").expect(200);
+        r.body["transactions"].as_array()?.first().map(|_| ())
+    });
     advance(&t, 31);
     let r = waiting.join().unwrap().expect(201);
     assert_eq!(
