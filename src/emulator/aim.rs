@@ -176,7 +176,12 @@ pub fn answer(f: &Fields, outcome: &Outcome, shape: &Shape) -> String {
         echo("x_invoice_num"),
         echo("x_description"),
         amount.clone(),
-        "CC".into(),
+        // The method asked for, even when refused (eChecks are not served).
+        if echo("x_method").eq_ignore_ascii_case("ECHECK") {
+            "ECHECK".into()
+        } else {
+            "CC".into()
+        },
         kind,
         echo("x_cust_id"),
     ];
@@ -278,7 +283,12 @@ mod tests {
             &["3", "1", "15", "The transaction ID is invalid or not present."]
         );
         assert_eq!(parts[7], "A 1");
+        assert_eq!(parts[10], "CC");
         assert_eq!(parts[11], "void");
+        let echeck = fields(&[("x_method", "echeck"), ("x_amount", "1.00")]);
+        let refused = Outcome::refused(Some(Kind::AuthCapture), &Refusal::new(codes::BAD_TRANS_ID));
+        let line = answer(&echeck, &refused, &Shape::of(&echeck));
+        assert_eq!(line.split(',').nth(10), Some("ECHECK"), "the method asked for");
         let piped = fields(&[
             ("x_delim_char", "|"),
             ("x_encap_char", "\""),
