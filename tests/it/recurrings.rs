@@ -1184,7 +1184,9 @@ fn restart_during_a_run(app: &mut TestApp) {
     let t = app.bootstrap();
     let (_, vault) = customer(&t, false);
     let start = plus_days(today(&t), 1);
-    const N: usize = 300;
+    // Enough schedules that the kill, sent once the first charge is
+    // recorded, lands while the run goes on, even on a stalled machine.
+    const N: usize = 600;
     for n in 0..N {
         t.post(
             "/v2/recurrings",
@@ -1207,11 +1209,11 @@ fn restart_during_a_run(app: &mut TestApp) {
             .status
         })
     };
-    wait_until("some runs under way", Duration::from_secs(60), || {
+    wait_until("a run under way", Duration::from_secs(60), || {
         (sql.count(
             "SELECT COUNT(*) FROM transactions WHERE recurring_id IS NOT NULL",
             &[],
-        ) >= 20)
+        ) >= 1)
             .then_some(())
     });
     app.kill();

@@ -1760,26 +1760,28 @@ fn sandbox_test_cards_approve(app: &TestApp) {
 
 /// Polls the list until the transaction with this api id shows up.
 fn wait_for_api_id(t: &Tenant, api_id: &str) -> Value {
-    for _ in 0..300 {
-        let r = t
-            .get(&format!("/v2/transactions?transaction_api_id={api_id}"))
-            .expect(200);
-        if let Some(tx) = r.body["transactions"].get(0) {
-            return tx.clone();
-        }
-        std::thread::sleep(std::time::Duration::from_millis(10));
-    }
-    panic!("{api_id} never appeared");
+    crate::support::wait::wait_until(
+        &format!("{api_id} to appear"),
+        std::time::Duration::from_secs(20),
+        || {
+            let r = t
+                .get(&format!("/v2/transactions?transaction_api_id={api_id}"))
+                .expect(200);
+            r.body["transactions"].get(0).cloned()
+        },
+    )
 }
 
 fn sandbox_delayed_sale(app: &TestApp) {
     let t = app.bootstrap();
-    // $8.03 answers after 3 s: meanwhile the transaction exists, pending.
+    // $8.07 answers after 7 s (below the 10 s time-out): meanwhile the
+    // transaction exists, pending. The checks below must fit in those
+    // seconds, on a loaded machine too.
     let bg = t.clone();
     let slow = std::thread::spawn(move || {
         post_tx(
             &bg,
-            card("sale", "8.03", json!({ "transaction_api_id": "slow1" })),
+            card("sale", "8.07", json!({ "transaction_api_id": "slow1" })),
         )
     });
     let pending = wait_for_api_id(&t, "slow1");
@@ -1818,19 +1820,15 @@ fn sandbox_delayed_sale(app: &TestApp) {
         put_tx(
             &bg,
             &bg_id,
-            json!({ "action": "authincrement", "transaction_amount": "8.03" }),
+            json!({ "action": "authincrement", "transaction_amount": "8.07" }),
         )
     });
     // The expands say so while it runs (and never let a void in first).
-    let mut marked = false;
-    for _ in 0..300 {
-        if get_tx(&t, &auth_id, "is_voidable")["is_voidable"] == false {
-            marked = true;
-            break;
-        }
-        std::thread::sleep(std::time::Duration::from_millis(10));
-    }
-    assert!(marked, "the increment never showed as in progress");
+    crate::support::wait::wait_until(
+        "the increment to show as in progress",
+        std::time::Duration::from_secs(20),
+        || (get_tx(&t, &auth_id, "is_voidable")["is_voidable"] == false).then_some(()),
+    );
     assert_eq!(flags(&t, &auth_id), [false; 5]);
     refused(
         put_tx(&t, &auth_id, json!({ "action": "void" })),
