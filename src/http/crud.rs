@@ -400,6 +400,14 @@ async fn update(
     RawBody(body): RawBody,
 ) -> ApiResult<Response> {
     let input = envelope(&body, res.name)?;
+    // A session opened with a one-time password may set that user's own
+    // password, nothing else (the extractor lets only that PUT through).
+    let must_change = caller.session.as_ref().is_some_and(|s| s.must_change_password);
+    if must_change && !input.keys().all(|k| k == "password" || k == "old_password") {
+        return Err(ApiError::Forbidden(
+            "A new password is required: send only password and old_password until it is set.".into(),
+        ));
+    }
     // A user may change what the declaration allows on their own record
     // (their password) without the permission to update others.
     let own = id == caller.user_id

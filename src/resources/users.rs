@@ -517,7 +517,9 @@ impl Rules for UserRules {
             require_covers_user(conn, &cx.perms, old.id())?;
         }
         if old.id() == cx.user_id && new.int("status") == Some(0) {
-            return Err(ApiError::field("status", "You cannot disable yourself."));
+            let mut errors = FieldErrors::new();
+            errors.add("status", "You cannot disable yourself.");
+            return Err(ApiError::Conflict(errors));
         }
         if new.int("status") == Some(0) && old.int("status") != Some(0) {
             super::authroleusers::keep_an_administrator(conn, old, "status")?;

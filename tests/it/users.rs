@@ -325,14 +325,13 @@ fn user_read_list_update_delete(app: &TestApp) {
         .expect(200);
     as_dis.get("/v2/users/me").expect(200);
     t.delete(&format!("/v2/users/{dis}")).expect(204);
-    // Nobody can disable itself.
-    let r = t
-        .put(
-            &format!("/v2/users/{}", t.user_id()),
-            json!({ "user": { "status": 0 } }),
-        )
-        .expect(422);
-    assert!(!r.errors("status").is_empty());
+    // Nobody can disable or delete itself: 409, like the other rules
+    // that keep a location administered.
+    let me = format!("/v2/users/{}", t.user_id());
+    let r = t.put(&me, json!({ "user": { "status": 0 } })).expect(409);
+    assert!(r.errors("status")[0].contains("yourself"), "{}", r.text);
+    let r = t.delete(&me).expect(409);
+    assert!(r.errors("id")[0].contains("yourself"), "{}", r.text);
     t.get("/v2/users/me").expect(200);
 
     // Delete: 204, then gone; its key stops working; its roles go too.
