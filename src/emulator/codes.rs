@@ -47,6 +47,11 @@ pub const BAD_LOGIN: Reason = reason(
     13,
     "The merchant login ID or password is invalid or the account is inactive.",
 );
+pub const NO_PERMISSION: Reason = reason(
+    ResponseCode::Error,
+    123,
+    "This account has not been given the permission(s) required for this request.",
+);
 pub const BAD_TRANS_ID: Reason = reason(
     ResponseCode::Error,
     15,

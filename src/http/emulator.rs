@@ -248,7 +248,7 @@ async fn run_transaction(app: &AppState, caller: &Caller, request: &Map<String, 
         "transactions.create"
     };
     if caller.perms.require(permission).is_err() {
-        return Outcome::refused(Some(kind), &Refusal::with(codes::BAD_LOGIN, api::DENIED.1));
+        return Outcome::refused(Some(kind), &Refusal::new(codes::NO_PERMISSION));
     }
     let cx = app.cx(caller);
     // The transaction the request refers to: a number we answered (or,

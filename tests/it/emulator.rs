@@ -298,6 +298,16 @@ fn refusals_are_theirs_never_a_server_error(app: &TestApp) {
         &xml_sale(&t, "1.00", "4111111111111111"),
     );
     assert_eq!(code(&text), "E00007", "the developer id is required");
+    // A user whose roles do not allow payments: their reason 123, in a
+    // transaction response.
+    let (reader, reader_key) = t.user(&t.location_id(), Some("2"));
+    let as_reader = xml_sale(&t.as_user(&reader, &reader_key), "1.00", "4111111111111111");
+    let (status, _, text) = post_raw(app, &path, "text/xml", &as_reader);
+    assert_eq!(status, 200);
+    assert_eq!(code(&text), "E00027", "{text}");
+    assert_eq!(element(&text, "responseCode"), "3", "{text}");
+    assert_eq!(element(&text, "errorCode"), "123", "{text}");
+    assert!(text.contains("has not been given the permission"), "{text}");
     // Field errors answer their reason codes, in a transaction response.
     for (amount, card, reason) in [
         ("abc", "4111111111111111", "5"),
