@@ -634,6 +634,19 @@ pub fn apply_overrides(
     }
 }
 
+/// An amount the payer cannot change (read-only or hidden) must be one
+/// the page can take: checked when the page opens, so that a link no
+/// payer could ever complete is refused to its integrator instead.
+pub fn check_fixed_amount(form: &[Field], flags: &Flags) -> Result<(), FieldErrors> {
+    match form
+        .iter()
+        .find(|f| f.name == "transaction_amount" && (f.readonly || !f.visible))
+    {
+        Some(fixed) => merge_submission(std::slice::from_ref(fixed), flags, &[], Map::new()).map(drop),
+        None => Ok(()),
+    }
+}
+
 /// Normalises what a payer typed: spaces and dashes out of numbers,
 /// `MM/YY` to `MMYY`.
 fn typed(field: &Field, raw: &str) -> String {

@@ -540,6 +540,7 @@ fn prepare_payment_page(
         &mut hidden,
     )
     .map_err(invalid_data)?;
+    form::check_fixed_amount(&fields, &flags).map_err(invalid_data)?;
     let mut base = Map::new();
     base.insert("payment_method".into(), json!(method));
     base.insert(

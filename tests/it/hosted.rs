@@ -674,6 +674,17 @@ fn hosted_payment_page_links(app: &TestApp) {
     .expect(401)
     .text
     .contains("expired"));
+    // A fixed amount the page could never take opens nothing.
+    for value in ["0.50", "ten"] {
+        let below = json!({ "id": id, "field_configuration": { "body": { "fields": [
+            { "id": "transaction_amount", "value": value, "readonly": true } ] } } });
+        let r = get_page(
+            app,
+            &format!("/hostedpaymentpage?id={id}&data={}", sealed_link(key, &below)),
+        )
+        .expect(422);
+        assert!(r.text.contains("amount"), "{}", r.text);
+    }
     let preset = json!({ "id": id, "field_configuration": { "body": { "fields": [
         { "id": "account_number", "value": "4111111111111111" } ] } } });
     get_page(
