@@ -239,6 +239,23 @@ tokio::task_local! {
     pub static REQUEST_ID: String;
 }
 
+/// Puts the id of the request being served into an error body (a body
+/// that is not an object, or a call outside a request, is left as it is).
+pub fn stamp_request_id(body: &mut Json) {
+    if let (Json::Object(map), Ok(id)) = (body, REQUEST_ID.try_with(|id| id.clone())) {
+        map.insert("request_id".into(), Json::String(id));
+    }
+}
+
+/// An answer kept earlier and given again (an idempotent replay): an
+/// error among them carries this request's id, like every error body.
+pub fn replayed_answer(status: StatusCode, mut body: Json) -> Response {
+    if status.is_client_error() || status.is_server_error() {
+        stamp_request_id(&mut body);
+    }
+    (status, axum::Json(body)).into_response()
+}
+
 impl IntoResponse for ApiError {
     fn into_response(self) -> Response {
         if let ApiError::Internal(internal) = &self {
@@ -246,9 +263,7 @@ impl IntoResponse for ApiError {
         }
         let status = self.status();
         let mut body = self.body();
-        if let (Json::Object(map), Ok(id)) = (&mut body, REQUEST_ID.try_with(|id| id.clone())) {
-            map.insert("request_id".into(), Json::String(id));
-        }
+        stamp_request_id(&mut body);
         let mut response = (status, axum::Json(body)).into_response();
         if let ApiError::TooManyRequests(wait) = &self {
             if let Ok(v) = axum::http::HeaderValue::from_str(&wait.to_string()) {

@@ -2007,7 +2007,7 @@ mod scheduler {
             "charges": charged,
             "approved": approved,
             "charges_per_second": round(charged as f64 / run_s, 1),
-            "ran_in_the_advance_call": answer["testclock"]["ran"]["recurring_runs"],
+            "ran_during_the_advance": answer["testclock"]["ran"]["recurring_runs"],
         });
         if json_out {
             println!("{line}");

@@ -555,7 +555,8 @@ mod tests {
     }
 
     /// A database the store creates, and its WAL, are its owner's only;
-    /// an existing file keeps the mode its operator gave it.
+    /// an existing file keeps the mode its operator gave it. (Under the
+    /// usual umask, 022, SQLite alone would make them 0644.)
     #[test]
     fn a_new_database_is_private() {
         use std::os::unix::fs::PermissionsExt;

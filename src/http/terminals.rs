@@ -86,9 +86,11 @@ fn services(app: &AppState) -> Services<'_> {
     }
 }
 
+/// A router answer: a refusal replayed under its `Idempotency-Key`
+/// carries this request's id like every error body.
 fn answer((status, body): (u16, JsonValue)) -> Response {
     let status = StatusCode::from_u16(status).unwrap_or(StatusCode::OK);
-    (status, Json(body)).into_response()
+    crate::error::replayed_answer(status, body)
 }
 
 /// `POST /v2/routertransactions`: held open while the terminal works

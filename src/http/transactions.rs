@@ -7,7 +7,7 @@ use super::extract::{envelope, IdPath, RawBody};
 use super::AppState;
 use crate::auth::Caller;
 use crate::engine::{query, render};
-use crate::error::{ApiError, ApiResult, REQUEST_ID};
+use crate::error::{ApiError, ApiResult};
 use crate::payments::actions::Action;
 use crate::payments::{ach_update, actions, idempotency, level3};
 use crate::payments::{BatchId, FollowUp, Idempotency, NewPayment, Origin, Reply, TransactionId};
@@ -47,16 +47,9 @@ pub fn routes() -> Router<AppState> {
         )
 }
 
-fn reply(mut reply: Reply) -> Response {
+fn reply(reply: Reply) -> Response {
     let status = StatusCode::from_u16(reply.status).unwrap_or(StatusCode::OK);
-    // A replayed error is this request's answer too: its body carries
-    // this request's id, like every error body.
-    if status.is_client_error() || status.is_server_error() {
-        if let (JsonValue::Object(map), Ok(id)) = (&mut reply.body, REQUEST_ID.try_with(|id| id.clone())) {
-            map.insert("request_id".into(), JsonValue::String(id));
-        }
-    }
-    let mut response = (status, Json(reply.body)).into_response();
+    let mut response = crate::error::replayed_answer(status, reply.body);
     if reply.replayed {
         response
             .headers_mut()
