@@ -200,6 +200,16 @@ fn bodies_declared_otherwise_are_refused(app: &TestApp) {
     assert_eq!(total(&t, "/v2/contacts"), 2);
 }
 
+/// Restarts the server with `env` added, and bootstraps a tenant on it.
+fn restarted_with(app: &mut TestApp, env: &[(&str, &str)]) -> crate::support::Tenant {
+    for (name, value) in env {
+        app.extra_env.push((name.to_string(), value.to_string()));
+    }
+    app.kill();
+    app.spawn();
+    app.bootstrap()
+}
+
 /// Reads what the server sends until it closes the connection (or `limit`).
 fn read_until_closed(stream: &mut std::net::TcpStream, limit: std::time::Duration) -> Option<String> {
     use std::io::Read;
@@ -224,13 +234,13 @@ fn slow_clients_are_cut_off(app: &mut TestApp) {
     use std::io::Write;
     use std::net::TcpStream;
     use std::time::Duration;
-    app.extra_env
-        .push(("FERROGATE_HEADER_TIMEOUT_MS".into(), "400".into()));
-    app.extra_env
-        .push(("FERROGATE_BODY_TIMEOUT_MS".into(), "400".into()));
-    app.kill();
-    app.spawn();
-    let t = app.bootstrap();
+    let t = restarted_with(
+        app,
+        &[
+            ("FERROGATE_HEADER_TIMEOUT_MS", "400"),
+            ("FERROGATE_BODY_TIMEOUT_MS", "400"),
+        ],
+    );
     let addr = app.base.trim_start_matches("http://").to_string();
 
     // Half a head, then silence: closed once the head time is up.
@@ -264,13 +274,13 @@ fn slow_clients_are_cut_off(app: &mut TestApp) {
 fn crowding_clients_are_refused(app: &mut TestApp) {
     use std::net::TcpStream;
     use std::time::Duration;
-    app.extra_env
-        .push(("FERROGATE_HEADER_TIMEOUT_MS".into(), "60000".into()));
-    app.extra_env
-        .push(("FERROGATE_MAX_CONNECTIONS_PER_ADDRESS".into(), "6".into()));
-    app.kill();
-    app.spawn();
-    let t = app.bootstrap();
+    let t = restarted_with(
+        app,
+        &[
+            ("FERROGATE_HEADER_TIMEOUT_MS", "60000"),
+            ("FERROGATE_MAX_CONNECTIONS_PER_ADDRESS", "6"),
+        ],
+    );
     let addr = app.base.trim_start_matches("http://").to_string();
 
     // Six idle connections from one address are the most it may hold
@@ -293,13 +303,13 @@ fn crowding_clients_are_refused(app: &mut TestApp) {
 /// JSON error while others go on; beyond the per-address limit everyone
 /// from that address does, health probes excepted.
 fn rate_limits_answer_429(app: &mut TestApp) {
-    app.extra_env
-        .push(("FERROGATE_RATE_LIMIT_PER_USER".into(), "5".into()));
-    app.extra_env
-        .push(("FERROGATE_RATE_LIMIT_PER_ADDRESS".into(), "25".into()));
-    app.kill();
-    app.spawn();
-    let a = app.bootstrap();
+    let a = restarted_with(
+        app,
+        &[
+            ("FERROGATE_RATE_LIMIT_PER_USER", "5"),
+            ("FERROGATE_RATE_LIMIT_PER_ADDRESS", "25"),
+        ],
+    );
     let b = app.bootstrap();
     // A burst of twice the rate, then 429. The bucket refills while the
     // requests go (5 a second), so a slow machine may pass a few more
