@@ -127,7 +127,8 @@ impl Mailer {
     /// Sends everything due now (of `location_id`, or everywhere) and
     /// waits for the outcomes. Due messages another worker (this
     /// process's loop, another node) holds are waited for, up to
-    /// [`RUN_ONCE_WAIT`], so that they too are settled when it returns.
+    /// [`RUN_ONCE_WAIT`], and taken if their lease ends meanwhile, so
+    /// that they too are settled when it returns.
     /// Returns the attempts it made; 0 without SMTP.
     pub async fn run_once(&self, location_id: Option<&str>) -> ApiResult<usize> {
         let mut total = 0;
@@ -138,9 +139,7 @@ impl Mailer {
             if n > 0 {
                 continue;
             }
-            if !self.delivers()
-                || !self.due_and_held(location_id).await?
-                || tokio::time::Instant::now() >= give_up
+            if !self.delivers() || !self.any_due(location_id).await? || tokio::time::Instant::now() >= give_up
             {
                 break;
             }
@@ -149,14 +148,16 @@ impl Mailer {
         Ok(total)
     }
 
-    /// Whether a due message (of `location_id`) is being sent elsewhere.
-    async fn due_and_held(&self, location_id: Option<&str>) -> ApiResult<bool> {
+    /// Whether a message (of `location_id`) is still due: being sent
+    /// elsewhere, or free again (a lease that ended since this round's
+    /// claim) for the next round to take.
+    async fn any_due(&self, location_id: Option<&str>) -> ApiResult<bool> {
         let now_ms = self.clock.now_ms();
         let location = location_id.map(str::to_string);
         self.store
             .read(move |conn| {
                 let mut sql = Sql::new("SELECT 1 FROM mail_outbox WHERE status = 'pending' AND due_ms <= ");
-                sql.bind(now_ms).push(" AND lease_until_ms >= ").bind(now_ms);
+                sql.bind(now_ms);
                 if let Some(location) = location {
                     sql.push(" AND location_id = ").bind(location);
                 }

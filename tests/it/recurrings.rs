@@ -1388,6 +1388,49 @@ fn mail_by_smtp(app: &mut TestApp) {
     let mails = sink.mails();
     assert!(mails.iter().any(|m| m.to == ["later@example.com"]));
 
+    // A due message that another worker holds: the clock's mail step
+    // waits for it (here the lease ends half a second on, and the step
+    // then sends it itself), so it is delivered when the move answers.
+    sink.answer_rcpt(Some("451 4.3.0 try again later"));
+    t.post(
+        "/v2/transactions",
+        json!({ "transaction": { "action": "sale", "payment_method": "cc", "transaction_amount": "3.50",
+            "account_number": "4111111111111111", "exp_date": "1239",
+            "notification_email_address": "held@example.com" } }),
+    )
+    .expect(201);
+    wait_until(
+        "the held message's first attempt",
+        Duration::from_secs(20),
+        || {
+            let list = t.get("/dev/mail?format=json").expect(200).body["messages"].clone();
+            list.as_array()
+                .unwrap()
+                .iter()
+                .find(|m| m["recipient"] == "held@example.com" && m["last_error"].is_string())
+                .map(|_| ())
+        },
+    );
+    sink.answer_rcpt(None);
+    let now_ms = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .unwrap()
+        .as_millis() as i64;
+    let held = db(app).exec(
+        &format!(
+            "UPDATE mail_outbox SET lease_owner = 'another-node', lease_until_ms = {}, due_ms = {now_ms} \
+             WHERE recipient = ? AND status = 'pending'",
+            now_ms + 500
+        ),
+        &["held@example.com"],
+    );
+    assert_eq!(held, 1);
+    advance(&t, 0);
+    assert!(
+        sink.mails().iter().any(|m| m.to == ["held@example.com"]),
+        "delivered before the move answered"
+    );
+
     // A recurring notice, 2 days before the run.
     let start = plus_days(today(&t), 5);
     create(
