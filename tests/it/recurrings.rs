@@ -1264,6 +1264,32 @@ fn restart_during_a_run(app: &mut TestApp) {
 }
 
 /// Receipts, notices and refusals through a real SMTP dialogue.
+/// A card sale whose receipt goes to `address`.
+fn sale_with_receipt(t: &Tenant, amount: &str, address: &str) {
+    t.post(
+        "/v2/transactions",
+        json!({ "transaction": { "action": "sale", "payment_method": "cc", "transaction_amount": amount,
+            "account_number": "4111111111111111", "exp_date": "1239",
+            "notification_email_address": address } }),
+    )
+    .expect(201);
+}
+
+/// The outbox message to `recipient`, once `ready` holds for it.
+fn outbox_message(t: &Tenant, recipient: &str, ready: impl Fn(&Value) -> bool) -> Value {
+    wait_until(
+        &format!("the message to {recipient}"),
+        Duration::from_secs(20),
+        || {
+            let list = t.get("/dev/mail?format=json").expect(200).body["messages"].clone();
+            list.as_array()?
+                .iter()
+                .find(|m| m["recipient"] == recipient && ready(m))
+                .cloned()
+        },
+    )
+}
+
 fn mail_by_smtp(app: &mut TestApp) {
     let sink = SmtpSink::start();
     app.extra_env.push(("FERROGATE_SMTP_URL".into(), sink.url()));
@@ -1348,40 +1374,15 @@ fn mail_by_smtp(app: &mut TestApp) {
 
     // A recipient the server refuses (550): failed at once, not retried.
     sink.answer_rcpt(Some("550 5.1.1 no such user"));
-    t.post(
-        "/v2/transactions",
-        json!({ "transaction": { "action": "sale", "payment_method": "cc", "transaction_amount": "2.00",
-            "account_number": "4111111111111111", "exp_date": "1239",
-            "notification_email_address": "nobody@example.com" } }),
-    )
-    .expect(201);
-    let failed = wait_until("the refused message failed", Duration::from_secs(20), || {
-        let list = t.get("/dev/mail?format=json").expect(200).body["messages"].clone();
-        list.as_array()
-            .unwrap()
-            .iter()
-            .find(|m| m["recipient"] == "nobody@example.com" && m["status"] == "failed")
-            .cloned()
-    });
+    sale_with_receipt(&t, "2.00", "nobody@example.com");
+    let failed = outbox_message(&t, "nobody@example.com", |m| m["status"] == "failed");
     assert!(failed["last_error"].as_str().unwrap().contains("550"));
     // A transient refusal (451) is retried; moving the clock past the
     // retry delay delivers it.
     sink.answer_rcpt(Some("451 4.3.0 try again later"));
-    t.post(
-        "/v2/transactions",
-        json!({ "transaction": { "action": "sale", "payment_method": "cc", "transaction_amount": "3.00",
-            "account_number": "4111111111111111", "exp_date": "1239",
-            "notification_email_address": "later@example.com" } }),
-    )
-    .expect(201);
-    wait_until("the first attempt was refused", Duration::from_secs(20), || {
-        let list = t.get("/dev/mail?format=json").expect(200).body["messages"].clone();
-        list.as_array()
-            .unwrap()
-            .iter()
-            .find(|m| m["recipient"] == "later@example.com" && m["last_error"].is_string())
-            .map(|m| assert_eq!(m["status"], json!("pending")))
-    });
+    sale_with_receipt(&t, "3.00", "later@example.com");
+    let refused = outbox_message(&t, "later@example.com", |m| m["last_error"].is_string());
+    assert_eq!(refused["status"], json!("pending"));
     sink.answer_rcpt(None);
     let clock = advance(&t, 120);
     assert!(clock["ran"]["mail_attempts"].as_i64().unwrap() >= 1, "{clock}");
@@ -1392,25 +1393,8 @@ fn mail_by_smtp(app: &mut TestApp) {
     // waits for it (here the lease ends half a second on, and the step
     // then sends it itself), so it is delivered when the move answers.
     sink.answer_rcpt(Some("451 4.3.0 try again later"));
-    t.post(
-        "/v2/transactions",
-        json!({ "transaction": { "action": "sale", "payment_method": "cc", "transaction_amount": "3.50",
-            "account_number": "4111111111111111", "exp_date": "1239",
-            "notification_email_address": "held@example.com" } }),
-    )
-    .expect(201);
-    wait_until(
-        "the held message's first attempt",
-        Duration::from_secs(20),
-        || {
-            let list = t.get("/dev/mail?format=json").expect(200).body["messages"].clone();
-            list.as_array()
-                .unwrap()
-                .iter()
-                .find(|m| m["recipient"] == "held@example.com" && m["last_error"].is_string())
-                .map(|_| ())
-        },
-    );
+    sale_with_receipt(&t, "3.50", "held@example.com");
+    outbox_message(&t, "held@example.com", |m| m["last_error"].is_string());
     sink.answer_rcpt(None);
     let now_ms = std::time::SystemTime::now()
         .duration_since(std::time::UNIX_EPOCH)
