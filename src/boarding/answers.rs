@@ -201,26 +201,16 @@ const ALIASES: &[(&str, &str, &str)] = &[(
     "employeeIdentificationNumber",
 )];
 
-pub const TITLES: &[&str] = &[
-    "Mr.",
-    "Mrs.",
-    "Miss",
-    "Ms.",
-    "Dr.",
-    "President",
-    "CEO",
-    "Mr",
-    "Mrs",
-    "Ms",
-    "Dr",
-];
+/// The spec's titles; each is also taken without its period.
+pub const TITLES: &[&str] = &["Mr.", "Mrs.", "Miss", "Ms.", "Dr.", "President", "CEO"];
 
 /// Ownership labels, and the keys that map to them.
 pub const OWNERSHIP: &[(&str, &[&str])] = &[
     ("C Corporation", &["C_CORPORATION", "CORPORATION"]),
     ("Government (Fed,St,Local)", &["GOVERNMENT"]),
     ("LLC- C Corp", &["LLC_C_CORP", "LLC_C_CORPORATION"]),
-    ("LLC- Disregarded Entity", &["LLC_DISREGARDED_ENTITY"]),
+    // An LLC without a tax election is a disregarded entity (one member).
+    ("LLC- Disregarded Entity", &["LLC_DISREGARDED_ENTITY", "LLC"]),
     ("LLC- Partnership", &["LLC_PARTNERSHIP"]),
     ("LLC- S Corp", &["LLC_S_CORP", "LLC_S_CORPORATION"]),
     ("LLC- Sole Proprietor", &["LLC_SOLE_PROPRIETOR"]),
@@ -444,11 +434,14 @@ fn cross_checks(answers: &Answers, errors: &mut FieldErrors) {
         }
     }
     if let Some(equity) = answers.get("ownerEquity") {
-        let total: i64 = equity.values().filter_map(Json::as_i64).sum();
-        if total > 100 {
+        let total: i64 = equity.values().filter_map(equity_hundredths).sum();
+        if total > 10_000 {
             errors.add(
                 "ownerEquity",
-                format!("Owner shares add up to {total}; they must not exceed 100."),
+                format!(
+                    "Owner shares add up to {}; they must not exceed 100.",
+                    equity_json(total)
+                ),
             );
         }
     }
@@ -525,9 +518,14 @@ pub fn check(kind: Kind, raw: &Json, today: NaiveDate) -> Result<Json, String> {
         }
         Kind::Title => {
             let t = text(raw)?;
-            match TITLES.iter().find(|v| v.eq_ignore_ascii_case(&t)) {
+            // Stored as the spec lists it: "Mr" is "Mr.".
+            let spelled = |v: &str| {
+                v.trim_end_matches('.')
+                    .eq_ignore_ascii_case(t.trim_end_matches('.'))
+            };
+            match TITLES.iter().find(|v| spelled(v)) {
                 Some(v) => s(v.to_string()),
-                None => Err(format!("must be one of {}.", TITLES[..7].join(", "))),
+                None => Err(format!("must be one of {}.", TITLES.join(", "))),
             }
         }
         Kind::Ownership => {
@@ -691,11 +689,15 @@ pub fn check(kind: Kind, raw: &Json, today: NaiveDate) -> Result<Json, String> {
             s(t)
         }
         Kind::Equity => {
-            let t = text(raw)?;
-            match t.parse::<i64>() {
-                Ok(n) if (1..=100).contains(&n) && t.bytes().all(|b| b.is_ascii_digit()) => Ok(Json::from(n)),
-                _ => Err("must be a whole number from 1 to 100.".into()),
-            }
+            // A share in percent, as the spec has it: positive and less
+            // than 100, to two decimals (33.33 + 33.33 + 33.34).
+            let hundredths = crate::money::parse_text(&text(raw)?, 9_999)
+                .ok()
+                .filter(|h| *h > 0)
+                .ok_or_else(|| {
+                    "must be a number above 0 and below 100, with at most two decimals.".to_string()
+                })?;
+            Ok(equity_json(hundredths))
         }
         Kind::Sales => {
             if let Json::String(t) = raw {
@@ -743,6 +745,28 @@ pub fn mask(plain: &str) -> String {
     crate::engine::mask_text(plain)
 }
 
+/// An owner's share as answered: a whole number when it is one (25),
+/// else its two decimals (33.33).
+fn equity_json(hundredths: i64) -> Json {
+    let (whole, frac) = (hundredths / 100, hundredths % 100);
+    let text = match frac {
+        0 => return Json::from(whole),
+        f if f % 10 == 0 => format!("{whole}.{}", f / 10),
+        f => format!("{whole}.{f:02}"),
+    };
+    text.parse::<serde_json::Number>()
+        .map(Json::Number)
+        .unwrap_or(Json::Null)
+}
+
+/// A stored share back in hundredths of a percent.
+fn equity_hundredths(share: &Json) -> Option<i64> {
+    match share {
+        Json::Number(n) => crate::money::parse_text(&n.to_string(), 9_999).ok(),
+        _ => None,
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -762,10 +786,18 @@ mod tests {
 
     #[test]
     fn fields_are_checked_and_normalised() {
-        assert_eq!(ok(Kind::Title, json!("Mr")), "Mr");
+        assert_eq!(ok(Kind::Title, json!("Mr")), "Mr.");
         assert_eq!(ok(Kind::Title, json!("mr.")), "Mr.");
+        assert_eq!(ok(Kind::Title, json!("miss")), "Miss");
         bad(Kind::Title, json!("Sir"));
         assert_eq!(ok(Kind::Ownership, json!("LLC_S_CORP")), "LLC- S Corp");
+        assert_eq!(ok(Kind::Ownership, json!("LLC")), "LLC- Disregarded Entity");
+        assert_eq!(ok(Kind::Equity, json!(25)), json!(25));
+        assert_eq!(ok(Kind::Equity, json!("33.33")), json!(33.33));
+        assert_eq!(ok(Kind::Equity, json!(99.99)), json!(99.99));
+        for out_of_range in [json!(0), json!(100), json!(-5), json!(25.555), json!("x")] {
+            bad(Kind::Equity, out_of_range);
+        }
         assert_eq!(ok(Kind::Ownership, json!("C Corporation")), "C Corporation");
         bad(Kind::Ownership, json!("Cooperative"));
         assert_eq!(ok(Kind::Zip, json!("32606-1234")), "32606-1234");
@@ -794,10 +826,8 @@ mod tests {
         ok(Kind::Routing, json!("021000021"));
         bad(Kind::Routing, json!("021000022"));
         bad(Kind::Account, json!("123456789012345678"));
-        assert_eq!(ok(Kind::Equity, json!(25)), json!(25));
-        bad(Kind::Equity, json!(0));
         bad(Kind::Equity, json!(101));
-        bad(Kind::Equity, json!(25.5));
+        assert_eq!(ok(Kind::Equity, json!(25.5)), json!(25.5));
         assert_eq!(ok(Kind::Sales, json!(1234.5)), "1234.50");
         assert_eq!(ok(Kind::Sales, json!("999999999.99")), "999999999.99");
         bad(Kind::Sales, json!("1000000000.00"));

@@ -195,7 +195,7 @@ pub fn default_presentational_state() -> Json {
                     .map(|f| {
                         let mut field = json!({ "key": format!("{}.{}", g.name, f.name), "label": answers::label(f.name) });
                         let options: Option<Vec<&str>> = match f.kind {
-                            answers::Kind::Title => Some(answers::TITLES[..7].to_vec()),
+                            answers::Kind::Title => Some(answers::TITLES.to_vec()),
                             answers::Kind::Ownership => Some(answers::OWNERSHIP.iter().map(|(l, _)| *l).collect()),
                             answers::Kind::State => Some(answers::STATES.to_vec()),
                             answers::Kind::SecCodes => Some(answers::SEC_CODES.to_vec()),

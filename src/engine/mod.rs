@@ -172,6 +172,14 @@ pub fn create(
         let updated = update_record(cx, conn, existing, UpdateInput::of(changes))?;
         return Ok((updated, false));
     }
+    // Required fields a create that could have updated did not check.
+    let mut missing = crate::error::FieldErrors::new();
+    for field in res.fields.iter().filter(|f| f.post && f.required && f.stored) {
+        if input.record.get(field.name).is_null() {
+            missing.add(field.name, validate::blank(field.name));
+        }
+    }
+    missing.into_result()?;
     let mut record = input.record;
     for (i, field) in res.stored().enumerate() {
         let v = std::mem::replace(&mut record.values[i], Value::Null);
@@ -368,6 +376,25 @@ pub fn render(cx: &Cx, record: &Record) -> Map<String, Json> {
     out
 }
 
+/// A record as it is embedded in another (an expand) or sent in a
+/// postback: [`render`], with the keys the reference gives such copies
+/// (a contact's `header_message_type` is `header_message_type_id` there).
+pub fn render_embedded(cx: &Cx, record: &Record) -> Map<String, Json> {
+    let mut out = render(cx, record);
+    embedded_keys(record.res, &mut out);
+    out
+}
+
+/// Renames the members of a rendered `res` record that embedded copies
+/// name differently (see [`render_embedded`]).
+pub fn embedded_keys(res: &Resource, out: &mut Map<String, Json>) {
+    if res.name == "contact" {
+        if let Some(v) = out.remove("header_message_type") {
+            out.insert("header_message_type_id".into(), v);
+        }
+    }
+}
+
 /// `XXXXXXXXXXXX1111` for a sealed number; null when absent. Values
 /// shorter than eight characters are masked whole: four of them would
 /// give away too much.
@@ -401,6 +428,7 @@ pub fn to_json(field: &Field, value: &Value) -> Json {
             )
         }
         (_, Value::Null) => Json::Null,
+        (Kind::Flag, Value::Int(i)) if field.numbered => json!(i64::from(*i != 0)),
         (Kind::Flag, Value::Int(i)) => Json::Bool(*i != 0),
         (Kind::Money { .. }, Value::Int(i)) => Json::String(crate::money::format(*i)),
         (Kind::Json { .. }, Value::Text(s)) => serde_json::from_str(s).unwrap_or(Json::Null),
@@ -440,7 +468,7 @@ pub fn render_expanded(cx: &Cx, conn: &mut dyn Conn, record: &Record, expand: &[
                     .and_then(|(_, v)| v.as_str())
                 {
                     Some(id) => match query::find(conn, target, &cx.scope, id)? {
-                        Some(r) => Json::Object(render(cx, &r)),
+                        Some(r) => Json::Object(render_embedded(cx, &r)),
                         None => Json::Null,
                     },
                     None => Json::Null,
@@ -456,7 +484,7 @@ pub fn render_expanded(cx: &Cx, conn: &mut dyn Conn, record: &Record, expand: &[
                 let rows = conn.query(&sql)?;
                 Json::Array(
                     rows.into_iter()
-                        .map(|r| Json::Object(render(cx, &Record::from_row(target, r))))
+                        .map(|r| Json::Object(render_embedded(cx, &Record::from_row(target, r))))
                         .collect(),
                 )
             }

@@ -102,6 +102,9 @@ pub struct Field {
     pub refers: Option<&'static Resource>,
     /// A date shown as `0000-00-00` when unset, and accepted so.
     pub zero_date: bool,
+    /// A flag answered as 1 or 0 where the spec gives those, not as a
+    /// boolean (it takes every form of a flag as input).
+    pub numbered: bool,
     pub doc: &'static str,
 }
 
@@ -127,6 +130,7 @@ impl Field {
             choices: Choices::Any,
             refers: None,
             zero_date: false,
+            numbered: false,
             doc: "",
         }
     }
@@ -177,6 +181,11 @@ impl Field {
     /// Allowed on create and update.
     pub const fn pu(self) -> Field {
         self.post().put()
+    }
+    /// See [`Field::numbered`].
+    pub const fn numbered(mut self) -> Field {
+        self.numbered = true;
+        self
     }
     pub const fn filter(mut self) -> Field {
         self.filter = true;

@@ -96,6 +96,11 @@ pub fn for_create(res: &'static Resource, body: &Map<String, Json>) -> Result<Cr
     let mut present = Vec::new();
     let mut transient = Map::new();
     check_unknown(res, body, Mode::Create, &mut errors);
+    // A create that may update an existing record (`update_if_exists`)
+    // needs the updatable required fields only if it creates: the engine
+    // checks them then (see `engine::create`).
+    let may_update =
+        res.api.create_may_update && body.get("update_if_exists").and_then(parse_flag) == Some(true);
     for field in res.fields.iter().filter(|f| f.post) {
         let raw = body.get(field.name);
         let value = match raw {
@@ -111,7 +116,7 @@ pub fn for_create(res: &'static Resource, body: &Map<String, Json>) -> Result<Cr
         if raw.is_some() {
             present.push(field.name);
         }
-        if field.required && value.is_null() {
+        if field.required && value.is_null() && !(may_update && field.put) {
             errors.add(field.name, blank(field.name));
             continue;
         }

@@ -62,10 +62,22 @@ async fn vault_bininfo(
                     "BIN information exists for cc vaults only.",
                 ));
             }
-            card_bininfo(&cx, conn, &vault)
+            let mut info = card_bininfo(&cx, conn, &vault)?;
+            with_self_link(
+                &mut info,
+                cx.href(&format!("/v2/accountvaults/{}/bininfo", vault.id())),
+            );
+            Ok(info)
         })
         .await?;
     Ok(Json(json!({ "bininfo": info })).into_response())
+}
+
+/// `_links.self.href`, which every answered record carries.
+fn with_self_link(record: &mut serde_json::Value, href: String) {
+    if let Some(map) = record.as_object_mut() {
+        map.insert("_links".into(), json!({ "self": { "href": href } }));
+    }
 }
 
 /// The bininfo of a record holding a sealed card number (a vault, a
@@ -97,11 +109,14 @@ async fn read(
         errors.add("bin", bins::BIN_MESSAGE);
     }
     errors.into_result()?;
+    let self_href = app.cx(&caller).href(&format!("/v2/bins/{bin}"));
     let found = app.store.read(move |conn| Ok(bins::lookup(conn, &bin)?)).await?;
     if !found.is_known() {
         return Err(ApiError::NotFound(
             "No card brand or issuer is known for this BIN.".into(),
         ));
     }
-    Ok(Json(json!({ "bin": found.bin_json() })).into_response())
+    let mut bin = found.bin_json();
+    with_self_link(&mut bin, self_href);
+    Ok(Json(json!({ "bin": bin })).into_response())
 }

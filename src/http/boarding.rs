@@ -224,7 +224,8 @@ pub fn openapi_paths(error: &Value, errors: &Value) -> Vec<(String, Value)> {
                 .iter()
                 .map(|f| {
                     let schema = match f.kind {
-                        Kind::Equity => json!({ "type": "integer", "minimum": 1, "maximum": 100 }),
+                        Kind::Equity => json!({ "type": "number", "minimum": 0, "exclusiveMinimum": true,
+                            "maximum": 100, "exclusiveMaximum": true, "multipleOf": 0.01 }),
                         Kind::Flag => json!({ "type": "boolean" }),
                         Kind::Sales => json!({ "type": "string",
                             "description": "amount up to 999999999.99 (number or string), or a range LOW-HIGH / >N" }),

@@ -175,6 +175,7 @@ fn output_schema(f: &Field) -> Json {
             }
             s
         }
+        Kind::Flag if f.numbered => json!({ "type": "integer", "enum": [0, 1] }),
         Kind::Flag => json!({ "type": "boolean" }),
         Kind::Date if f.zero_date => {
             json!({ "type": "string", "pattern": "^[0-9]{4}-[0-9]{2}-[0-9]{2}$", "description": "yyyy-mm-dd; 0000-00-00 when unset" })

@@ -304,18 +304,20 @@ pub fn check_payment(r: &Record, amount: i64, today: &str) -> Result<(), FieldEr
                 "transaction_amount",
                 format!("A payment must be at least {}.", text(min)),
             );
-        } else if amount > max {
-            errors.add(
-                "transaction_amount",
-                format!("A payment can be at most {}.", text(max)),
-            );
         } else if !overpay && amount > remaining {
+            // Before the maximum: without overpayment the maximum is the
+            // invoice's amount, and the balance is the sharper limit.
             errors.add(
                 "transaction_amount",
                 format!(
                     "A payment can be at most the remaining balance, {}.",
                     text(remaining)
                 ),
+            );
+        } else if amount > max {
+            errors.add(
+                "transaction_amount",
+                format!("A payment can be at most {}.", text(max)),
             );
         }
     }

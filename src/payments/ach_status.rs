@@ -10,7 +10,7 @@ use crate::engine::record::Record;
 use crate::engine::validate::UpdateInput;
 use crate::engine::{query, update_record, Cx};
 use crate::error::{ApiError, ApiResult};
-use crate::processor::{Simulator, StatusId};
+use crate::processor::{Simulator, StatusId, TypeId};
 use crate::resources::TRANSACTION;
 
 /// Moves ACH transaction `id` to status `to`, if the simulator's flow
@@ -47,6 +47,8 @@ pub fn apply(
         vec![("status_id", Value::Int(change.status_id.code() as i64))];
     if let Some(reason) = change.reason {
         changes.push(("reason_code_id", (reason.code() as i64).into()));
+        // What the processor said last, as on any answer of theirs.
+        changes.push(("response_message", reason.label().into()));
     }
     match change.status_id {
         StatusId::AchSettled => changes.push(("settle_date", today.into())),
@@ -57,11 +59,24 @@ pub fn apply(
                 changes.push(("verbiage", v.into()));
             }
         }
-        StatusId::Voided => changes.push(("void_date", timestamp_text(cx.now).into())),
+        // As a void action: nothing is left to move.
+        StatusId::Voided => {
+            changes.push(("void_date", timestamp_text(cx.now).into()));
+            changes.push(("transaction_amount", 0.into()));
+            changes.push(("verbiage", StatusId::Voided.label().into()));
+        }
         _ => {}
+    }
+    let refund = state::type_id(&tx) == Some(TypeId::Refund);
+    if change.status_id == StatusId::Voided && refund {
+        super::pending::release_refund(conn, &tx)?;
     }
     let input = UpdateInput::named(&TRANSACTION, changes)?;
     let record = update_record(cx, conn, tx, input)?;
+    if change.status_id == StatusId::Voided && record.text("transaction_batch_id").is_some() {
+        let signed = if refund { -amount } else { amount };
+        super::batches::adjust(conn, cx, &record, -1, -signed)?;
+    }
     crate::invoices::payment_changed(cx, conn, &record, false)?;
     Ok(record)
 }

@@ -98,7 +98,9 @@ impl Action {
             Action::Debit => ACH_DEBIT,
             Action::Credit => ACH_CREDIT,
             Action::AuthComplete | Action::AuthIncrement => &[COMPLETE, FOLLOW_UP],
-            Action::Void | Action::PartialReversal => &[VOID, FOLLOW_UP],
+            Action::Void => &[VOID, FOLLOW_UP],
+            // A surcharged transaction's new total comes with its parts.
+            Action::PartialReversal => &[VOID, &["subtotal_amount", "surcharge_amount", "tax"], FOLLOW_UP],
             Action::TipAdjust => &[&["transaction_amount"]],
             Action::Edit => &[EDIT],
             Action::Override => &[],

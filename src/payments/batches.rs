@@ -433,9 +433,16 @@ pub fn finish_settle(
             changes.push(("batch_close_ts", cx.now.into()));
             changes.push(("settlement_file_name", settlement_file_name.into()));
             changes.push(("status_message", crate::db::Value::Null));
+            // A voided transaction moved no money: nothing of it settled.
             conn.execute(&Sql::with(
-                "UPDATE transactions SET settle_date = ?, modified_ts = ? WHERE transaction_batch_id = ?",
-                vec![settle_date.into(), cx.now.into(), before.id().into()],
+                "UPDATE transactions SET settle_date = ?, modified_ts = ? WHERE transaction_batch_id = ? \
+                 AND status_id <> ?",
+                vec![
+                    settle_date.into(),
+                    cx.now.into(),
+                    before.id().into(),
+                    (crate::processor::StatusId::Voided.code() as i64).into(),
+                ],
             ))?;
         }
         Ok(SettleResponse {

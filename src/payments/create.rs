@@ -658,6 +658,17 @@ fn check_requirements(
             errors.add("cvv", blank("cvv"));
         }
     }
+    // Tax and tip are parts of the amount charged.
+    let amount = record.int("transaction_amount").unwrap_or(0);
+    let tax = record.int("tax").unwrap_or(0);
+    if tax > amount {
+        errors.add("tax", "Tax is part of Transaction Amount and cannot exceed it.");
+    } else if tax + record.int("tip_amount").unwrap_or(0) > amount {
+        errors.add(
+            "tip_amount",
+            "Tip Amount is part of Transaction Amount and, with the tax, cannot exceed it.",
+        );
+    }
     if let (Some(a), Some(b)) = (record.text("checkin_date"), record.text("checkout_date")) {
         let parse = |s: &str| chrono::NaiveDate::parse_from_str(s, "%Y-%m-%d").ok();
         if let (Some(a), Some(b)) = (parse(a), parse(b)) {

@@ -40,6 +40,22 @@ pub fn prepare(
     let facts = Facts::load(conn, tx)?;
     let extra = carried_fields(cx, conn, tx, parsed)?;
     let (call, new_amount) = action_call(tx, parsed, &facts)?;
+    if matches!(
+        action,
+        Action::AuthComplete | Action::AuthIncrement | Action::PartialReversal
+    ) {
+        let mut errors = crate::error::FieldErrors::new();
+        let current = tx.int("transaction_amount").unwrap_or(0);
+        super::surcharge::check_follow_up(
+            conn,
+            tx,
+            &parsed.input.record,
+            &parsed.input.present,
+            new_amount.map(Money::cents).unwrap_or(current),
+            &mut errors,
+        )?;
+        errors.into_result()?;
+    }
     if !matches!(call, Call::Nothing) {
         mark(cx, conn, tx, action, node)?;
     }
@@ -434,6 +450,10 @@ pub fn complete(
                     Action::PartialReversal => {
                         changes.push(("transaction_amount", new.into()));
                         changes.push(("auth_amount", new.into()));
+                        // A tip is part of the amount: never more than what is left.
+                        if old.int("tip_amount").is_some_and(|tip| tip > new) {
+                            changes.push(("tip_amount", new.into()));
+                        }
                         batch_change = Some((0, new - current));
                     }
                     // The held debit is now the approved one: it takes the

@@ -161,6 +161,91 @@ pub fn apply(
     Ok(())
 }
 
+/// The amounts of a surcharged card transaction whose total an action
+/// changes (authcomplete, authincrement, partialreversal). As the
+/// reference asks, a changed total comes with its `subtotal_amount`,
+/// `surcharge_amount` and `tax`, and, as on a sale, they must agree with
+/// the product transaction's rate and the new total, so the record never
+/// shows a surcharge other than the one charged. A transaction without a
+/// surcharge cannot gain one.
+pub fn check_follow_up(
+    conn: &mut dyn Conn,
+    tx: &Record,
+    sent: &Record,
+    present: &[&str],
+    new_total: i64,
+    errors: &mut FieldErrors,
+) -> ApiResult<()> {
+    let given = |name: &str| present.contains(&name).then(|| sent.int(name).unwrap_or(0));
+    let (sent_subtotal, sent_surcharge, sent_tax) =
+        (given("subtotal_amount"), given("surcharge_amount"), given("tax"));
+    let stored_surcharge = tx.int("surcharge_amount").unwrap_or(0);
+    if stored_surcharge <= 0 {
+        if sent_surcharge.is_some_and(|s| s != 0) {
+            errors.add(
+                "surcharge_amount",
+                "Surcharge Amount cannot be added: the transaction carries no surcharge.",
+            );
+        }
+        return Ok(());
+    }
+    if new_total != tx.int("transaction_amount").unwrap_or(0) {
+        for (name, value) in [
+            ("subtotal_amount", sent_subtotal),
+            ("surcharge_amount", sent_surcharge),
+            ("tax", sent_tax),
+        ] {
+            if value.is_none() {
+                errors.add(
+                    name,
+                    format!(
+                        "{} is required when the amount of a surcharged transaction changes.",
+                        crate::engine::validate::label(name)
+                    ),
+                );
+            }
+        }
+        if !errors.is_empty() {
+            return Ok(());
+        }
+    } else if sent_subtotal.is_none() && sent_surcharge.is_none() && sent_tax.is_none() {
+        return Ok(());
+    }
+    let subtotal = sent_subtotal.or(tx.int("subtotal_amount")).unwrap_or(0);
+    let tax = sent_tax.or(tx.int("tax")).unwrap_or(0);
+    let surcharge = sent_surcharge.unwrap_or(stored_surcharge);
+    let pt = tx.text("product_transaction_id").unwrap_or_default();
+    let settings = conn
+        .query_one(&crate::db::Sql::with(
+            "SELECT settings FROM product_transactions WHERE id = ?",
+            vec![pt.into()],
+        ))?
+        .and_then(|row| row[0].as_str().and_then(|s| serde_json::from_str::<Json>(s).ok()))
+        .unwrap_or(Json::Null);
+    let bp = rate_bp(&settings).unwrap_or(0);
+    let expected = amount(subtotal, bp);
+    if surcharge != expected {
+        errors.add(
+            "surcharge_amount",
+            format!(
+                "Surcharge Amount must be {} ({}% of {}).",
+                Money::from_cents(expected),
+                Money::from_cents(bp),
+                Money::from_cents(subtotal)
+            ),
+        );
+    } else if new_total != subtotal + tax + surcharge {
+        errors.add(
+            "transaction_amount",
+            format!(
+                "Transaction Amount must be the subtotal plus tax plus surcharge ({}).",
+                Money::from_cents(subtotal + tax + surcharge)
+            ),
+        );
+    }
+    Ok(())
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

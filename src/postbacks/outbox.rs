@@ -165,6 +165,9 @@ fn data(cx: &Cx, conn: &mut dyn Conn, record: &Record, expands: &str) -> ApiResu
         .map(str::to_string)
         .collect();
     let mut json = render_expanded(cx, conn, record, &names)?;
+    if let Json::Object(map) = &mut json {
+        crate::engine::embedded_keys(record.res, map);
+    }
     strip_links(&mut json);
     Ok(json.to_string())
 }

@@ -166,7 +166,22 @@ impl Rules for ContactRules {
                     existing.id()
                 ),
             )),
-            None => Ok(None),
+            None => {
+                // Receipts follow the location's default unless the
+                // contact says otherwise: always a boolean, never null.
+                if input.record.get("email_trx_receipt").is_null() {
+                    let location = input.record.text("location_id").unwrap_or_default().to_string();
+                    let default = conn
+                        .query_one(&crate::db::Sql::with(
+                            "SELECT contact_email_trx_receipt_default FROM locations WHERE id = ?",
+                            vec![location.into()],
+                        ))?
+                        .and_then(|row| row[0].as_int())
+                        .unwrap_or(0);
+                    input.record.set("email_trx_receipt", i64::from(default != 0));
+                }
+                Ok(None)
+            }
         }
     }
 

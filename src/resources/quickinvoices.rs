@@ -56,12 +56,12 @@ pub static QUICK_INVOICE: Resource = Resource {
             .sort()
             .doc("the pay link stops working after this day"),
         Field::text("email", 5, 128).pu().filter().pattern(Pattern::Email),
-        Field::flag("allow_partial_pay").pu().filter(),
+        Field::flag("allow_partial_pay").numbered().pu().filter(),
         Field::money("single_payment_min_amount", MAX_AMOUNT).pu(),
         Field::money("single_payment_max_amount", MAX_AMOUNT).pu(),
-        Field::flag("allow_overpayment").pu().filter(),
+        Field::flag("allow_overpayment").numbered().pu().filter(),
         Field::int("notification_days_before_due_date", 0, 99).pu(),
-        Field::flag("notification_on_due_date").pu(),
+        Field::flag("notification_on_due_date").numbered().pu(),
         Field::int("notification_days_after_due_date", 0, 99).pu(),
         Field::id("cc_product_transaction_id")
             .pu()
@@ -73,12 +73,12 @@ pub static QUICK_INVOICE: Resource = Resource {
             .filter()
             .refers(&PRODUCT_TRANSACTION)
             .doc("the location's default_ach when not sent; changeable while no payment exists"),
-        Field::flag("is_active").pu().filter(),
+        Field::flag("is_active").numbered().pu().filter(),
         Field::text("note", 0, 200).pu(),
         Field::text("notification_email", 0, 128)
             .pu()
             .pattern(Pattern::Email),
-        Field::flag("attach_files_to_email").pu(),
+        Field::flag("attach_files_to_email").numbered().pu(),
         Field::text("customer_id", 0, 64).pu().filter(),
         Field::tags("tags").post().filter().doc("tag titles, on creation"),
         Field::flag("send_email")
@@ -193,6 +193,15 @@ fn product_transaction(
     Ok(())
 }
 
+/// The largest single payment when none is set: the invoice's amount
+/// unless it allows overpayment (the reference's rule).
+fn default_max_payment(record: &Record) -> i64 {
+    match record.int("allow_overpayment") {
+        Some(1) => DEFAULT_MAX_PAYMENT,
+        _ => record.int("amount_due").unwrap_or(DEFAULT_MAX_PAYMENT),
+    }
+}
+
 fn check_amounts(record: &Record, errors: &mut FieldErrors) {
     let min = record.int("single_payment_min_amount").unwrap_or(0);
     let max = record
@@ -261,11 +270,10 @@ impl Rules for QuickInvoiceRules {
                 "The invoice needs a card or an ACH product transaction, and the location has no default.",
             );
         }
-        let defaults: [(&str, i64); 8] = [
+        let defaults: [(&str, i64); 7] = [
             ("allow_partial_pay", 0),
             ("allow_overpayment", 0),
             ("single_payment_min_amount", 0),
-            ("single_payment_max_amount", DEFAULT_MAX_PAYMENT),
             ("notification_days_before_due_date", 3),
             ("notification_on_due_date", 1),
             ("notification_days_after_due_date", 7),
@@ -278,6 +286,9 @@ impl Rules for QuickInvoiceRules {
         }
         if record.get("is_active").is_null() {
             record.set("is_active", 1i64);
+        }
+        if record.get("single_payment_max_amount").is_null() {
+            record.set("single_payment_max_amount", default_max_payment(record));
         }
         check_amounts(record, &mut errors);
         errors.into_result()?;
@@ -374,6 +385,11 @@ impl Rules for QuickInvoiceRules {
                     "The invoice needs a card or an ACH product transaction.",
                 );
             }
+        }
+        // A maximum that was the default follows what the default is now.
+        let max = "single_payment_max_amount";
+        if new.get(max) == old.get(max) && old.int(max) == Some(default_max_payment(old)) {
+            new.set(max, default_max_payment(new));
         }
         check_amounts(new, &mut errors);
         errors.into_result()?;

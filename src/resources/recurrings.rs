@@ -365,6 +365,12 @@ impl Rules for RecurringRules {
         }
         let on_hold = record.int("active") == Some(0);
         transitions::start(record, on_hold);
+        if past_the_calendar(record) {
+            return Err(ApiError::field(
+                "start_date",
+                "Start Date puts the schedule past 9999-12-31.",
+            ));
+        }
         Ok(None)
     }
 
@@ -434,6 +440,7 @@ impl Rules for RecurringRules {
         }
         let today = today(cx, conn, &location_id)?;
         if new.get("end_date") != old.get("end_date") {
+            let start = old.text("start_date").and_then(parse_date);
             if installment {
                 errors.add(
                     "end_date",
@@ -442,6 +449,9 @@ impl Rules for RecurringRules {
             } else if let Some(end) = new.text("end_date").and_then(parse_date) {
                 if end < today {
                     errors.add("end_date", "End Date cannot be in the past.");
+                } else if start.is_some_and(|s| end < s) {
+                    // As on create: a schedule cannot end before it starts.
+                    errors.add("end_date", "End Date cannot be before start_date.");
                 }
             }
         }
@@ -461,13 +471,16 @@ impl Rules for RecurringRules {
             }
         }
         errors.into_result()?;
-        if installment {
-            // installment_amount_total follows a new amount.
-            let count = old.int("installment_total_count").unwrap_or(0) - old.int("skip_count").unwrap_or(0);
-            new.set(
-                "installment_amount_total",
-                count.max(0) * new.int("transaction_amount").unwrap_or(0),
-            );
+        let (was, now) = (
+            old.int("transaction_amount").unwrap_or(0),
+            new.int("transaction_amount").unwrap_or(0),
+        );
+        if installment && was != now {
+            // installment_amount_total: what ran stays counted at the amount
+            // it ran for; the installments left follow the new amount.
+            let left = transitions::Plan::of(old).remaining().unwrap_or(0);
+            let total = old.int("installment_amount_total").unwrap_or(0);
+            new.set("installment_amount_total", total + left * (now - was));
         }
         let mut next = new.clone();
         if let Some(Some(date)) = moved_to {
@@ -493,6 +506,12 @@ impl Rules for RecurringRules {
             {
                 transitions::end(&mut next, transitions::ENDED_END_DATE);
             }
+        }
+        if past_the_calendar(&next) {
+            return Err(ApiError::field(
+                "next_run_date",
+                "Next Run Date puts the schedule past 9999-12-31.",
+            ));
         }
         *new = next;
         Ok(())
@@ -527,4 +546,12 @@ pub fn of_transaction(cx: &Cx, conn: &mut dyn Conn, transaction: &Record) -> Api
             .unwrap_or(Json::Null)),
         None => Ok(Json::Null),
     }
+}
+
+/// Whether a schedule's dates run past what yyyy-mm-dd can say (a year
+/// after 9999 is written with a sign and more digits).
+fn past_the_calendar(r: &Record) -> bool {
+    ["next_run_date", "end_date"]
+        .iter()
+        .any(|f| r.text(f).is_some_and(|t| t.len() != 10))
 }

@@ -28,7 +28,7 @@ pub static TRANSACTION_BATCH: Resource = Resource {
             .filter()
             .sort()
             .doc("1 To Settle, 2 Settled, 3 Error, 4 Re-process, 5 Processing, 6 Forced Closed"),
-        Field::flag("is_open").filter().sort(),
+        Field::flag("is_open").numbered().filter().sort(),
         Field::ts("batch_close_ts"),
         Field::text("settlement_file_name", 0, 128).filter(),
         Field::text("status_message", 0, 512).filter(),

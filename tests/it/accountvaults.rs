@@ -803,6 +803,10 @@ fn vault_bininfo(app: &TestApp) {
     let b = &info.body["bininfo"];
     assert_eq!(b["detail_card_product"], "D", "{b}");
     assert_eq!(
+        b["_links"]["self"]["href"],
+        format!("{}/v2/accountvaults/{disc}/bininfo", app.base)
+    );
+    assert_eq!(
         b["issuer_bank_name"],
         Value::Null,
         "no issuer before a range file is imported"

@@ -74,8 +74,8 @@ fn stored_ranges(app: &TestApp) -> i64 {
     }
 }
 
-/// Every field of the spec's `bin` record, in order.
-const BIN_FIELDS: [&str; 16] = [
+/// Every field of the spec's `bin` record, in order, and its link.
+const BIN_FIELDS: [&str; 17] = [
     "bin",
     "card_brand",
     "issuing_organization",
@@ -92,6 +92,7 @@ const BIN_FIELDS: [&str; 16] = [
     "is_regulated",
     "fsa_indicator",
     "created",
+    "_links",
 ];
 
 #[track_caller]
@@ -106,6 +107,12 @@ fn bin_record(t: &crate::support::Tenant, bin: &str) -> Value {
         .collect();
     assert_eq!(keys, BIN_FIELDS, "{bin}: every field of the spec's record");
     assert_eq!(record["bin"], bin);
+    assert!(
+        record["_links"]["self"]["href"]
+            .as_str()
+            .is_some_and(|h| h.ends_with(&format!("/v2/bins/{bin}"))),
+        "{record}"
+    );
     record
 }
 
@@ -352,7 +359,7 @@ fn brand_without_data(app: &TestApp) {
         assert_eq!(record["card_brand"], brand, "{bin}");
         assert_eq!(record["max_pan_length"], max_len, "{bin}");
         for field in BIN_FIELDS {
-            if !matches!(field, "bin" | "card_brand" | "max_pan_length") {
+            if !matches!(field, "bin" | "card_brand" | "max_pan_length" | "_links") {
                 assert_eq!(
                     record[field],
                     Value::Null,

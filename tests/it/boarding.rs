@@ -91,7 +91,8 @@ fn complete() -> Value {
             "driversLicenseState": "FL", "phoneNumber": "3525550100", "faxNumber": "3525550101",
             "emailAddress": "jane@example.com"
         },
-        "ownerEquity": { "owner1": 100 },
+        // The spec's shares are positive and below 100.
+        "ownerEquity": { "owner1": 99.5 },
         "organizationInformation": {
             "organizationName": "Doe Hardware LLC", "employerIdentificationNumber": "12-3456789",
             "website": "https://doe.example.com"
@@ -198,7 +199,10 @@ fn offer_application_signature_merchant(app: &TestApp) {
     // The answers, at the top level.
     let r = send(app, "PUT", &format!("/v1/application/{id}"), Some(complete())).expect(200);
     let answers = &r.body["answers"];
-    assert_eq!(answers["owner1Information"]["title"], "Mr");
+    assert_eq!(
+        answers["owner1Information"]["title"], "Mr.",
+        "stored as the spec spells it"
+    );
     assert_eq!(answers["owner1Information"]["socialSecurityNumber"], "XXXXX7531");
     assert_eq!(answers["owner1Information"]["driversLicenseNumber"], "XXXX9824");
     assert_eq!(answers["bankInformation"]["accountNumber"], "XXXXXXX3541");
@@ -388,7 +392,7 @@ fn every_group_is_validated_field_by_field(app: &TestApp) {
         "owner2Information": { "dateOfBirth": "2099-01-01" },
         "owner3Information": { "dateOfBirth": "2015-06-01", "socialSecurityNumber": "000123456" },
         "owner4Information": { "dateOfBirth": "1980-13-01", "zipCode": "32606 1234" },
-        "ownerEquity": { "owner1": 0, "owner2": 101, "owner3": 25.5 },
+        "ownerEquity": { "owner1": 0, "owner2": 100, "owner3": 25.555 },
         "organizationInformation": {
             "organizationName": "X", "employeeIdentificationNumber": "123456789", "website": "doe.example.com"
         },
@@ -489,7 +493,7 @@ fn every_group_is_validated_field_by_field(app: &TestApp) {
             "phoneNumber": "(352) 555-0100", "socialSecurityNumber": "219-09-7531" },
         "owner2Information": { "title": "CEO", "zipCode": "32606-1234", "state": "GU" },
         "owner3Information": { "title": "Mrs.", "zipCode": "32606", "state": "DC" },
-        "ownerEquity": { "owner1": 25, "owner2": "25", "owner3": 25, "owner4": 25 },
+        "ownerEquity": { "owner1": 33.33, "owner2": "33.33", "owner3": 33.34 },
         "organizationInformation": { "employeeIdentificationNumber": "98-7654321", "website": "http://shop.example.org/x" },
         "salesInformation": { "monthlyVolume": "999999999.99", "averageTicket": 12.5, "highestTicket": ">500000",
             "amexAnnualVolume": 0, "amexMarketingOptOut": true },
@@ -499,7 +503,8 @@ fn every_group_is_validated_field_by_field(app: &TestApp) {
     assert_eq!(a["businessOwnership"]["ownershipType"], "LLC- S Corp");
     assert_eq!(a["owner1Information"]["phoneNumber"], "3525550100");
     assert_eq!(a["owner1Information"]["socialSecurityNumber"], "XXXXX7531");
-    assert_eq!(a["ownerEquity"]["owner2"], 25);
+    assert_eq!(a["ownerEquity"]["owner1"], 33.33);
+    assert_eq!(a["ownerEquity"]["owner2"], 33.33, "a number, as sent in text");
     assert_eq!(a["salesInformation"]["monthlyVolume"], "999999999.99");
     assert_eq!(a["salesInformation"]["averageTicket"], "12.50");
     assert_eq!(a["salesInformation"]["highestTicket"], ">500000");

@@ -9,6 +9,7 @@ engine_tests!(
     contact_lifecycle,
     contact_api_id_is_unique_per_location,
     update_if_exists_updates_instead,
+    receipts_follow_the_location_default,
     api_id_addressing,
     contact_expands_and_changelogs,
     substring_filters_follow_every_change,
@@ -124,6 +125,42 @@ fn update_if_exists_updates_instead(app: &TestApp) {
     assert_eq!(again.body["contact"]["last_name"], "B");
     assert_eq!(again.body["contact"]["city"], "Austin");
     assert_eq!(t.get("/v2/contacts").body["meta"]["pagination"]["totalCount"], 1);
+    // An update needs only what changes: not the fields a new contact needs.
+    let partial = t
+        .post("/v2/contacts", json!({ "contact": { "location_id": loc, "city": "Reno", "contact_api_id": "u1", "update_if_exists": 1 } }))
+        .expect(200);
+    assert_eq!(partial.body["contact"]["city"], "Reno");
+    assert_eq!(partial.body["contact"]["last_name"], "B");
+    // A new contact still does, and nothing is written.
+    let r = t
+        .post("/v2/contacts", json!({ "contact": { "location_id": loc, "city": "Reno", "contact_api_id": "u2", "update_if_exists": 1 } }))
+        .expect(422);
+    assert!(!r.errors("last_name").is_empty(), "{}", r.text);
+    assert_eq!(t.get("/v2/contacts").body["meta"]["pagination"]["totalCount"], 1);
+}
+
+/// `email_trx_receipt` is always a boolean: unsent, the location's
+/// `contact_email_trx_receipt_default` decides.
+fn receipts_follow_the_location_default(app: &TestApp) {
+    let t = app.bootstrap();
+    let loc = t.location_id();
+    let off = t.contact(json!({}));
+    assert_eq!(off["email_trx_receipt"], false, "{off}");
+    t.put(
+        &format!("/v2/locations/{loc}"),
+        json!({ "location": { "contact_email_trx_receipt_default": 1 } }),
+    )
+    .expect(200);
+    let on = t.contact(json!({}));
+    assert_eq!(on["email_trx_receipt"], true, "{on}");
+    let declined = t.contact(json!({ "email_trx_receipt": 0 }));
+    assert_eq!(declined["email_trx_receipt"], false, "{declined}");
+    let listed = t.get("/v2/contacts?email_trx_receipt=1").expect(200);
+    assert_eq!(
+        listed.body["meta"]["pagination"]["totalCount"], 1,
+        "{}",
+        listed.text
+    );
 }
 
 fn api_id_addressing(app: &TestApp) {

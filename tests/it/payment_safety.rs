@@ -734,7 +734,7 @@ fn interrupted_settlement_is_reprocessed(app: &mut TestApp) {
     let r = t.post(&format!("{path}/settle"), json!({})).expect(200);
     let b = &r.body["transactionbatch"];
     assert_eq!(b["processing_status_id"], 2, "{}", r.text);
-    assert_eq!(b["is_open"], false);
+    assert_eq!(b["is_open"], 0);
     assert!(b["settlement_file_name"].is_string(), "{}", r.text);
     let tx = t.get(&format!("/v2/transactions/{id}")).expect(200);
     assert!(tx.body["transaction"]["settle_date"].is_string(), "{}", tx.text);
@@ -781,7 +781,7 @@ fn a_settle_and_a_void_never_overlap(app: &mut TestApp) {
         r.text
     );
     let b = t.get(&path).expect(200).body["transactionbatch"].clone();
-    assert_eq!(b["is_open"], true, "the refused settle closed nothing: {b}");
+    assert_eq!(b["is_open"], 1, "the refused settle closed nothing: {b}");
     assert_eq!(b["processing_status_id"], 1, "{b}");
     let attempts = db(app).count(
         "SELECT settle_attempts FROM transaction_batches WHERE id = ?",

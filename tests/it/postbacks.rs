@@ -12,6 +12,14 @@ use std::collections::BTreeMap;
 use std::net::TcpListener;
 use std::time::Duration;
 
+/// A contact as embeds and postbacks show it: `header_message_type_id`.
+fn as_embedded(mut contact: Value) -> Value {
+    let map = contact.as_object_mut().expect("a contact");
+    let v = map.remove("header_message_type").expect("header_message_type");
+    map.insert("header_message_type_id".into(), v);
+    contact
+}
+
 fn without_links(mut v: Value) -> Value {
     if let Some(o) = v.as_object_mut() {
         o.remove("_links");
@@ -216,7 +224,8 @@ fn contact_events_carry_the_record_expands_and_auth(app: &mut TestApp) {
     let create = got[0].data();
     let mut plain_create = create.clone();
     plain_create.as_object_mut().unwrap().remove("changelogs");
-    assert_eq!(plain_create, without_links(contact.clone()));
+    // Postbacks name a contact's header_message_type as embeds do.
+    assert_eq!(plain_create, as_embedded(without_links(contact.clone())));
     let logs = create["changelogs"].as_array().expect("changelogs");
     assert_eq!(logs.len(), 1);
     assert_eq!(logs[0]["action"], "CREATE");
@@ -230,7 +239,7 @@ fn contact_events_carry_the_record_expands_and_auth(app: &mut TestApp) {
     assert_eq!(update["first_name"], "Grace");
     let mut plain_update = update.clone();
     plain_update.as_object_mut().unwrap().remove("changelogs");
-    assert_eq!(plain_update, without_links(after_update.clone()));
+    assert_eq!(plain_update, as_embedded(without_links(after_update.clone())));
     let last = update["changelogs"].as_array().unwrap().last().unwrap().clone();
     assert_eq!(last["action"], "UPDATE");
     let detail = last["changelog_details"]
@@ -251,7 +260,7 @@ fn contact_events_carry_the_record_expands_and_auth(app: &mut TestApp) {
     // No credentials configured: no Authorization header, no expands.
     let got = plain.wait_for(3, WAIT);
     assert!(got.iter().all(|r| r.header("authorization").is_none()));
-    assert_eq!(got[0].data(), without_links(contact));
+    assert_eq!(got[0].data(), as_embedded(without_links(contact)));
     // on_update / on_delete off: only the CREATE.
     let got = creates_only.wait_for(1, WAIT);
     // No event was even written for the update and the delete.
@@ -303,6 +312,8 @@ fn vault_transaction_and_batch_events(app: &mut TestApp) {
     let data = got[0].data();
     assert_eq!(data["account_number"], "XXXXXXXXXXXX1111");
     assert_eq!(data["contact"]["id"], contact["id"]);
+    assert!(data["contact"].get("header_message_type").is_none(), "{data}");
+    assert!(data["contact"].get("header_message_type_id").is_some(), "{data}");
     assert!(!got[0].body.contains("4111111111111111"), "no clear card number");
 
     let tx = sale(&t, "12.34");
@@ -329,7 +340,7 @@ fn vault_transaction_and_batch_events(app: &mut TestApp) {
     assert_eq!(got[0].field("type"), "CREATE");
     assert_eq!(got[0].field("resource"), "transactionbatch");
     let batch = got[0].data();
-    assert_eq!(batch["is_open"], true);
+    assert_eq!(batch["is_open"], 1);
     assert_eq!(batch["processing_status_id"], 1);
     let batch_id = str_of(&batch["id"]);
     let settled = t
@@ -340,7 +351,7 @@ fn vault_transaction_and_batch_events(app: &mut TestApp) {
     let got = batches.wait_for(2, WAIT);
     assert_eq!(got[1].field("type"), "UPDATE");
     let data = got[1].data();
-    assert_eq!(data["is_open"], false);
+    assert_eq!(data["is_open"], 0);
     assert_eq!(data["processing_status_id"], 2);
     assert_eq!(data["settlement_file_name"], settled["settlement_file_name"]);
     let log = data["changelogs"].as_array().unwrap().last().unwrap().clone();

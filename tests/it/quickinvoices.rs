@@ -11,6 +11,7 @@ use std::time::Duration;
 
 engine_tests!(
     create_with_defaults_and_sums,
+    largest_payment_follows_overpayment,
     bad_invoices_are_refused,
     add_and_remove_transactions,
     product_transactions_fixed_once_paid,
@@ -106,7 +107,8 @@ fn create_with_defaults_and_sums(app: &TestApp) {
         (Some(1), Some(1))
     );
     assert_eq!(q["single_payment_min_amount"], "0.00");
-    assert_eq!(q["single_payment_max_amount"], "9999999.99");
+    // Without overpayment the largest payment is the invoice's amount.
+    assert_eq!(q["single_payment_max_amount"], "21.00");
     assert_eq!(q["notification_days_before_due_date"], 3);
     assert_eq!(q["notification_days_after_due_date"], 7);
     assert_eq!(
@@ -117,14 +119,12 @@ fn create_with_defaults_and_sums(app: &TestApp) {
         q["ach_product_transaction_id"],
         t.cred("ach_product_transaction_id").as_str()
     );
+    // The spec's 0/1 flags are answered 1 or 0.
     for flag in ["allow_partial_pay", "allow_overpayment", "attach_files_to_email"] {
-        assert!(
-            q[flag] == json!(false) || q[flag] == json!(0),
-            "{flag}: {}",
-            q[flag]
-        );
+        assert_eq!(q[flag], json!(0), "{flag}");
     }
-    assert!(q["is_active"] == json!(true) || q["is_active"] == json!(1));
+    assert_eq!(q["notification_on_due_date"], json!(1));
+    assert_eq!(q["is_active"], json!(1));
     assert_eq!(q["active"], q["is_active"]);
     let pay = q["_links"]["pay"]["href"].as_str().unwrap();
     assert!(
@@ -1223,4 +1223,49 @@ fn concurrent_full_payments_approve_once(app: &TestApp) {
             "round {round}"
         );
     }
+}
+
+/// `single_payment_max_amount` unset: the invoice's amount, or with
+/// overpayment allowed the largest amount; a default follows changes.
+fn largest_payment_follows_overpayment(app: &TestApp) {
+    let t = app.bootstrap();
+    // Allowing overpayment lifts it; a new item list moves a maximum that
+    // was the default; one set by hand stays.
+    let over = invoice(&t, json!({ "allow_overpayment": 1 })).expect(201).body["quickinvoice"].clone();
+    assert_eq!(over["single_payment_max_amount"], "9999999.99");
+    let other = invoice(&t, json!({})).expect(201).body["quickinvoice"].clone();
+    let qid = other["id"].as_str().unwrap();
+    let moved = t
+        .put(
+            &format!("/v2/quickinvoices/{qid}"),
+            json!({ "quickinvoice": { "item_list": { "item1xx": 30 } } }),
+        )
+        .expect(200)
+        .body["quickinvoice"]
+        .clone();
+    assert_eq!(moved["single_payment_max_amount"], "30.00", "{moved}");
+    let opened = t
+        .put(
+            &format!("/v2/quickinvoices/{qid}"),
+            json!({ "quickinvoice": { "allow_overpayment": true } }),
+        )
+        .expect(200)
+        .body["quickinvoice"]
+        .clone();
+    assert_eq!(opened["single_payment_max_amount"], "9999999.99", "{opened}");
+    assert_eq!(opened["allow_overpayment"], json!(1));
+    let set = invoice(&t, json!({ "single_payment_max_amount": "15.00" }))
+        .expect(201)
+        .body["quickinvoice"]
+        .clone();
+    let sid = set["id"].as_str().unwrap();
+    let kept = t
+        .put(
+            &format!("/v2/quickinvoices/{sid}"),
+            json!({ "quickinvoice": { "item_list": { "item1xx": 30 } } }),
+        )
+        .expect(200)
+        .body["quickinvoice"]
+        .clone();
+    assert_eq!(kept["single_payment_max_amount"], "15.00");
 }

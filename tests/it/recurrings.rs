@@ -17,6 +17,7 @@ engine_tests!(
     field_rules_refuse_clearly,
     actions_follow_the_state_machine,
     put_rules,
+    changes_after_runs,
     vault_rules,
     lists_filter_sort_and_expand,
     a_year_of_monthly_billing,
@@ -618,6 +619,15 @@ fn put_rules(app: &TestApp) {
         ))
     );
     assert_eq!(moved["installment_amount_total"], json!("30.00"));
+    // A next run past what yyyy-mm-dd can say is refused, and nothing moves.
+    let r = t
+        .put(
+            &format!("/v2/recurrings/{iid}"),
+            json!({ "recurring": { "next_run_date": "9999-12-31" } }),
+        )
+        .expect(422);
+    assert!(error_fields(&r).contains("next_run_date"), "{}", r.text);
+    assert_eq!(get(&t, iid)["next_run_date"], json!(text(moved_to)));
     // Changes are logged.
     let logs = t
         .get(&format!("/v2/recurrings/{id}?expand=changelogs"))
@@ -1683,4 +1693,51 @@ fn two_nodes_charge_each_schedule_once() {
             0
         );
     });
+}
+
+/// What a PUT does to a schedule that has run: a new amount counts from
+/// the next installment on, and an ongoing schedule cannot be made to end
+/// before it started.
+fn changes_after_runs(app: &TestApp) {
+    let t = app.bootstrap();
+    let (_, vault) = customer(&t, false);
+    let start = plus_days(today(&t), 1);
+    let i = create(
+        &t,
+        &vault,
+        json!({ "installment_total_count": 3, "transaction_amount": "10.00", "interval_type": "d" }),
+    );
+    let iid = i["id"].as_str().unwrap();
+    assert_eq!(i["installment_amount_total"], json!("30.00"));
+    advance_to(&t, start, 12);
+    assert_eq!(runs(&t, iid).len(), 1);
+    let more = t
+        .put(
+            &format!("/v2/recurrings/{iid}"),
+            json!({ "recurring": { "transaction_amount": "20.00" } }),
+        )
+        .expect(200)
+        .body["recurring"]
+        .clone();
+    assert_eq!(more["installment_amount_total"], json!("50.00"), "{more}");
+    advance_to(&t, plus_days(start, 3), 12);
+    let charged: Vec<Value> = runs(&t, iid)
+        .iter()
+        .map(|r| r["transaction_amount"].clone())
+        .collect();
+    assert_eq!(charged, [json!("10.00"), json!("20.00"), json!("20.00")]);
+    assert_eq!(get(&t, iid)["status"], json!("ended"));
+
+    // An ongoing schedule starting next month cannot end before then.
+    let later = plus_days(today(&t), 40);
+    let o = create(&t, &vault, json!({ "start_date": text(later) }));
+    let oid = o["id"].as_str().unwrap();
+    let r = t
+        .put(
+            &format!("/v2/recurrings/{oid}"),
+            json!({ "recurring": { "end_date": text(plus_days(today(&t), 20)) } }),
+        )
+        .expect(422);
+    assert_eq!(r.errors("end_date"), ["End Date cannot be before start_date."]);
+    assert_eq!(get(&t, oid)["status"], json!("active"));
 }

@@ -639,6 +639,99 @@ fn surcharges_on_credit_cards_only(app: &TestApp) {
     with_surcharge["surcharge_amount"] = json!("0.30");
     let r = sale(&t, with_surcharge);
     assert_eq!(r.status, 422, "{}", r.text);
+    // An action that changes a surcharged total sends its parts, which
+    // must agree as on a sale: the record never shows a surcharge other
+    // than the one charged.
+    let put =
+        |id: &str, body: Value| t.put(&format!("/v2/transactions/{id}"), json!({ "transaction": body }));
+    let auth = sale(&t, json!({ "action": "authonly", "transaction_amount": "50.00" })).expect(201);
+    let auth_id = auth.body["transaction"]["id"].as_str().unwrap().to_string();
+    assert_eq!(auth.body["transaction"]["transaction_amount"], "51.50");
+    let r = put(
+        &auth_id,
+        json!({ "action": "authcomplete", "transaction_amount": "40.00" }),
+    );
+    assert_eq!(r.status, 422, "{}", r.text);
+    for part in ["subtotal_amount", "surcharge_amount", "tax"] {
+        assert!(r.body["errors"][part].is_array(), "{part}: {}", r.text);
+    }
+    let r = put(
+        &auth_id,
+        json!({ "action": "authcomplete", "transaction_amount": "41.20", "subtotal_amount": "30.00",
+                "surcharge_amount": "1.20", "tax": "0.00" }),
+    );
+    assert_eq!(r.status, 422, "{}", r.text);
+    assert!(r.body["errors"]["surcharge_amount"].is_array(), "{}", r.text);
+    let r = put(
+        &auth_id,
+        json!({ "action": "authcomplete", "transaction_amount": "41.00", "subtotal_amount": "40.00",
+                "surcharge_amount": "1.20", "tax": "0.00" }),
+    );
+    assert_eq!(r.status, 422, "{}", r.text);
+    assert!(r.body["errors"]["transaction_amount"].is_array(), "{}", r.text);
+    let unchanged = t.get(&format!("/v2/transactions/{auth_id}")).expect(200);
+    assert_eq!(
+        unchanged.body["transaction"]["status_id"], 102,
+        "refusals changed nothing"
+    );
+    let done = put(
+        &auth_id,
+        json!({ "action": "authcomplete", "transaction_amount": "41.20", "subtotal_amount": "40.00",
+                "surcharge_amount": "1.20", "tax": "0.00" }),
+    )
+    .expect(200);
+    let tx = &done.body["transaction"];
+    assert_eq!(
+        (
+            tx["status_id"].clone(),
+            tx["transaction_amount"].clone(),
+            tx["subtotal_amount"].clone(),
+            tx["surcharge_amount"].clone()
+        ),
+        (json!(101), json!("41.20"), json!("40.00"), json!("1.20"))
+    );
+    // Completing for the authorized amount needs nothing more.
+    let full = sale(&t, json!({ "action": "authonly", "transaction_amount": "10.00" })).expect(201);
+    let full_id = full.body["transaction"]["id"].as_str().unwrap().to_string();
+    let r = put(&full_id, json!({ "action": "authcomplete" })).expect(200);
+    assert_eq!(r.body["transaction"]["surcharge_amount"], "0.30");
+    // A partial reversal of a surcharged sale likewise.
+    let big = sale(&t, json!({ "transaction_amount": "100.00" })).expect(201);
+    let big_id = big.body["transaction"]["id"].as_str().unwrap().to_string();
+    let r = put(
+        &big_id,
+        json!({ "action": "partialreversal", "transaction_amount": "51.50" }),
+    );
+    assert_eq!(r.status, 422, "{}", r.text);
+    let r = put(
+        &big_id,
+        json!({ "action": "partialreversal", "transaction_amount": "51.50", "subtotal_amount": "50.00",
+                "surcharge_amount": "1.50", "tax": "0" }),
+    )
+    .expect(200);
+    let tx = &r.body["transaction"];
+    assert_eq!(
+        (
+            tx["transaction_amount"].clone(),
+            tx["subtotal_amount"].clone(),
+            tx["surcharge_amount"].clone()
+        ),
+        (json!("51.50"), json!("50.00"), json!("1.50"))
+    );
+    // A transaction without a surcharge does not gain one.
+    let debit_auth = sale(
+        &t,
+        json!({ "action": "authonly", "account_number": "5105105105105100", "transaction_amount": "10.00" }),
+    )
+    .expect(201);
+    let debit_id = debit_auth.body["transaction"]["id"].as_str().unwrap().to_string();
+    let r = put(
+        &debit_id,
+        json!({ "action": "authcomplete", "transaction_amount": "9.00", "surcharge_amount": "0.27" }),
+    );
+    assert_eq!(r.status, 422, "{}", r.text);
+    assert!(r.body["errors"]["surcharge_amount"].is_array(), "{}", r.text);
+
     // Off again: nothing added.
     assert!(ferrogate(
         app,

@@ -1097,6 +1097,28 @@ fn partialreversal_and_tipadjust(app: &TestApp) {
         (back["transaction_amount"].clone(), back["tip_amount"].clone()),
         (json!("11.00"), json!("1.00"))
     );
+    // A tip is part of the amount: never more than it, and a partial
+    // reversal below the tip lowers the tip with it.
+    refused(
+        post_tx(&t, card("sale", "10.00", json!({ "tip_amount": "10.01" }))),
+        "tip_amount",
+        "Tip Amount is part of Transaction Amount and, with the tax, cannot exceed it.",
+    );
+    refused(
+        post_tx(&t, card("sale", "10.00", json!({ "tax": "11.00" }))),
+        "tax",
+        "Tax is part of Transaction Amount and cannot exceed it.",
+    );
+    let tipped = create(&t, card("sale", "30.00", json!({ "tip_amount": "10.00" })));
+    let r = act(
+        &t,
+        &id(&tipped),
+        json!({ "action": "partialreversal", "transaction_amount": "5.00" }),
+    );
+    assert_eq!(
+        (r["transaction_amount"].clone(), r["tip_amount"].clone()),
+        (json!("5.00"), json!("5.00"))
+    );
 }
 
 fn edit_action(app: &TestApp) {
@@ -1894,6 +1916,10 @@ fn ach_simulator(app: &TestApp) {
     assert_eq!(s["reason_code_id"], 2122);
     assert_eq!(s["charge_back_date"], today());
     assert_eq!(s["return_date"], today());
+    // The processor's last word is the return, not the first approval.
+    assert_eq!(s["verbiage"], "Rejected-R22");
+    assert_ne!(s["response_message"], "Approved and complete", "{s}");
+    assert!(s["response_message"].is_string(), "{s}");
     for to in [201, 301, 133, 134] {
         refused(
             simulate(&t, &id(&c), json!(to)),
@@ -1916,6 +1942,26 @@ fn ach_simulator(app: &TestApp) {
         ),
         (json!(201), json!(1200))
     );
+    // As the void action: nothing is left to move, and the batch agrees.
+    let voided = &r.body["transaction"];
+    assert_eq!(voided["transaction_amount"], "0.00", "{voided}");
+    assert!(voided["void_date"].is_string(), "{voided}");
+    assert_eq!(voided["verbiage"], "Voided");
+    if let Some(batch) = voided["transaction_batch_id"].as_str() {
+        let b = get_batch(&t, batch);
+        let listed = t
+            .get(&format!(
+                "/v2/transactions?transaction_batch_id={batch}&page_size=100"
+            ))
+            .expect(200);
+        let sum: f64 = listed.body["transactions"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|x| x["transaction_amount"].as_str().unwrap().parse::<f64>().unwrap())
+            .sum();
+        assert_eq!(format!("{sum:.2}"), b["total_amount"].as_str().unwrap(), "{b}");
+    }
     refused(
         simulate(&t, &id(&v), json!(301)),
         "status_id",
@@ -1986,7 +2032,7 @@ fn batch_membership(app: &TestApp) {
     }
     let b = get_batch(&t, &batch_id);
     assert_eq!(b["batch_num"], 2);
-    assert_eq!(b["is_open"], true);
+    assert_eq!(b["is_open"], 1);
     assert_eq!(b["processing_status_id"], 1);
     assert_eq!(b["transaction_count"], 4);
     assert_eq!(b["total_amount"], "26.00", "20 + 3 + 7 - 4");
@@ -2093,7 +2139,7 @@ fn batch_lists_and_filters(app: &TestApp) {
     let b = get_batch(&t, &open_id);
     assert_eq!(b["id"], open_id.as_str());
     assert_eq!(b["batch_num"], 18);
-    assert_eq!(b["is_open"], true);
+    assert_eq!(b["is_open"], 1);
     assert_eq!(b["total_amount"], "1.00");
     assert_eq!(b["transaction_count"], 1);
     t.get("/v2/transactionbatches/01a1fe751c63719db8b8f59b25161469")
@@ -2114,7 +2160,10 @@ fn settle_success_and_permissions(app: &TestApp) {
     let t = app.bootstrap();
     let s = sale(&t, "10.00");
     let f = force(&t, "5.00");
+    let v = sale(&t, "3.00");
+    act(&t, &id(&v), json!({ "action": "void" }));
     let batch_id = str_of(&s["transaction_batch_id"]);
+    assert_eq!(v["transaction_batch_id"], batch_id.as_str());
     // Read-only (2) and Clerk (3) users may not settle.
     for role in ["2", "3"] {
         let (uid, key) = t.user(&t.location_id(), Some(role));
@@ -2125,12 +2174,12 @@ fn settle_success_and_permissions(app: &TestApp) {
     let b = get_batch(&t, &batch_id);
     assert_eq!(
         (b["is_open"].clone(), b["processing_status_id"].clone()),
-        (json!(true), json!(1))
+        (json!(1), json!(1))
     );
 
     let b = settled(&t, &batch_id);
     assert_eq!(b["id"], batch_id.as_str());
-    assert_eq!(b["is_open"], false);
+    assert_eq!(b["is_open"], 0);
     assert_eq!(b["processing_status_id"], 2);
     assert_eq!(b["status_message"], Value::Null);
     assert_eq!(b["settlement_file_name"], format!("sandbox-{batch_id}-1.csv"));
@@ -2144,6 +2193,8 @@ fn settle_success_and_permissions(app: &TestApp) {
         assert_eq!(back["transaction_batch_id"], batch_id.as_str());
         assert_eq!(back["is_settled"], true);
     }
+    // A voided sale moved no money: nothing of it settled.
+    assert_eq!(get_tx(&t, &id(&v), "")["settle_date"], Value::Null);
     refused(settle(&t, &batch_id), "id", "The batch is already settled.");
     settle(&t, "01a1fe751c63719db8b8f59b25161469").expect(404);
 
@@ -2193,7 +2244,7 @@ fn settlement_error_table(app: &TestApp) {
             let what = format!("row {i} ({}) at {}", row.amount, money(cents));
             assert_eq!(b["processing_status_id"], 3, "{what}");
             assert_eq!(b["status_message"], row.message, "{what}");
-            assert_eq!(b["is_open"], false, "{what}");
+            assert_eq!(b["is_open"], 0, "{what}");
             assert_eq!(b["settlement_file_name"], Value::Null, "{what}");
             // Retrying fails the same way: the amount is still last.
             let again = settle(&t, &batch_id).expect(200).body["transactionbatch"].clone();
@@ -2309,13 +2360,20 @@ fn concurrent_sales_and_settles_count_each_sale_once(app: &TestApp) {
         &[&location],
     );
     assert_eq!(counted as usize, clients * each + 3, "every sale counted once");
-    // A settled batch holds only sales that were settled with it.
+    // A settled batch holds only sales that were settled with it; a
+    // voided one settled nothing.
     let unsettled = db.count(
         "SELECT COUNT(*) FROM transactions x JOIN transaction_batches b ON b.id = x.transaction_batch_id \
-         WHERE b.location_id = ? AND b.processing_status_id = 2 AND x.settle_date IS NULL",
+         WHERE b.location_id = ? AND b.processing_status_id = 2 AND x.settle_date IS NULL AND x.status_id <> 201",
         &[&location],
     );
     assert_eq!(unsettled, 0);
+    let voided_settled = db.count(
+        "SELECT COUNT(*) FROM transactions x JOIN transaction_batches b ON b.id = x.transaction_batch_id \
+         WHERE b.location_id = ? AND x.settle_date IS NOT NULL AND x.status_id = 201",
+        &[&location],
+    );
+    assert_eq!(voided_settled, 0);
 }
 
 fn rejected_batch_rule(app: &TestApp) {
@@ -2328,7 +2386,7 @@ fn rejected_batch_rule(app: &TestApp) {
     let b = settle(&t, &batch_id).expect(200).body["transactionbatch"].clone();
     assert_eq!(b["processing_status_id"], 3);
     assert_eq!(b["status_message"], "Batch Rejected");
-    assert_eq!(b["is_open"], false);
+    assert_eq!(b["is_open"], 0);
     let listed = t.get("/v2/transactionbatches?processing_status_id=3").expect(200);
     assert_eq!(listed.body["meta"]["pagination"]["totalCount"], 1);
     // A new transaction goes to a new batch meanwhile.
