@@ -422,6 +422,7 @@ impl Schedules {
                 quick_invoice_id: None,
                 replaces: None,
                 terminal: None,
+                hosted_payment_page_id: None,
             },
             idempotency: None,
         };

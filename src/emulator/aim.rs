@@ -93,6 +93,16 @@ pub fn request(f: &Fields) -> Map<String, Json> {
         "transactionType".into(),
         json!(kind.map(Kind::api_name).unwrap_or(&x_type)),
     );
+    let settings: Vec<Json> = [
+        ("testRequest", f.get("x_test_request")),
+        ("duplicateWindow", f.get("x_duplicate_window")),
+    ]
+    .into_iter()
+    .filter_map(|(name, value)| value.map(|v| json!({ "settingName": name, "settingValue": v })))
+    .collect();
+    if !settings.is_empty() {
+        r.insert("transactionSettings".into(), json!({ "setting": settings }));
+    }
     let mut put = |key: &str, value: Option<&str>| {
         if let Some(v) = value {
             r.insert(key.into(), json!(v));

@@ -84,6 +84,15 @@ pub fn create(sub: &Map<String, Json>, location_id: &str) -> Result<NewSubscript
         contact.insert("first_name".into(), json!(fit(f, 64)));
     }
     let vault = card(sub, location_id)?.ok_or_else(|| missing("payment.creditCard is required."))?;
+    // Their E00018: a card that expires before the first payment.
+    let exp = vault.get("exp_date").and_then(Json::as_str).unwrap_or_default();
+    if let (Some(mm), Some(yy)) = (exp.get(..2), exp.get(2..4)) {
+        let card_ends = format!("20{yy}-{mm}-31");
+        if card_ends.as_str() < start.as_str() {
+            let (code, text) = super::codes::api::CARD_EXPIRES_FIRST;
+            return Err((code, text.to_string()));
+        }
+    }
     Ok(NewSubscription {
         contact,
         vault,

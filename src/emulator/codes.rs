@@ -37,6 +37,17 @@ pub const BAD_AMOUNT: Reason = reason(ResponseCode::Error, 5, "A valid amount is
 pub const BAD_CARD: Reason = reason(ResponseCode::Error, 6, "The credit card number is invalid.");
 pub const BAD_EXPIRY: Reason = reason(ResponseCode::Error, 7, "Credit card expiration date is invalid.");
 pub const EXPIRED: Reason = reason(ResponseCode::Error, 8, "The credit card has expired.");
+pub const DUPLICATE: Reason = reason(
+    ResponseCode::Error,
+    11,
+    "A duplicate transaction has been submitted.",
+);
+/// What a request in test mode answers: approved, and nothing charged.
+pub const TEST_MODE: Reason = reason(
+    ResponseCode::Approved,
+    1,
+    "(TESTMODE) This transaction has been approved.",
+);
 pub const NO_AUTH_CODE: Reason = reason(
     ResponseCode::Error,
     12,
@@ -213,6 +224,12 @@ pub mod api {
     );
     pub const INVALID_FIELD: &str = "E00013";
     pub const MISSING_FIELD: &str = "E00014";
+    pub const START_IN_PAST: (&str, &str) =
+        ("E00017", "Start Date must not occur before the submission date.");
+    pub const CARD_EXPIRES_FIRST: (&str, &str) = (
+        "E00018",
+        "Credit Card expires before the start of the subscription.",
+    );
     pub const FAILED: (&str, &str) = ("E00027", "The transaction was unsuccessful.");
     pub const NO_SUBSCRIPTION: (&str, &str) = ("E00035", "The subscription cannot be found.");
     pub const CANCELED: (&str, &str) = ("E00037", "Subscriptions that are canceled cannot be updated.");

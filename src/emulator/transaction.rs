@@ -194,6 +194,42 @@ pub fn plan(request: &Map<String, Json>) -> Result<Plan, Refusal> {
     })
 }
 
+/// A `transactionSettings` setting of the request, by name
+/// (`testRequest`, `duplicateWindow`, ...): one `setting` element or a
+/// list of them, each a `settingName` and a `settingValue`.
+pub fn setting(request: &Map<String, Json>, name: &str) -> Option<String> {
+    let settings = request.get("transactionSettings")?.as_object()?.get("setting")?;
+    let all: Vec<&Json> = match settings {
+        Json::Array(items) => items.iter().collect(),
+        one => vec![one],
+    };
+    all.into_iter().filter_map(Json::as_object).find_map(|s| {
+        (tree::text(s, "settingName")?.eq_ignore_ascii_case(name))
+            .then(|| tree::text(s, "settingValue"))
+            .flatten()
+    })
+}
+
+/// Whether a setting is on (`true`, `1`, ...).
+pub fn setting_on(request: &Map<String, Json>, name: &str) -> bool {
+    setting(request, name).is_some_and(|v| {
+        matches!(
+            v.to_ascii_lowercase().as_str(),
+            "true" | "t" | "1" | "yes" | "y" | "on"
+        )
+    })
+}
+
+/// How far back an identical new payment counts as a duplicate:
+/// `duplicateWindow` seconds, 120 unless sent, at most 28800 (their
+/// bounds); 0 turns the check off.
+pub fn duplicate_window(request: &Map<String, Json>) -> i64 {
+    setting(request, "duplicateWindow")
+        .and_then(|v| v.parse::<i64>().ok())
+        .map(|s| s.clamp(0, 28_800))
+        .unwrap_or(120)
+}
+
 /// The first characters of what a client sent, for a message.
 fn short(s: &str) -> String {
     s.chars().take(40).collect()
@@ -319,6 +355,8 @@ pub struct Outcome {
     pub account_number: String,
     pub account_type: String,
     pub amount: String,
+    /// Answered to a request in test mode: nothing was charged.
+    pub test: bool,
 }
 
 impl Outcome {
@@ -335,6 +373,39 @@ impl Outcome {
             account_number: String::new(),
             account_type: String::new(),
             amount: String::new(),
+            test: false,
+        }
+    }
+
+    /// A request in test mode (`testRequest`): checked like any other,
+    /// answered approved with transaction id 0, and never charged.
+    pub fn test_mode(kind: Kind, body: &Map<String, Json>) -> Outcome {
+        let number = body
+            .get("account_number")
+            .and_then(Json::as_str)
+            .unwrap_or_default();
+        let last_four = number.get(number.len().saturating_sub(4)..).unwrap_or_default();
+        Outcome {
+            kind: Some(kind),
+            reason: codes::TEST_MODE,
+            text: codes::TEST_MODE.text.to_string(),
+            auth_code: "000000".into(),
+            avs: "P",
+            cvv: "",
+            trans_id: "0".into(),
+            ref_trans_id: String::new(),
+            account_number: if last_four.is_empty() {
+                String::new()
+            } else {
+                format!("XXXX{last_four}")
+            },
+            account_type: String::new(),
+            amount: body
+                .get("transaction_amount")
+                .and_then(Json::as_str)
+                .unwrap_or_default()
+                .to_string(),
+            test: true,
         }
     }
 
@@ -352,7 +423,11 @@ impl Outcome {
             kind: Some(kind),
             reason,
             text: reason.text.to_string(),
-            auth_code: s("auth_code").filter(|_| approved).unwrap_or_default(),
+            // Their authorization codes are upper case.
+            auth_code: s("auth_code")
+                .filter(|_| approved)
+                .map(|c| c.to_ascii_uppercase())
+                .unwrap_or_default(),
             avs: if kind.checks_card() {
                 codes::avs(tx["avs_enhanced"].as_str())
             } else {
@@ -368,6 +443,7 @@ impl Outcome {
             account_number: s("last_four").map(|l| format!("XXXX{l}")).unwrap_or_default(),
             account_type: codes::card_type(tx["account_type"].as_str()).to_string(),
             amount: s("transaction_amount").unwrap_or_default(),
+            test: false,
         }
     }
 
@@ -387,7 +463,7 @@ impl Outcome {
             ("transId", Out::text(&self.trans_id)),
             ("refTransID", Out::text(&self.ref_trans_id)),
             ("transHash", Out::text("")),
-            ("testRequest", Out::text("0")),
+            ("testRequest", Out::text(if self.test { "1" } else { "0" })),
             ("accountNumber", Out::text(&self.account_number)),
             ("accountType", Out::text(&self.account_type)),
         ];

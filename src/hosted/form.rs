@@ -528,13 +528,14 @@ pub fn fields(kind: Kind, method: &str, flags: &Flags, data: &Map<String, Json>)
         out.push(Field::new("billing_state", "Province", Input::Text, "address-level1", 24).required(true));
     }
     if flags.show_service_address_fields && kind != Kind::AccountForm {
-        for (name, label, ac) in [
-            ("service_address_street", "Service street", "off"),
-            ("service_address_city", "Service city", "off"),
-            ("service_address_state", "Service state", "off"),
-            ("service_address_zip", "Service ZIP code", "off"),
+        // Named as the transaction's fields, with their lengths.
+        for (name, label, max_len) in [
+            ("service_address", "Service street", 32),
+            ("service_city", "Service city", 36),
+            ("service_state", "Service state", 26),
+            ("service_zip", "Service ZIP code", 12),
         ] {
-            out.push(Field::new(name, label, Input::Text, ac, 64));
+            out.push(Field::new(name, label, Input::Text, "off", max_len));
         }
     }
     for f in &mut out {

@@ -100,6 +100,15 @@ pub fn hash_key_used() -> ApiError {
     )
 }
 
+/// The refusal of a hash-key that opened a form with other data (two
+/// links made with one timestamp).
+pub fn hash_key_taken() -> ApiError {
+    ApiError::Forbidden(
+        "Hash key has already opened another form: each link needs a hash-key of its own. Make this link again with a new timestamp."
+            .into(),
+    )
+}
+
 /// Opens a form. A hash-key opens one form: opening it again (a reload)
 /// shows the same form until it is submitted, and nothing after.
 pub fn open(conn: &mut dyn Conn, new: NewSession) -> ApiResult<Session> {
@@ -109,7 +118,7 @@ pub fn open(conn: &mut dyn Conn, new: NewSession) -> ApiResult<Session> {
     ))?;
     if let Some(digest) = &new.hash_digest {
         if let Some(existing) = by_digest(conn, digest)? {
-            return reopen(existing);
+            return reopen_same(existing, &new.data);
         }
     }
     let id = crate::crypto::random_secret(32);
@@ -135,7 +144,7 @@ pub fn open(conn: &mut dyn Conn, new: NewSession) -> ApiResult<Session> {
     ))?;
     if inserted == 0 {
         let digest = new.hash_digest.as_deref().unwrap_or_default();
-        return reopen(by_digest(conn, digest)?.ok_or_else(hash_key_used)?);
+        return reopen_same(by_digest(conn, digest)?.ok_or_else(hash_key_used)?, &new.data);
     }
     Ok(Session {
         id,
@@ -162,6 +171,14 @@ pub fn opened_by(conn: &mut dyn Conn, digest: &str, kind: Kind) -> ApiResult<Opt
         Some(s) if s.kind != kind => Err(hash_key_used()),
         Some(s) => reopen(s).map(Some),
     }
+}
+
+/// [`reopen`], only for the data it was opened with.
+fn reopen_same(existing: Session, data: &Json) -> ApiResult<Session> {
+    if existing.data != *data {
+        return Err(hash_key_taken());
+    }
+    reopen(existing)
 }
 
 fn reopen(existing: Session) -> ApiResult<Session> {

@@ -18,7 +18,7 @@ use crate::emulator::transaction::{self, Kind, Outcome, Refusal};
 use crate::emulator::tree::{self, Format, Out};
 use crate::emulator::{aim, arb, envelope, response_name};
 use crate::engine::{self, query, validate, Cx};
-use crate::error::{ApiError, FieldErrors};
+use crate::error::{ApiError, ApiResult, FieldErrors};
 use crate::payments::{actions, FollowUp, NewPayment, Origin, TransactionId, TrxSource};
 use crate::resources::{ACCOUNT_VAULT, CONTACT, RECURRING, TRANSACTION};
 use axum::body::Bytes;
@@ -250,7 +250,27 @@ async fn run_transaction(app: &AppState, caller: &Caller, request: &Map<String, 
     if caller.perms.require(permission).is_err() {
         return Outcome::refused(Some(kind), &Refusal::new(codes::NO_PERMISSION));
     }
+    // Test mode: checked as any request, answered approved with
+    // transaction id 0, and nothing is charged or stored.
+    if transaction::setting_on(request, "testRequest") {
+        let number = plan.body.get("account_number").and_then(Json::as_str);
+        if number.is_some_and(|n| !crate::cards::luhn_ok(n)) {
+            return Outcome::refused(Some(kind), &Refusal::new(codes::BAD_CARD));
+        }
+        return match actions::parse(&plan.body, kind.follows_up()) {
+            Ok(_) => Outcome::test_mode(kind, &plan.body),
+            Err(e) => Outcome::refused(Some(kind), &refusal_of(kind, &e, None)),
+        };
+    }
     let cx = app.cx(caller);
+    if matches!(kind, Kind::AuthCapture | Kind::AuthOnly | Kind::CaptureOnly) {
+        let window = transaction::duplicate_window(request);
+        match duplicate_of(app, &cx, &plan.body, window).await {
+            Ok(false) => {}
+            Ok(true) => return Outcome::refused(Some(kind), &Refusal::new(codes::DUPLICATE)),
+            Err(e) => return Outcome::refused(Some(kind), &refusal_of(kind, &e, None)),
+        }
+    }
     // The transaction the request refers to: a number we answered (or,
     // for clients that know it, our own id), in the caller's scope.
     let mut referenced: Option<(String, i64, i64)> = None;
@@ -327,6 +347,51 @@ async fn run_transaction(app: &AppState, caller: &Caller, request: &Map<String, 
     }
 }
 
+/// Whether a new payment repeats one this emulator took at the caller's
+/// location within `window` seconds: the same card (first six and last
+/// four digits), amount and invoice number, as Authorize.Net refuses a
+/// repeat within `duplicateWindow` (a double click, a retried post).
+async fn duplicate_of(app: &AppState, cx: &Cx, body: &Map<String, Json>, window: i64) -> ApiResult<bool> {
+    let text = |k: &str| body.get(k).and_then(Json::as_str).unwrap_or_default().to_string();
+    let number = text("account_number");
+    let amount = crate::money::parse_text(&text("transaction_amount"), i64::MAX / 100).ok();
+    let (Some(amount), true) = (amount, window > 0 && number.len() >= 13) else {
+        return Ok(false);
+    };
+    let (first_six, last_four) = (number[..6].to_string(), number[number.len() - 4..].to_string());
+    let order = text("order_num");
+    // Ids are UUIDv7, made from the system clock, time first: the
+    // location's index reaches the window's rows without reading older
+    // ones (a minute's slack for clocks that step).
+    let wall_ms = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map(|d| d.as_millis() as i64)
+        .unwrap_or(0);
+    let since_ms = (wall_ms - (window + 60) * 1000).max(0);
+    let oldest_id = format!("{since_ms:012x}{}", "0".repeat(20));
+    let (location, since) = (cx.scope.location_id.clone(), cx.now - window);
+    app.store
+        .read(move |conn| {
+            let found = conn.query_one(&crate::db::Sql::with(
+                "SELECT 1 FROM transactions WHERE location_id = ? AND id >= ? AND created_ts >= ? \
+                 AND trx_source_id = ? AND transaction_amount = ? AND first_six = ? AND last_four = ? \
+                 AND COALESCE(order_num, '') = ? LIMIT 1",
+                vec![
+                    location.into(),
+                    oldest_id.into(),
+                    since.into(),
+                    TrxSource::Emulator.code().into(),
+                    amount.into(),
+                    first_six.into(),
+                    last_four.into(),
+                    order.into(),
+                ],
+            ))?;
+            Ok(found.is_some())
+        })
+        .await
+}
+
 /// One of our refusals as their reason: by the field it names, else by
 /// what the referenced transaction's state says.
 fn refusal_of(kind: Kind, e: &ApiError, referenced_status: Option<i64>) -> Refusal {
@@ -346,7 +411,13 @@ fn refusal_of(kind: Kind, e: &ApiError, referenced_status: Option<i64>) -> Refus
     let text = messages.first().cloned().unwrap_or_default();
     match (field.as_str(), kind) {
         ("account_number", _) => Refusal::new(codes::BAD_CARD),
-        ("exp_date", _) if text.to_ascii_lowercase().contains("expired") => Refusal::new(codes::EXPIRED),
+        ("exp_date", _)
+            if ["expired", "in the past"]
+                .iter()
+                .any(|w| text.to_ascii_lowercase().contains(w)) =>
+        {
+            Refusal::new(codes::EXPIRED)
+        }
         ("exp_date", _) => Refusal::new(codes::BAD_EXPIRY),
         ("cvv", _) => Refusal::new(codes::BAD_CVV),
         ("transaction_amount", Kind::Refund) => Refusal::new(codes::OVER_CREDITED),
@@ -407,6 +478,10 @@ fn arb_refused(r: arb::Refusal) -> Answer {
 /// A validation failure inside an ARB job, as their field message.
 fn arb_error(e: ApiError) -> Result<Answer, ApiError> {
     match e {
+        // A start before today is their E00017, not a field error.
+        ApiError::Validation(errors) if errors.0.contains_key("start_date") => {
+            Ok((message(api::START_IN_PAST), false, Vec::new()))
+        }
         ApiError::Validation(errors) | ApiError::Conflict(errors) => {
             Ok(((api::INVALID_FIELD, first_error(&errors)), false, Vec::new()))
         }

@@ -657,13 +657,18 @@ async fn open_form_inner(
             })?;
             let cx = app2.cx(&caller);
             let digest = hash_key::digest(creds.hash_key.as_deref().unwrap_or_default());
-            // The hash-key does not sign the data: a link opened again
-            // shows the form as first opened, whatever data it now carries.
+            let data = decode_data(&data_hex, kind.envelope())?;
+            // A link opened again (a reload) shows its form as first opened.
+            // The hash-key signs the user and the timestamp, not the data:
+            // two links made in the same second share it, and the second
+            // must never show, or pay into, the first one's form.
             if let Some(session) = sessions::opened_by(conn, &digest, kind)? {
+                if session.data != Json::Object(data.clone()) {
+                    return Err(sessions::hash_key_taken());
+                }
                 let prepared = prepare_form(conn, &cx, kind, &session.data, false)?;
                 return Ok((session, prepared));
             }
-            let data = decode_data(&data_hex, kind.envelope())?;
             let prepared = prepare_form(conn, &cx, kind, &Json::Object(data.clone()), true)?;
             let session = sessions::open(
                 conn,
@@ -746,7 +751,15 @@ async fn open_payment_page_inner(
             caller.perms.require("transactions.create")?;
             let cx = app2.cx(&caller);
             let link = match data {
-                None => json!({ "id": page.id }),
+                // A page is opened by a link its merchant sealed: without
+                // one, a payer could drop the link's fixed amount, hidden
+                // fields and expiry.
+                None => {
+                    return Err(ApiError::BadRequest(
+                        "data is required: the page's link, its JSON (at least {\"id\": PAGE}) encrypted with the page's key."
+                            .into(),
+                    ))
+                }
                 Some(sealed) => {
                     let plain = page_cipher::decrypt(&page.key, &sealed).ok_or_else(|| {
                         ApiError::Unauthorized(
@@ -1089,7 +1102,7 @@ async fn submit_inner(app: &AppState, id: String, body: &[u8]) -> ApiResult<Resp
         }
     }
     let outcome = if prepared.kind.makes_payment() {
-        charge(app, &cx, &prepared, merged).await
+        charge(app, &cx, &prepared, session.page_id.clone(), merged).await
     } else {
         store_vault(app, &cx, merged).await
     };
@@ -1138,7 +1151,13 @@ async fn submit_inner(app: &AppState, id: String, body: &[u8]) -> ApiResult<Resp
 }
 
 /// The payment, through the payments core like every other.
-async fn charge(app: &AppState, cx: &Cx, prepared: &Prepared, body: Map<String, Json>) -> ApiResult<Json> {
+async fn charge(
+    app: &AppState,
+    cx: &Cx,
+    prepared: &Prepared,
+    page_id: Option<String>,
+    body: Map<String, Json>,
+) -> ApiResult<Json> {
     let input = actions::parse(&body, false)?;
     let source = if prepared.kind == Kind::PaymentPage {
         TrxSource::HostedPaymentPage
@@ -1147,7 +1166,10 @@ async fn charge(app: &AppState, cx: &Cx, prepared: &Prepared, body: Map<String, 
     };
     let request = NewPayment {
         input,
-        origin: Origin::from(source),
+        origin: Origin {
+            hosted_payment_page_id: page_id,
+            ..Origin::from(source)
+        },
         idempotency: None,
     };
     Ok(app.payments.create(cx.clone(), request).await?.body)

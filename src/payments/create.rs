@@ -366,7 +366,22 @@ pub fn precheck(
     let contact_id = identify_payer(cx, conn, parsed, &place, &mut errors)?;
     check_save_account(parsed, contact_id.as_deref(), &mut errors);
     check_api_id(cx, conn, &record, &place, &mut errors)?;
+    check_parts(&record, &mut errors);
     errors.into_result()
+}
+
+/// Tax and tip are parts of the amount charged, never more than it.
+fn check_parts(record: &Record, errors: &mut FieldErrors) {
+    let amount = record.int("transaction_amount").unwrap_or(0);
+    let tax = record.int("tax").unwrap_or(0);
+    if tax > amount {
+        errors.add("tax", "Tax is part of Transaction Amount and cannot exceed it.");
+    } else if tax + record.int("tip_amount").unwrap_or(0) > amount {
+        errors.add(
+            "tip_amount",
+            "Tip Amount is part of Transaction Amount and, with the tax, cannot exceed it.",
+        );
+    }
 }
 
 /// `save_account` stores the account on a contact: one must be named.
@@ -422,6 +437,7 @@ fn draft(cx: &Cx, parsed: &Parsed, origin: &Origin, node: &str) -> Record {
         origin.quick_invoice_id.as_ref().map(|q| q.to_string()),
     );
     record.set("notification_email_sent", 0);
+    record.set("hosted_payment_page_id", origin.hosted_payment_page_id.clone());
     if let Some(read) = &origin.terminal {
         record.set("terminal_id", read.terminal_id.clone());
         record.set("terminal_serial_number", read.serial_number.clone());
@@ -658,17 +674,7 @@ fn check_requirements(
             errors.add("cvv", blank("cvv"));
         }
     }
-    // Tax and tip are parts of the amount charged.
-    let amount = record.int("transaction_amount").unwrap_or(0);
-    let tax = record.int("tax").unwrap_or(0);
-    if tax > amount {
-        errors.add("tax", "Tax is part of Transaction Amount and cannot exceed it.");
-    } else if tax + record.int("tip_amount").unwrap_or(0) > amount {
-        errors.add(
-            "tip_amount",
-            "Tip Amount is part of Transaction Amount and, with the tax, cannot exceed it.",
-        );
-    }
+    check_parts(record, errors);
     if let (Some(a), Some(b)) = (record.text("checkin_date"), record.text("checkout_date")) {
         let parse = |s: &str| chrono::NaiveDate::parse_from_str(s, "%Y-%m-%d").ok();
         if let (Some(a), Some(b)) = (parse(a), parse(b)) {

@@ -95,6 +95,8 @@ pub struct Origin {
     pub replaces: Option<TransactionId>,
     /// A card read by a payment terminal (router transactions).
     pub terminal: Option<TerminalRead>,
+    /// The hosted payment page the payer paid on.
+    pub hosted_payment_page_id: Option<String>,
 }
 
 /// Where and how a terminal read the card of a card-present payment.
@@ -125,6 +127,7 @@ impl From<TrxSource> for Origin {
             quick_invoice_id: None,
             replaces: None,
             terminal: None,
+            hosted_payment_page_id: None,
         }
     }
 }

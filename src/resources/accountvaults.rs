@@ -87,6 +87,7 @@ pub static ACCOUNT_VAULT: Resource = Resource {
             .doc("with dl_state; returned masked"),
         Field::text("dl_state", 2, 2)
             .pu()
+            .filter()
             .pattern(Pattern::State)
             .doc("with dl_number"),
         Field::text("dob_year", 4, 4).post().pattern(Pattern::Digits),

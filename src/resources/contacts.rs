@@ -41,7 +41,7 @@ pub static CONTACT: Resource = Resource {
             .exact()
             .sort()
             .doc("integrator's own id, unique per location"),
-        Field::text("contact_balance", 0, 12).pu(),
+        Field::text("contact_balance", 0, 12).pu().filter(),
         Field::text("contact_c1", 0, 128).pu().filter(),
         Field::text("contact_c2", 0, 128).pu().filter(),
         Field::text("contact_c3", 0, 128).pu().filter(),
@@ -69,9 +69,10 @@ pub static CONTACT: Resource = Resource {
             .pattern(Pattern::Digits),
         Field::text("office_ext_phone", 0, 10)
             .pu()
+            .filter()
             .pattern(Pattern::Digits),
         Field::date("date_of_birth").pu().filter(),
-        Field::text("header_message", 0, 250).pu(),
+        Field::text("header_message", 0, 250).pu().filter(),
         Field::int("header_message_type", 0, 4)
             .pu()
             .filter()

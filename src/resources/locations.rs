@@ -38,15 +38,19 @@ pub static LOCATION: Resource = Resource {
         Field::id("branding_domain_id").pu().filter(),
         Field::text("account_number", 0, 32).pu().filter(),
         Field::text("address1", 0, 32).pu().filter(),
-        Field::text("address2", 0, 32).pu(),
+        Field::text("address2", 0, 32).pu().filter(),
         Field::text("city", 0, 100).pu().filter().sort(),
         Field::text("state", 0, 100).pu().filter(),
         Field::text("zip_code", 5, 10).pu().filter().pattern(Pattern::Zip),
-        Field::text("office_phone", 10, 10).pu().pattern(Pattern::Digits),
+        Field::text("office_phone", 10, 10)
+            .pu()
+            .filter()
+            .pattern(Pattern::Digits),
         Field::text("office_ext_phone", 0, 10)
             .pu()
+            .filter()
             .pattern(Pattern::Digits),
-        Field::text("fax", 10, 10).pu().pattern(Pattern::Digits),
+        Field::text("fax", 10, 10).pu().filter().pattern(Pattern::Digits),
         Field::text("aba", 9, 9)
             .pu()
             .pattern(Pattern::Digits)
@@ -54,10 +58,14 @@ pub static LOCATION: Resource = Resource {
         Field::text("dda", 3, 32).pu(),
         Field::text("tz", 0, 24)
             .pu()
+            .filter()
             .pattern(Pattern::TimeZone)
             .doc("IANA time zone; _ts filter keywords use it (UTC when unset)"),
         Field::text("receipt_logo", 0, 256).pu(),
-        Field::text("email_reply_to", 0, 60).pu().pattern(Pattern::Email),
+        Field::text("email_reply_to", 0, 60)
+            .pu()
+            .filter()
+            .pattern(Pattern::Email),
         Field::text("location_api_id", 24, 36).pu().exact(),
         Field::text("location_api_key", 36, 36)
             .encrypted()

@@ -535,7 +535,10 @@ impl Rules for UserRules {
         }
         // The user's roles and notes go with it: see `cascades`.
         require_covers_user(conn, &cx.perms, record.id())?;
-        super::authroleusers::keep_an_administrator(conn, record, "id")
+        super::authroleusers::keep_an_administrator(conn, record, "id")?;
+        // And its sign-ins: a session, live or long idle, is no reason
+        // to keep a user.
+        crate::sessions::close_all(conn, record.id())
     }
 
     fn render(&self, _cx: &Cx, record: &Record, out: &mut Map<String, Json>) {

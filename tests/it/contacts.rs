@@ -10,6 +10,7 @@ engine_tests!(
     contact_api_id_is_unique_per_location,
     update_if_exists_updates_instead,
     receipts_follow_the_location_default,
+    record_columns_filter_lists,
     api_id_addressing,
     contact_expands_and_changelogs,
     substring_filters_follow_every_change,
@@ -433,4 +434,40 @@ fn unfiltered_totals_follow_every_write(app: &TestApp) {
     assert_eq!(total(&g_user, "&last_name=N"), 1);
     db.exec("DELETE FROM row_counts WHERE stripe = 99", &[]);
     assert_eq!(total(&other, ""), 1, "another tenant's rows are its own");
+}
+
+/// Lists narrow by record columns (the spec's `?field=value`), the
+/// plainer columns included; a number or secret column does not.
+fn record_columns_filter_lists(app: &TestApp) {
+    let t = app.bootstrap();
+    let a = t.contact(json!({ "office_ext_phone": "123", "header_message": "Call first" }));
+    let _b = t.contact(json!({ "office_ext_phone": "987" }));
+    for query in ["office_ext_phone=123", "header_message=call"] {
+        let r = t.get(&format!("/v2/contacts?{query}")).expect(200);
+        let ids: Vec<&str> = r.body["contacts"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|c| c["id"].as_str().unwrap())
+            .collect();
+        assert_eq!(ids, [a["id"].as_str().unwrap()], "{query}");
+    }
+    let loc = t.location_id();
+    t.put(
+        &format!("/v2/locations/{loc}"),
+        json!({ "location": { "tz": "America/Chicago", "fax": "5125550199" } }),
+    )
+    .expect(200);
+    for query in ["tz=chicago", "fax=5125550199"] {
+        let r = t.get(&format!("/v2/locations?{query}")).expect(200);
+        let found: Vec<&str> = r.body["locations"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|l| l["id"].as_str().unwrap())
+            .collect();
+        assert!(found.contains(&loc.as_str()), "{query}: {}", r.text);
+    }
+    t.get("/v2/locations?tz=Europe").expect(200);
+    t.get("/v2/locations?dda=1").expect(422);
 }

@@ -22,6 +22,7 @@ engine_tests!(
     capture_only_is_a_force_and_needs_its_code,
     aim_capture_only_and_credit,
     type_confused_json_answers_their_error,
+    test_mode_duplicates_and_their_codes,
 );
 
 /// The full card numbers these tests (and the SDK scripts) send: none may
@@ -899,5 +900,164 @@ fn type_confused_json_answers_their_error(app: &TestApp) {
         &json!({ "authenticateTestRequest": { "merchantAuthentication": authentication(&t) } }),
     );
     assert_eq!(v["messages"]["resultCode"], "Ok", "{v}");
+    no_card_in_log(app);
+}
+
+/// A JSON `createTransactionRequest` sale of `amount` on `card`, with
+/// `settings` (`[name, value]` pairs) and an invoice number.
+fn json_sale(
+    t: &Tenant,
+    amount: &str,
+    card: &str,
+    expiry: &str,
+    invoice: &str,
+    settings: &[(&str, &str)],
+) -> Value {
+    let setting: Vec<Value> = settings
+        .iter()
+        .map(|(n, v)| json!({ "settingName": n, "settingValue": v }))
+        .collect();
+    json!({ "createTransactionRequest": { "merchantAuthentication": authentication(t),
+        "transactionRequest": { "transactionType": "authCaptureTransaction", "amount": amount,
+            "payment": { "creditCard": { "cardNumber": card, "expirationDate": expiry, "cardCode": "999" } },
+            "order": { "invoiceNumber": invoice },
+            "transactionSettings": { "setting": setting } } } })
+}
+
+/// Test mode charges nothing; a repeat within the duplicate window is
+/// their reason 11; an expired card is reason 8; codes are theirs.
+fn test_mode_duplicates_and_their_codes(app: &TestApp) {
+    let t = app.bootstrap();
+    let response = |v: &Value| v["transactionResponse"].clone();
+    // Test mode: approved, transaction id 0, nothing stored.
+    let test = post_json(
+        app,
+        &t,
+        &json_sale(
+            &t,
+            "12.21",
+            "4111111111111111",
+            "2035-12",
+            "T-1",
+            &[("testRequest", "true")],
+        ),
+    );
+    let r = response(&test);
+    assert_eq!(
+        (r["responseCode"].clone(), r["transId"].clone()),
+        (json!("1"), json!("0")),
+        "{test}"
+    );
+    assert_eq!(r["testRequest"], "1");
+    assert!(
+        r["messages"][0]["description"]
+            .as_str()
+            .unwrap()
+            .contains("TESTMODE"),
+        "{test}"
+    );
+    assert!(emulated(&t).is_empty(), "test mode charges nothing");
+    // Still checked: a bad card is refused in test mode too.
+    let bad = post_json(
+        app,
+        &t,
+        &json_sale(
+            &t,
+            "12.21",
+            "4111111111111112",
+            "2035-12",
+            "T-1",
+            &[("testRequest", "true")],
+        ),
+    );
+    assert_eq!(response(&bad)["errors"][0]["errorCode"], "6", "{bad}");
+
+    // A repeat of the same card, amount and invoice: their reason 11.
+    let first = post_json(
+        app,
+        &t,
+        &json_sale(&t, "12.21", "4111111111111111", "2035-12", "D-1", &[]),
+    );
+    let r = response(&first);
+    assert_eq!(r["responseCode"], "1", "{first}");
+    let code = r["authCode"].as_str().unwrap();
+    assert!(
+        code.len() == 6 && !code.chars().any(|c| c.is_ascii_lowercase()),
+        "{code}"
+    );
+    let again = post_json(
+        app,
+        &t,
+        &json_sale(&t, "12.21", "4111111111111111", "2035-12", "D-1", &[]),
+    );
+    let r = response(&again);
+    assert_eq!(
+        (r["responseCode"].clone(), r["errors"][0]["errorCode"].clone()),
+        (json!("3"), json!("11")),
+        "{again}"
+    );
+    assert_eq!(emulated(&t).len(), 1, "the repeat charged nothing");
+    // Another invoice, or the window turned off, is not a duplicate.
+    let other = post_json(
+        app,
+        &t,
+        &json_sale(&t, "12.21", "4111111111111111", "2035-12", "D-2", &[]),
+    );
+    assert_eq!(response(&other)["responseCode"], "1", "{other}");
+    let off = post_json(
+        app,
+        &t,
+        &json_sale(
+            &t,
+            "12.21",
+            "4111111111111111",
+            "2035-12",
+            "D-1",
+            &[("duplicateWindow", "0")],
+        ),
+    );
+    assert_eq!(response(&off)["responseCode"], "1", "{off}");
+    assert_eq!(emulated(&t).len(), 3);
+    // AIM's x_duplicate_window and x_test_request mean the same.
+    let aim_test = aim(
+        app,
+        &t,
+        &[
+            ("x_amount", "3.33"),
+            ("x_card_num", "4111111111111111"),
+            ("x_exp_date", "12/35"),
+            ("x_test_request", "TRUE"),
+        ],
+    );
+    assert_eq!(aim_test.split(',').nth(6), Some("0"), "{aim_test}");
+    assert_eq!(emulated(&t).len(), 3);
+
+    // An expired card: their reason 8.
+    let expired = post_json(
+        app,
+        &t,
+        &json_sale(&t, "4.44", "4111111111111111", "2020-01", "E-1", &[]),
+    );
+    assert_eq!(response(&expired)["errors"][0]["errorCode"], "8", "{expired}");
+
+    // ARB: a start before today is E00017; a card that ends first, E00018.
+    let arb = |start: &str, expiry: &str| {
+        post_json(
+            app,
+            &t,
+            &json!({ "ARBCreateSubscriptionRequest": { "merchantAuthentication": authentication(&t),
+                "subscription": { "name": "Gym", "paymentSchedule": { "interval": { "length": 1, "unit": "months" },
+                    "startDate": start, "totalOccurrences": 12 }, "amount": "10.00",
+                    "payment": { "creditCard": { "cardNumber": "4111111111111111", "expirationDate": expiry } },
+                    "billTo": { "firstName": "Ann", "lastName": "Lee" } } } }),
+        )
+    };
+    let past = arb("2020-01-15", "2035-12");
+    assert_eq!(past["messages"]["message"][0]["code"], "E00017", "{past}");
+    let ends_first = arb("2034-01-15", "2033-12");
+    assert_eq!(
+        ends_first["messages"]["message"][0]["code"], "E00018",
+        "{ends_first}"
+    );
     no_card_in_log(app);
 }

@@ -12,6 +12,7 @@ use serde_json::{json, Value};
 engine_tests!(
     payform_sale_is_found_by_its_api_id,
     payform_refusals_are_pages_or_json,
+    two_links_of_one_second_never_share_a_form,
     a_mistyped_card_can_be_corrected_on_the_same_form,
     a_declined_payform_and_an_ach_debit,
     accountform_stores_a_vault,
@@ -629,6 +630,12 @@ fn hosted_payment_page_links(app: &TestApp) {
     let list = t.get("/v2/transactions?trx_source_id=10").expect(200).body["transactions"].clone();
     assert_eq!(list.as_array().unwrap().len(), 1);
     assert_eq!(list[0]["transaction_amount"], "25.00");
+    // The page that took it is on the transaction, and finds it.
+    assert_eq!(list[0]["hosted_payment_page_id"], id);
+    let by_page = t
+        .get(&format!("/v2/transactions?hosted_payment_page_id={id}"))
+        .expect(200);
+    assert_eq!(by_page.body["meta"]["pagination"]["totalCount"], 1);
 
     // A fixed amount the payer cannot change, a hidden description.
     let fixed = json!({ "id": id, "timestamp": now(), "field_configuration": { "body": { "fields": [
@@ -699,6 +706,10 @@ fn hosted_payment_page_links(app: &TestApp) {
     );
     get_page(app, &format!("/hostedpaymentpage?id={id}&data={cross}")).expect(401);
     get_page(app, "/hostedpaymentpage?id=0123456789abcdef0123456789abcdef").expect(404);
+    // Without its sealed link a page does not open: the link's fixed
+    // amount, hidden fields and expiry cannot be dropped.
+    let bare = get_page(app, &format!("/hostedpaymentpage?id={id}")).expect(400);
+    assert!(bare.text.contains("data is required"), "{}", bare.text);
     // An inactive page opens nothing.
     t.put(
         &format!("/v2/hostedpaymentpages/{id}"),
@@ -1013,4 +1024,73 @@ fn flags_change_the_form(app: &TestApp) {
     )
     .expect(200);
     assert!(!done.text.contains("data-fg-close"), "nor on the result");
+
+    // The service address fields are the transaction's own.
+    let data = json!({ "transaction": { "payment_method": "cc", "action": "sale", "transaction_amount": "3.00",
+        "transaction_api_id": "service-1", "show_service_address_fields": true } });
+    let form = get_page(app, &form_link(&t, "/v2/payform", fresh_ts(), &data)).expect(200);
+    assert!(form.text.contains("fg-service_city"), "{}", form.text);
+    submit(
+        app,
+        &form_action(&form),
+        &[
+            ("account_number", "4111111111111111"),
+            ("exp_date", "1239"),
+            ("service_address", "9 Depot Rd"),
+            ("service_city", "Austin"),
+            ("service_state", "TX"),
+            ("service_zip", "78701"),
+        ],
+    )
+    .expect(200);
+    let tx = &by_api_id(&t, "service-1")[0];
+    assert_eq!(
+        (
+            tx["service_address"].clone(),
+            tx["service_city"].clone(),
+            tx["service_zip"].clone()
+        ),
+        (json!("9 Depot Rd"), json!("Austin"), json!("78701"))
+    );
+}
+
+/// Two PayForm links made in the same second share their hash-key (it
+/// signs the user and the timestamp, not the data). The second never
+/// shows, or pays into, the first one's form: it is refused, and the
+/// first pays its own amount once.
+fn two_links_of_one_second_never_share_a_form(app: &TestApp) {
+    let t = app.bootstrap();
+    let ts = fresh_ts();
+    let mut big = sale_data("order-a");
+    big["transaction"]["transaction_amount"] = json!("250.00");
+    let first = form_link(&t, "/v2/payform", ts, &big);
+    let second = form_link(&t, "/v2/payform", ts, &sale_data("order-b"));
+    let form = get_page(app, &first).expect(200);
+    assert!(form.text.contains("Pay $250.00"));
+    let refused = get_page(app, &second).expect(403);
+    assert!(
+        refused.text.contains("Hash key has already opened another form"),
+        "{}",
+        refused.text
+    );
+    assert!(
+        !refused.text.contains("250.00"),
+        "nothing of the first form shows"
+    );
+    // A reload of the first still shows its form, and it pays once.
+    let again = get_page(app, &first).expect(200);
+    assert_eq!(form_action(&again), form_action(&form));
+    submit(
+        app,
+        &form_action(&form),
+        &[
+            ("account_number", "4111111111111111"),
+            ("exp_date", "1239"),
+            ("billing_street", "1 Main St"),
+        ],
+    )
+    .expect(200);
+    assert_eq!(by_api_id(&t, "order-a").len(), 1);
+    assert!(by_api_id(&t, "order-b").is_empty());
+    get_page(app, &second).expect(403);
 }

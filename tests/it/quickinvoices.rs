@@ -443,7 +443,36 @@ fn pay_page_pays_within_the_rules(app: &TestApp) {
         shown.text.contains("item1xx") && shown.text.contains("Bakery order") && shown.text.contains("INV-7")
     );
     assert!(shown.text.contains("readonly"), "the amount is the balance");
-    let paid = page(app, &link, Some(&with_amount("1.00"))).expect(200);
+    // Only the balance the page showed is charged: another amount posted
+    // (a tampered form, or a page opened before the invoice changed) is
+    // refused with the balance as it is now, and nothing is charged.
+    let tampered = page(app, &link, Some(&with_amount("1.00"))).expect(422);
+    assert!(
+        tampered.text.contains("The balance of this invoice is now 21.00"),
+        "{}",
+        tampered.text
+    );
+    let qid = q["id"].as_str().unwrap();
+    let changed = t
+        .put(
+            &format!("/v2/quickinvoices/{qid}"),
+            json!({ "quickinvoice": { "item_list": { "item1xx": 10, "item2yy": "12" } } }),
+        )
+        .expect(200);
+    assert_eq!(changed.body["quickinvoice"]["remaining_balance"], "22.00");
+    let stale = page(app, &link, Some(&with_amount("21.00"))).expect(422);
+    assert!(stale.text.contains("is now 22.00"), "{}", stale.text);
+    t.put(
+        &format!("/v2/quickinvoices/{qid}"),
+        json!({ "quickinvoice": { "item_list": { "item1xx": 10, "item2yy": "11" } } }),
+    )
+    .expect(200);
+    let untouched = t.get(&format!("/v2/quickinvoices/{qid}")).expect(200);
+    assert_eq!(
+        untouched.body["quickinvoice"]["payment_status_id"], 1,
+        "nothing was charged"
+    );
+    let paid = page(app, &link, Some(&with_amount("21.00"))).expect(200);
     assert!(paid.text.contains("Payment approved"), "{}", paid.text);
     let q_after = t
         .get(&format!(

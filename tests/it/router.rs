@@ -708,6 +708,8 @@ fn bad_router_requests_prompt_nobody(app: &TestApp) {
             "contact_id",
         ),
         (json!({ "save_account": 1 }), "contact_id"),
+        // Tax is part of the amount: refused before the device is asked.
+        (json!({ "tax": "9.00" }), "tax"),
     ] {
         let r = t
             .post(

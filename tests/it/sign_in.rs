@@ -236,6 +236,22 @@ fn passwords_and_session_tokens(app: &TestApp) {
     t.put(&own, json!({ "user": { "status": 0 } })).expect(200);
     assert_eq!(sign_in(&c, "pat", "Reset2024x").status, 401);
 
+    // A user whose last sign-in was never signed out (its session long
+    // idle) is deleted like any other, and its sessions with it.
+    let (idle, _) = reader(&t, "idle", "Idle12345x");
+    let idle_token = sign_in(&c, "idle", "Idle12345x").expect(201).body["token"]["token"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    advance(&t, 3600);
+    with_token(&c, "GET", "/v2/users/me", &idle_token, None).expect(401);
+    t.delete(&format!("/v2/users/{idle}")).expect(204);
+    let sessions = crate::support::db::db(app).count(
+        "SELECT COUNT(*) FROM user_sessions WHERE user_id = ?",
+        &[idle.as_str()],
+    );
+    assert_eq!(sessions, 0);
+
     // No password reached the log.
     let log = app.log();
     for secret in [
