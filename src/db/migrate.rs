@@ -186,6 +186,13 @@ pub const MIGRATIONS: &[Migration] = &[
         include_str!("../../migrations/0027_batch_tallies.postgres.sql"),
         include_str!("../../migrations/0027_batch_tallies.sqlite.sql"),
     ),
+    (
+        28,
+        "contact_receipts",
+        include_str!("../../migrations/0028_contact_receipts.sql"),
+        "",
+        "",
+    ),
 ];
 
 /// Applies every migration not yet recorded. Returns how many ran.

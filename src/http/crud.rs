@@ -138,7 +138,7 @@ fn address(res: &Resource, id: String, pairs: &[(String, String)], caller: &Call
 
 /// Checks single-record query parameters: only expand, api_id, location_id
 /// (with api_id) and credentials.
-fn item_params(
+pub fn item_params(
     res: &'static Resource,
     pairs: &[(String, String)],
     allow_expand: bool,

@@ -274,6 +274,14 @@ async fn run_transaction(app: &AppState, caller: &Caller, request: &Map<String, 
     // The transaction the request refers to: a number we answered (or,
     // for clients that know it, our own id), in the caller's scope.
     let mut referenced: Option<(String, i64, i64)> = None;
+    let mut body = plan.body;
+    // Their capture sends a total; a surcharged authorization completed
+    // for another total needs its parts, worked out at the rate.
+    let capture_total = (kind == Kind::PriorAuthCapture)
+        .then(|| body.get("transaction_amount").and_then(Json::as_str))
+        .flatten()
+        .and_then(|t| crate::money::parse_text(t, i64::MAX / 100).ok());
+    let mut parts: Option<(i64, i64, i64)> = None;
     if let Some(reference) = plan.reference.clone() {
         let cx2 = cx.clone();
         let found = app
@@ -289,20 +297,38 @@ async fn run_transaction(app: &AppState, caller: &Caller, request: &Map<String, 
                     return Ok(None);
                 };
                 let number = numbers::number_of(conn, Number::Transaction, tx.id())?;
-                Ok(Some((
-                    tx.id().to_string(),
-                    number,
-                    tx.int("status_id").unwrap_or(0),
-                )))
+                let surcharged = tx.int("surcharge_amount").is_some_and(|s| s > 0);
+                let parts = match capture_total {
+                    Some(total) if surcharged && tx.int("transaction_amount") != Some(total) => {
+                        let tax = tx.int("tax").unwrap_or(0);
+                        let pt = tx.text("product_transaction_id").unwrap_or_default();
+                        let bp = crate::payments::surcharge::product_rate(conn, pt)?;
+                        crate::payments::surcharge::split(total, tax, bp).map(|(s, c)| (s, c, tax))
+                    }
+                    _ => None,
+                };
+                let found = (tx.id().to_string(), number, tx.int("status_id").unwrap_or(0));
+                Ok(Some((found, parts)))
             })
             .await;
         match found {
-            Ok(Some(r)) => referenced = Some(r),
+            Ok(Some((r, p))) => {
+                referenced = Some(r);
+                parts = p;
+            }
             Ok(None) => return Outcome::refused(Some(kind), &Refusal::new(codes::NOT_FOUND)),
             Err(e) => return Outcome::refused(Some(kind), &refusal_of(kind, &e, None)),
         }
     }
-    let mut body = plan.body;
+    if let Some((subtotal, surcharge, tax)) = parts {
+        for (name, cents) in [
+            ("subtotal_amount", subtotal),
+            ("surcharge_amount", surcharge),
+            ("tax", tax),
+        ] {
+            body.insert(name.into(), Json::String(crate::money::format(cents)));
+        }
+    }
     if let (Kind::Refund, Some((id, _, _))) = (kind, &referenced) {
         body.insert("previous_transaction_id".into(), Json::String(id.clone()));
     }
@@ -479,7 +505,12 @@ fn arb_refused(r: arb::Refusal) -> Answer {
 fn arb_error(e: ApiError) -> Result<Answer, ApiError> {
     match e {
         // A start before today is their E00017, not a field error.
-        ApiError::Validation(errors) if errors.0.contains_key("start_date") => {
+        ApiError::Validation(errors)
+            if errors
+                .0
+                .get("start_date")
+                .is_some_and(|ms| ms.iter().any(|m| m.contains("in the past"))) =>
+        {
             Ok((message(api::START_IN_PAST), false, Vec::new()))
         }
         ApiError::Validation(errors) | ApiError::Conflict(errors) => {

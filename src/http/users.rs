@@ -5,15 +5,15 @@ use super::extract::IdPath;
 use super::AppState;
 use crate::auth::Caller;
 use crate::crypto::{hash_api_key, random_secret};
-use crate::engine::{query, render};
+use crate::engine::{self, query};
 use crate::error::{ApiError, ApiResult};
 use crate::resources::USER;
-use axum::extract::State;
+use axum::extract::{RawQuery, State};
 use axum::http::StatusCode;
 use axum::response::Response;
 use axum::routing::{get, post};
 use axum::Router;
-use serde_json::{json, Value as Json};
+use serde_json::json;
 
 pub fn routes() -> Router<AppState> {
     Router::new()
@@ -64,17 +64,22 @@ fn require_some_role(caller: &Caller) -> ApiResult<()> {
 }
 
 /// The caller's own user record (any role will do).
-async fn me(State(app): State<AppState>, caller: Caller) -> ApiResult<Response> {
+/// `GET /v2/users/me`: the caller's own record, with the expands and
+/// parameter checks of `GET /v2/users/{id}`.
+async fn me(State(app): State<AppState>, caller: Caller, RawQuery(q): RawQuery) -> ApiResult<Response> {
     require_some_role(&caller)?;
+    let pairs = super::extract::query_pairs(q.as_deref());
+    let expand = crud::item_params(&USER, &pairs, true)?;
     let cx = app.cx(&caller);
-    let cx2 = cx.clone();
-    let record = app
+    let body = app
         .store
         .read(move |conn| {
-            query::find(conn, &USER, &cx2.scope, &cx2.user_id)?.ok_or_else(|| ApiError::not_found("user"))
+            let record = query::find(conn, &USER, &cx.scope, &cx.user_id)?
+                .ok_or_else(|| ApiError::not_found("user"))?;
+            engine::render_read(&cx, conn, &record, &[], &expand)
         })
         .await?;
-    Ok(one(&USER, StatusCode::OK, Json::Object(render(&cx, &record))))
+    Ok(one(&USER, StatusCode::OK, body))
 }
 
 /// Issues a new API key for a user; the old one stops working at once.

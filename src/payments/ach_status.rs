@@ -24,6 +24,17 @@ pub fn apply(
 ) -> ApiResult<Record> {
     let tx =
         query::find(conn, &TRANSACTION, &cx.scope, id)?.ok_or_else(|| ApiError::not_found("transaction"))?;
+    // On PostgreSQL another job may be acting on it: hold its row and read
+    // it again, so an action's mark or a void committed meanwhile is seen.
+    let tx = if conn.dialect() == crate::db::Dialect::Postgres {
+        conn.query(&crate::db::Sql::with(
+            "SELECT id FROM transactions WHERE id = ? FOR UPDATE",
+            vec![tx.id().into()],
+        ))?;
+        super::pending::load(conn, tx.id())?
+    } else {
+        tx
+    };
     if tx.text("payment_method") != Some("ach") {
         return Err(ApiError::field(
             "status_id",
@@ -71,12 +82,9 @@ pub fn apply(
     if change.status_id == StatusId::Voided && refund {
         super::pending::release_refund(conn, &tx)?;
     }
+    // ACH transactions are in no batch: nothing to take out of one.
     let input = UpdateInput::named(&TRANSACTION, changes)?;
     let record = update_record(cx, conn, tx, input)?;
-    if change.status_id == StatusId::Voided && record.text("transaction_batch_id").is_some() {
-        let signed = if refund { -amount } else { amount };
-        super::batches::adjust(conn, cx, &record, -1, -signed)?;
-    }
     crate::invoices::payment_changed(cx, conn, &record, false)?;
     Ok(record)
 }

@@ -46,14 +46,31 @@ pub fn prepare(
     ) {
         let mut errors = crate::error::FieldErrors::new();
         let current = tx.int("transaction_amount").unwrap_or(0);
+        let new_total = new_amount.map(Money::cents).unwrap_or(current);
         super::surcharge::check_follow_up(
             conn,
             tx,
             &parsed.input.record,
             &parsed.input.present,
-            new_amount.map(Money::cents).unwrap_or(current),
+            new_total,
             &mut errors,
         )?;
+        // Tax and tip sent with the action are parts of its new amount.
+        let sent = |name: &str| {
+            parsed
+                .present(name)
+                .then(|| parsed.input.record.int(name))
+                .flatten()
+        };
+        if sent("tax").is_some_and(|tax| tax > new_total) {
+            errors.add("tax", "Tax is part of Transaction Amount and cannot exceed it.");
+        }
+        if sent("tip_amount").is_some_and(|tip| tip > new_total) {
+            errors.add(
+                "tip_amount",
+                "Tip Amount is part of Transaction Amount and cannot exceed it.",
+            );
+        }
         errors.into_result()?;
     }
     if !matches!(call, Call::Nothing) {
@@ -450,9 +467,13 @@ pub fn complete(
                     Action::PartialReversal => {
                         changes.push(("transaction_amount", new.into()));
                         changes.push(("auth_amount", new.into()));
-                        // A tip is part of the amount: never more than what is left.
-                        if old.int("tip_amount").is_some_and(|tip| tip > new) {
-                            changes.push(("tip_amount", new.into()));
+                        // Tip and tax are parts of the amount: never more
+                        // than what is left (unless the action set them).
+                        for part in ["tip_amount", "tax"] {
+                            let set = prepared.extra.iter().any(|(n, _)| *n == part);
+                            if !set && old.int(part).is_some_and(|v| v > new) {
+                                changes.push((part, new.into()));
+                            }
                         }
                         batch_change = Some((0, new - current));
                     }

@@ -88,6 +88,52 @@ fn is_debit(conn: &mut dyn Conn, pan: &str) -> ApiResult<bool> {
     }))
 }
 
+/// The surcharge rate of a product transaction now, in basis points (0
+/// for none).
+pub fn product_rate(conn: &mut dyn Conn, product_transaction_id: &str) -> ApiResult<i64> {
+    let settings = conn
+        .query_one(&crate::db::Sql::with(
+            "SELECT settings FROM product_transactions WHERE id = ?",
+            vec![product_transaction_id.into()],
+        ))?
+        .and_then(|row| row[0].as_str().and_then(|s| serde_json::from_str::<Json>(s).ok()))
+        .unwrap_or(Json::Null);
+    Ok(rate_bp(&settings).unwrap_or(0))
+}
+
+/// The subtotal and surcharge of a surcharged `total` (tax included) at
+/// `bp`: the parts that add up to it exactly, when some do.
+pub fn split(total: i64, tax: i64, bp: i64) -> Option<(i64, i64)> {
+    let goods = total - tax;
+    if goods <= 0 {
+        return None;
+    }
+    let guess = (goods * 10_000 + (10_000 + bp) / 2) / (10_000 + bp);
+    (guess - 1..=guess + 1)
+        .filter(|s| *s > 0)
+        .find(|s| s + amount(*s, bp) == goods)
+        .map(|s| (s, amount(s, bp)))
+}
+
+/// Refuses a `surcharge_amount` other than `expected`, the rate `bp`'s
+/// share of `subtotal` (nothing for a debit card).
+fn refuse_surcharge(errors: &mut FieldErrors, expected: i64, bp: i64, subtotal: i64, debit: bool) {
+    errors.add(
+        "surcharge_amount",
+        format!(
+            "Surcharge Amount must be {} ({}% of {}{}).",
+            Money::from_cents(expected),
+            Money::from_cents(bp),
+            Money::from_cents(subtotal),
+            if debit {
+                ": debit cards are not surcharged"
+            } else {
+                ""
+            }
+        ),
+    );
+}
+
 /// Applies the product transaction's surcharge to a card charge being
 /// created (`record` holds the validated amounts).
 pub fn apply(
@@ -108,27 +154,11 @@ pub fn apply(
     if subtotal <= 0 {
         return Ok(());
     }
-    let surcharge = if is_debit(conn, pan)? {
-        0
-    } else {
-        amount(subtotal, bp)
-    };
+    let debit = is_debit(conn, pan)?;
+    let surcharge = if debit { 0 } else { amount(subtotal, bp) };
     if let Some(sent) = sent_surcharge {
         if sent != surcharge {
-            errors.add(
-                "surcharge_amount",
-                format!(
-                    "Surcharge Amount must be {} ({}% of {}{}).",
-                    Money::from_cents(surcharge),
-                    Money::from_cents(bp),
-                    Money::from_cents(subtotal),
-                    if surcharge == 0 {
-                        ": debit cards are not surcharged"
-                    } else {
-                        ""
-                    }
-                ),
-            );
+            refuse_surcharge(errors, surcharge, bp, subtotal, debit);
             return Ok(());
         }
     }
@@ -214,26 +244,10 @@ pub fn check_follow_up(
     let subtotal = sent_subtotal.or(tx.int("subtotal_amount")).unwrap_or(0);
     let tax = sent_tax.or(tx.int("tax")).unwrap_or(0);
     let surcharge = sent_surcharge.unwrap_or(stored_surcharge);
-    let pt = tx.text("product_transaction_id").unwrap_or_default();
-    let settings = conn
-        .query_one(&crate::db::Sql::with(
-            "SELECT settings FROM product_transactions WHERE id = ?",
-            vec![pt.into()],
-        ))?
-        .and_then(|row| row[0].as_str().and_then(|s| serde_json::from_str::<Json>(s).ok()))
-        .unwrap_or(Json::Null);
-    let bp = rate_bp(&settings).unwrap_or(0);
+    let bp = product_rate(conn, tx.text("product_transaction_id").unwrap_or_default())?;
     let expected = amount(subtotal, bp);
     if surcharge != expected {
-        errors.add(
-            "surcharge_amount",
-            format!(
-                "Surcharge Amount must be {} ({}% of {}).",
-                Money::from_cents(expected),
-                Money::from_cents(bp),
-                Money::from_cents(subtotal)
-            ),
-        );
+        refuse_surcharge(errors, expected, bp, subtotal, false);
     } else if new_total != subtotal + tax + surcharge {
         errors.add(
             "transaction_amount",
@@ -267,5 +281,16 @@ mod tests {
         assert_eq!(setting("2.5").unwrap()["surcharge_rate"], "2.50");
         assert!(setting("3.5").is_err());
         assert_eq!(setting("0").unwrap(), Json::Null);
+        // Parts of a surcharged total, when some add up to it.
+        assert_eq!(split(1_030, 0, 300), Some((1_000, 30)));
+        assert_eq!(split(1_130, 100, 300), Some((1_000, 30)));
+        assert_eq!(split(824, 0, 300), Some((800, 24)));
+        for total in 1..5_000 {
+            if let Some((s, c)) = split(total, 0, 300) {
+                assert_eq!(s + c, total);
+                assert_eq!(c, amount(s, 300));
+            }
+        }
+        assert_eq!(split(50, 60, 300), None);
     }
 }

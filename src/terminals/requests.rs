@@ -60,6 +60,9 @@ pub const ACTIONS: &[Action] = &[
 /// 32 on other transactions).
 const ROUTER_STREET_MAX: usize = 64;
 
+/// And its `billing_zip` 10 (spec; 12 on other transactions).
+const ROUTER_ZIP_MAX: usize = 10;
+
 /// The fields of a router account vault (spec), all required.
 const VAULT_FIELDS: &[&str] = &[
     "payment_method",
@@ -105,6 +108,17 @@ pub fn parse_payment(body: &Map<String, Json>) -> ApiResult<Parsed> {
         }
     };
     let mut parsed = actions::parse(&body, false)?;
+    if parsed
+        .input
+        .record
+        .text("billing_zip")
+        .is_some_and(|zip| zip.chars().count() > ROUTER_ZIP_MAX)
+    {
+        return Err(ApiError::field(
+            "billing_zip",
+            format!("Billing Zip should contain at most {ROUTER_ZIP_MAX} characters."),
+        ));
+    }
     if let Some(street) = street {
         parsed.input.record.set("billing_street", street);
         parsed.input.present.push("billing_street");

@@ -228,6 +228,15 @@ fn credentials_by_header_query_or_basic(app: &TestApp) {
 
     let me = t.get("/v2/users/me").expect(200);
     assert_eq!(me.body["user"]["id"], uid);
+    // The expands and checks of /v2/users/{id}.
+    let expanded = t.get("/v2/users/me?expand=primary_location").expect(200);
+    assert_eq!(
+        expanded.body["user"]["primary_location"]["id"],
+        t.location_id().as_str(),
+        "{}",
+        expanded.text
+    );
+    t.get("/v2/users/me?expand=bogus").expect(422);
 
     let q = format!("developer-id={dev}&user-id={uid}&user-api-key={key}");
     for path in [

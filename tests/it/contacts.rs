@@ -162,6 +162,27 @@ fn receipts_follow_the_location_default(app: &TestApp) {
         "{}",
         listed.text
     );
+
+    // Contacts stored before this rule (null) take their location's
+    // default when migration 28 runs.
+    let mut db = crate::support::db::db(app);
+    for c in [&off, &on] {
+        db.exec(
+            "UPDATE contacts SET email_trx_receipt = NULL WHERE id = ?",
+            &[c["id"].as_str().unwrap()],
+        );
+    }
+    db.exec("DELETE FROM schema_migrations WHERE version = 28", &[]);
+    let out = app.cli(&["migrate"]);
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    for c in [&off, &on] {
+        let id = c["id"].as_str().unwrap();
+        let back = t.get(&format!("/v2/contacts/{id}")).expect(200);
+        assert_eq!(
+            back.body["contact"]["email_trx_receipt"], true,
+            "the location's default now"
+        );
+    }
 }
 
 fn api_id_addressing(app: &TestApp) {

@@ -23,6 +23,7 @@ engine_tests!(
     aim_capture_only_and_credit,
     type_confused_json_answers_their_error,
     test_mode_duplicates_and_their_codes,
+    a_surcharged_authorization_captured_for_less,
 );
 
 /// The full card numbers these tests (and the SDK scripts) send: none may
@@ -1060,4 +1061,42 @@ fn test_mode_duplicates_and_their_codes(app: &TestApp) {
         "{ends_first}"
     );
     no_card_in_log(app);
+}
+
+/// Their capture sends only a total: a surcharged authorization captured
+/// for less keeps parts that add up, worked out at the rate.
+fn a_surcharged_authorization_captured_for_less(app: &TestApp) {
+    let t = app.bootstrap();
+    let cc = t.cred("cc_product_transaction_id");
+    let out = app.cli(&["surcharge", "--product-transaction-id", &cc, "--percent", "3"]);
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let mut auth = json_sale(&t, "10.00", "4111111111111111", "2035-12", "S-1", &[]);
+    auth["createTransactionRequest"]["transactionRequest"]["transactionType"] = json!("authOnlyTransaction");
+    let authorized = post_json(app, &t, &auth);
+    let trans_id = authorized["transactionResponse"]["transId"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    let capture = |amount: &str| {
+        post_json(
+            app,
+            &t,
+            &json!({ "createTransactionRequest": { "merchantAuthentication": authentication(&t),
+                "transactionRequest": { "transactionType": "priorAuthCaptureTransaction",
+                    "amount": amount, "refTransId": trans_id } } }),
+        )
+    };
+    let captured = capture("8.24");
+    assert_eq!(captured["transactionResponse"]["responseCode"], "1", "{captured}");
+    let tx = &emulated(&t)[0];
+    assert_eq!(
+        (
+            tx["status_id"].clone(),
+            tx["transaction_amount"].clone(),
+            tx["subtotal_amount"].clone(),
+            tx["surcharge_amount"].clone()
+        ),
+        (json!(101), json!("8.24"), json!("8.00"), json!("0.24")),
+        "{tx}"
+    );
 }

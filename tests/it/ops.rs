@@ -75,12 +75,7 @@ fn request_ids_reach_the_log(app: &TestApp) {
 
 fn migrate_is_idempotent(app: &TestApp) {
     for _ in 0..2 {
-        let out = Command::new(BIN)
-            .arg("migrate")
-            .env("FERROGATE_DATABASE_URL", &app.database_url)
-            .env("FERROGATE_DATA_KEY", &app.data_key)
-            .output()
-            .expect("run migrate");
+        let out = app.cli(&["migrate"]);
         assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
     }
     // The running server is unaffected.

@@ -538,12 +538,7 @@ fn every_key_of_the_samples(app: &TestApp) {
 }
 
 fn ferrogate(app: &TestApp, args: &[&str]) -> std::process::Output {
-    std::process::Command::new(crate::support::BIN)
-        .args(args)
-        .env("FERROGATE_DATABASE_URL", &app.database_url)
-        .env("FERROGATE_DATA_KEY", &app.data_key)
-        .output()
-        .expect("run ferrogate")
+    app.cli(args)
 }
 
 /// A card product transaction's surcharge (set by the operator, at most

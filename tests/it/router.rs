@@ -710,6 +710,8 @@ fn bad_router_requests_prompt_nobody(app: &TestApp) {
         (json!({ "save_account": 1 }), "contact_id"),
         // Tax is part of the amount: refused before the device is asked.
         (json!({ "tax": "9.00" }), "tax"),
+        // The spec's router billing_zip is 10 characters (12 elsewhere).
+        (json!({ "billing_zip": "12345-67890" }), "billing_zip"),
     ] {
         let r = t
             .post(

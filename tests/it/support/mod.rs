@@ -170,6 +170,16 @@ impl TestApp {
         let _ = child.wait();
     }
 
+    /// Runs a `ferrogate` command against this app's database.
+    pub fn cli(&self, args: &[&str]) -> std::process::Output {
+        std::process::Command::new(BIN)
+            .args(args)
+            .env("FERROGATE_DATABASE_URL", &self.database_url)
+            .env("FERROGATE_DATA_KEY", &self.data_key)
+            .output()
+            .expect("run ferrogate")
+    }
+
     pub fn log(&self) -> String {
         std::fs::read_to_string(self.dir.join("server.log")).unwrap_or_default()
     }
