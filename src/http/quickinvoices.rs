@@ -790,6 +790,31 @@ async fn show(
     }
 }
 
+/// A read-only amount is the balance the page showed. If the invoice
+/// changed since, the payer sees the new balance and pays again: the
+/// amount charged is never one they did not see.
+fn stale_amount(opened: &Opened, posted: &[(String, String)]) -> Option<FieldErrors> {
+    let field = opened
+        .fields
+        .iter()
+        .find(|f| f.name == "transaction_amount" && f.readonly)?;
+    let cents = |t: &str| crate::money::parse_text(t.trim(), i64::MAX / 100).ok();
+    let now = field.value.as_deref().and_then(cents);
+    let (_, shown) = posted.iter().find(|(k, _)| k == "transaction_amount")?;
+    if cents(shown) == now {
+        return None;
+    }
+    let mut errors = FieldErrors::new();
+    errors.add(
+        "transaction_amount",
+        format!(
+            "The balance of this invoice is now {}: check the amount and pay again.",
+            field.value.as_deref().unwrap_or_default()
+        ),
+    );
+    Some(errors)
+}
+
 /// `POST /quickinvoice/pay/{token}`: a payment through the core, with the
 /// invoice's rules checked in the payment's own write job.
 async fn pay(
@@ -835,43 +860,11 @@ async fn pay(
     if let Some(contact) = opened.invoice.text("contact_id") {
         base.insert("contact_id".into(), json!(contact));
     }
-    // A read-only amount is the balance the page showed. If the invoice
-    // changed since, the payer sees the new balance and pays again: the
-    // amount charged is never one they did not see.
-    if let Some(field) = opened
-        .fields
-        .iter()
-        .find(|f| f.name == "transaction_amount" && f.readonly)
-    {
-        let cents = |t: &str| crate::money::parse_text(t.trim(), i64::MAX / 100).ok();
-        let now = field.value.as_deref().and_then(cents);
-        let shown = posted
-            .iter()
-            .find(|(k, _)| k == "transaction_amount")
-            .map(|(_, v)| cents(v));
-        if shown.is_some_and(|shown| shown != now) {
-            let mut errors = FieldErrors::new();
-            errors.add(
-                "transaction_amount",
-                format!(
-                    "The balance of this invoice is now {}: check the amount and pay again.",
-                    field.value.as_deref().unwrap_or_default()
-                ),
-            );
-            let posted: Vec<(String, String)> = posted
-                .into_iter()
-                .filter(|(k, _)| k != "transaction_amount")
-                .collect();
-            return view(
-                &opened,
-                &token,
-                &errors,
-                &posted,
-                StatusCode::UNPROCESSABLE_ENTITY,
-            );
-        }
-    }
-    let merged = match form::merge_submission(&opened.fields, &opened.flags, &posted, base) {
+    let checked = match stale_amount(&opened, &posted) {
+        Some(errors) => Err(errors),
+        None => form::merge_submission(&opened.fields, &opened.flags, &posted, base),
+    };
+    let merged = match checked {
         Ok(m) => m,
         Err(errors) => {
             return view(
