@@ -691,7 +691,37 @@ pub fn merge_submission(
             }
             continue;
         }
+        // The card's own checks, here with the form's other mistakes: a
+        // payer retypes the card once, not once per round of errors.
+        let card = base.get("payment_method").and_then(Json::as_str) == Some("cc");
         match f.name {
+            "account_number"
+                if card
+                    && !((13..=19).contains(&value.len())
+                        && value.bytes().all(|b| b.is_ascii_digit())
+                        && crate::cards::luhn_ok(&value)) =>
+            {
+                errors.add(
+                    f.name,
+                    format!(
+                        "{} is not a valid card number: check it and type it again.",
+                        f.label
+                    ),
+                );
+            }
+            "exp_date"
+                if card
+                    && !(value.len() == 4
+                        && value[..2].parse::<u32>().is_ok_and(|m| (1..=12).contains(&m))) =>
+            {
+                errors.add(
+                    f.name,
+                    format!("{} must be a month and a year, as MM/YY.", f.label),
+                );
+            }
+            "cvv" if !((3..=4).contains(&value.len()) && value.bytes().all(|b| b.is_ascii_digit())) => {
+                errors.add(f.name, format!("{} must be 3 or 4 digits.", f.label));
+            }
             "confirm_account_number" => confirm = Some(value),
             "transaction_amount" => match crate::money::parse_text(&value, 99_999_999_999) {
                 Ok(cents) => {

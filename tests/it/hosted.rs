@@ -299,6 +299,25 @@ fn a_mistyped_card_can_be_corrected_on_the_same_form(app: &TestApp) {
         !typo.text.contains("4111111111111112"),
         "the typed number is not written back"
     );
+    // Every mistake at once, each named by its label: the payer types the
+    // card again once.
+    let all = submit(
+        app,
+        &action,
+        &[
+            ("account_number", "4111111111111112"),
+            ("exp_date", "13/39"),
+            ("cvv", "12a"),
+        ],
+    )
+    .expect(422);
+    for expected in [
+        "is not a valid card number",
+        "must be a month and a year, as MM/YY.",
+        "must be 3 or 4 digits.",
+    ] {
+        assert!(all.text.contains(expected), "{expected}: {}", all.text);
+    }
     let missing = submit(app, &action, &[("exp_date", "1239")]).expect(422);
     assert!(
         missing.text.contains("Card number is required."),
