@@ -465,13 +465,7 @@ fn record_columns_filter_lists(app: &TestApp) {
     let _b = t.contact(json!({ "office_ext_phone": "987" }));
     for query in ["office_ext_phone=123", "header_message=call"] {
         let r = t.get(&format!("/v2/contacts?{query}")).expect(200);
-        let ids: Vec<&str> = r.body["contacts"]
-            .as_array()
-            .unwrap()
-            .iter()
-            .map(|c| c["id"].as_str().unwrap())
-            .collect();
-        assert_eq!(ids, [a["id"].as_str().unwrap()], "{query}");
+        assert_eq!(r.ids("contacts"), [a["id"].as_str().unwrap()], "{query}");
     }
     let loc = t.location_id();
     t.put(
@@ -481,13 +475,7 @@ fn record_columns_filter_lists(app: &TestApp) {
     .expect(200);
     for query in ["tz=chicago", "fax=5125550199"] {
         let r = t.get(&format!("/v2/locations?{query}")).expect(200);
-        let found: Vec<&str> = r.body["locations"]
-            .as_array()
-            .unwrap()
-            .iter()
-            .map(|l| l["id"].as_str().unwrap())
-            .collect();
-        assert!(found.contains(&loc.as_str()), "{query}: {}", r.text);
+        assert!(r.ids("locations").contains(&loc), "{query}: {}", r.text);
     }
     t.get("/v2/locations?tz=Europe").expect(200);
     t.get("/v2/locations?dda=1").expect(422);

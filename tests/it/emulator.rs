@@ -929,20 +929,14 @@ fn json_sale(
 /// their reason 11; an expired card is reason 8; codes are theirs.
 fn test_mode_duplicates_and_their_codes(app: &TestApp) {
     let t = app.bootstrap();
+    const VISA: &str = "4111111111111111";
+    const LATER: &str = "2035-12";
+    let sale = |amount: &str, card: &str, expiry: &str, invoice: &str, settings: &[(&str, &str)]| {
+        post_json(app, &t, &json_sale(&t, amount, card, expiry, invoice, settings))
+    };
     let response = |v: &Value| v["transactionResponse"].clone();
     // Test mode: approved, transaction id 0, nothing stored.
-    let test = post_json(
-        app,
-        &t,
-        &json_sale(
-            &t,
-            "12.21",
-            "4111111111111111",
-            "2035-12",
-            "T-1",
-            &[("testRequest", "true")],
-        ),
-    );
+    let test = sale("12.21", VISA, LATER, "T-1", &[("testRequest", "true")]);
     let r = response(&test);
     assert_eq!(
         (r["responseCode"].clone(), r["transId"].clone()),
@@ -959,26 +953,17 @@ fn test_mode_duplicates_and_their_codes(app: &TestApp) {
     );
     assert!(emulated(&t).is_empty(), "test mode charges nothing");
     // Still checked: a bad card is refused in test mode too.
-    let bad = post_json(
-        app,
-        &t,
-        &json_sale(
-            &t,
-            "12.21",
-            "4111111111111112",
-            "2035-12",
-            "T-1",
-            &[("testRequest", "true")],
-        ),
+    let bad = sale(
+        "12.21",
+        "4111111111111112",
+        LATER,
+        "T-1",
+        &[("testRequest", "true")],
     );
     assert_eq!(response(&bad)["errors"][0]["errorCode"], "6", "{bad}");
 
     // A repeat of the same card, amount and invoice: their reason 11.
-    let first = post_json(
-        app,
-        &t,
-        &json_sale(&t, "12.21", "4111111111111111", "2035-12", "D-1", &[]),
-    );
+    let first = sale("12.21", VISA, LATER, "D-1", &[]);
     let r = response(&first);
     assert_eq!(r["responseCode"], "1", "{first}");
     let code = r["authCode"].as_str().unwrap();
@@ -986,11 +971,7 @@ fn test_mode_duplicates_and_their_codes(app: &TestApp) {
         code.len() == 6 && !code.chars().any(|c| c.is_ascii_lowercase()),
         "{code}"
     );
-    let again = post_json(
-        app,
-        &t,
-        &json_sale(&t, "12.21", "4111111111111111", "2035-12", "D-1", &[]),
-    );
+    let again = sale("12.21", VISA, LATER, "D-1", &[]);
     let r = response(&again);
     assert_eq!(
         (r["responseCode"].clone(), r["errors"][0]["errorCode"].clone()),
@@ -999,27 +980,12 @@ fn test_mode_duplicates_and_their_codes(app: &TestApp) {
     );
     assert_eq!(emulated(&t).len(), 1, "the repeat charged nothing");
     // Another invoice, or the window turned off, is not a duplicate.
-    let other = post_json(
-        app,
-        &t,
-        &json_sale(&t, "12.21", "4111111111111111", "2035-12", "D-2", &[]),
-    );
+    let other = sale("12.21", VISA, LATER, "D-2", &[]);
     assert_eq!(response(&other)["responseCode"], "1", "{other}");
-    let off = post_json(
-        app,
-        &t,
-        &json_sale(
-            &t,
-            "12.21",
-            "4111111111111111",
-            "2035-12",
-            "D-1",
-            &[("duplicateWindow", "0")],
-        ),
-    );
+    let off = sale("12.21", VISA, LATER, "D-1", &[("duplicateWindow", "0")]);
     assert_eq!(response(&off)["responseCode"], "1", "{off}");
     assert_eq!(emulated(&t).len(), 3);
-    // AIM's x_duplicate_window and x_test_request mean the same.
+    // AIM's x_test_request means the same.
     let aim_test = aim(
         app,
         &t,
@@ -1034,11 +1000,7 @@ fn test_mode_duplicates_and_their_codes(app: &TestApp) {
     assert_eq!(emulated(&t).len(), 3);
 
     // An expired card: their reason 8.
-    let expired = post_json(
-        app,
-        &t,
-        &json_sale(&t, "4.44", "4111111111111111", "2020-01", "E-1", &[]),
-    );
+    let expired = sale("4.44", VISA, "2020-01", "E-1", &[]);
     assert_eq!(response(&expired)["errors"][0]["errorCode"], "8", "{expired}");
 
     // ARB: a start before today is E00017; a card that ends first, E00018.

@@ -47,12 +47,7 @@ fn id(r: &Resp, key: &str) -> String {
 }
 
 fn ids(r: &Resp, key: &str) -> Vec<String> {
-    r.body[key]
-        .as_array()
-        .unwrap_or_else(|| panic!("no {key} list in {}", r.text))
-        .iter()
-        .map(|x| x["id"].as_str().unwrap().to_string())
-        .collect()
+    r.ids(key)
 }
 
 fn png() -> String {

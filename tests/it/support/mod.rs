@@ -255,6 +255,15 @@ pub struct Resp {
 }
 
 impl Resp {
+    /// The ids of a list answer's records, in order (`key`: the plural).
+    pub fn ids(&self, key: &str) -> Vec<String> {
+        self.body[key]
+            .as_array()
+            .unwrap_or_else(|| panic!("no {key} list in {}", self.text))
+            .iter()
+            .map(|x| x["id"].as_str().unwrap_or_default().to_string())
+            .collect()
+    }
     pub fn header(&self, name: &str) -> Option<&str> {
         self.headers
             .iter()
