@@ -52,6 +52,17 @@ fn open_batch(conn: &mut dyn Conn, product_transaction_id: &str) -> ApiResult<Op
     }))
 }
 
+/// The number of the batch a product transaction's next transaction goes
+/// into (its `current_batch`): the open batch's, or the one after its
+/// last batch when none is open (1 before its first).
+pub fn current_number(conn: &mut dyn Conn, product_transaction_id: &str) -> ApiResult<i64> {
+    Ok(conn.query_int(&Sql::with(
+        "SELECT COALESCE(MAX(CASE WHEN is_open = 1 THEN batch_num END), MAX(batch_num) + 1, 1) \
+         FROM transaction_batches WHERE product_transaction_id = ?",
+        vec![product_transaction_id.into()],
+    ))?)
+}
+
 /// Puts an approved transaction into its product transaction's open batch
 /// (opening batch `n + 1` if there is none) and counts it there: sets its
 /// `batch`, `transaction_batch_id` and `batch_seq`. `signed_amount` is

@@ -170,7 +170,10 @@ fn info(
         .query(&sql)?
         .into_iter()
         .map(|row| {
-            let mut p = render(cx, &Record::from_row(&PRODUCT_TRANSACTION, row));
+            let product = Record::from_row(&PRODUCT_TRANSACTION, row);
+            let mut p = render(cx, &product);
+            let batch = crate::payments::batches::current_number(conn, product.id())?;
+            p.insert("current_batch".into(), json!(batch));
             p.remove("location_id");
             p.remove("created_ts");
             p.remove("modified_ts");
@@ -181,9 +184,9 @@ fn info(
                 let listed = if card { terminals.clone() } else { Vec::new() };
                 p.insert("terminals".into(), Json::Array(listed));
             }
-            Json::Object(p)
+            Ok(Json::Object(p))
         })
-        .collect();
+        .collect::<ApiResult<_>>()?;
     out.insert("product_transactions".into(), Json::Array(products));
     // Not modelled yet: absent values are null, absent lists empty.
     out.insert("product_file".into(), Json::Null);

@@ -52,8 +52,8 @@ pub static PRODUCT_TRANSACTION: Resource = Resource {
         ),
         (
             "current_batch",
-            "object",
-            "the open batch, once transactions exist",
+            "integer",
+            "batch_num of the batch new transactions go into: the open one, else the next",
         ),
     ],
     rules: &ProductTransactionRules,
@@ -67,6 +67,19 @@ pub static PRODUCT_TRANSACTION: Resource = Resource {
 struct ProductTransactionRules;
 
 impl Rules for ProductTransactionRules {
+    fn render_read(
+        &self,
+        cx: &Cx,
+        conn: &mut dyn Conn,
+        record: &Record,
+        _extra: &[(String, String)],
+        expand: &[String],
+    ) -> ApiResult<Option<Json>> {
+        let mut out = crate::engine::render_expanded(cx, conn, record, expand)?;
+        out["current_batch"] = json!(crate::payments::batches::current_number(conn, record.id())?);
+        Ok(Some(out))
+    }
+
     fn render(&self, _cx: &Cx, record: &Record, out: &mut Map<String, Json>) {
         let settings = record
             .text("settings")

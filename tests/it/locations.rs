@@ -24,6 +24,7 @@ engine_tests!(
     locationinfo_shape,
     locationinfo_relationship_and_active,
     product_transactions_read,
+    product_transactions_current_batch,
 );
 
 /// Inserts a product transaction straight into the database (the API has
@@ -1366,5 +1367,60 @@ fn product_transactions_read(app: &TestApp) {
         )
         .len(),
         3
+    );
+}
+
+/// `current_batch` is the number of the batch new transactions go into:
+/// 1 before any, the open batch's while one is open, the next once it
+/// settles; location infos and the product transaction agree.
+fn product_transactions_current_batch(app: &TestApp) {
+    let t = app.bootstrap();
+    let cc = t.cred("cc_product_transaction_id");
+    let ach = t.cred("ach_product_transaction_id");
+    let current = |id: &str| {
+        let own = t.get(&format!("/v2/producttransactions/{id}")).expect(200);
+        let info = t.get("/v2/locationinfos").expect(200);
+        let listed = info.body["locationinfos"][0]["product_transactions"]
+            .as_array()
+            .expect("product transactions")
+            .iter()
+            .find(|p| p["id"] == id)
+            .expect("the product transaction")["current_batch"]
+            .clone();
+        assert_eq!(listed, own.body["producttransaction"]["current_batch"]);
+        listed
+    };
+    assert_eq!(current(&cc), 1);
+    assert_eq!(current(&ach), 1);
+    let sale = |amount: &str| {
+        let r = t
+            .post(
+                "/v2/transactions",
+                json!({"transaction": {"action": "sale", "payment_method": "cc",
+                    "product_transaction_id": cc, "account_number": "4111111111111111",
+                    "exp_date": "1230", "transaction_amount": amount}}),
+            )
+            .expect(201);
+        assert_eq!(r.body["transaction"]["status_id"], 101, "{}", r.text);
+        let open = t
+            .get(&format!(
+                "/v2/transactionbatches?is_open=1&product_transaction_id={cc}"
+            ))
+            .expect(200);
+        str_of(&open.body["transactionbatches"][0]["id"])
+    };
+    let batch = sale("15.00");
+    assert_eq!(current(&cc), 1);
+    t.post(&format!("/v2/transactionbatches/{batch}/settle"), json!({}))
+        .expect(200);
+    assert_eq!(current(&cc), 2, "the next sale opens batch 2");
+    let next = sale("16.00");
+    let r = t.get(&format!("/v2/transactionbatches/{next}")).expect(200);
+    assert_eq!(r.body["transactionbatch"]["batch_num"], 2);
+    assert_eq!(current(&cc), 2);
+    assert_eq!(
+        current(&ach),
+        1,
+        "each product transaction numbers its own batches"
     );
 }
