@@ -10,7 +10,7 @@ use super::call::Call;
 use super::pending::{clear_mark, load, processor_ref, release_refund, Completed, Prepared};
 use super::state::{self, Facts, DONE, PENDING};
 use crate::clock::timestamp_text;
-use crate::db::{Conn, Dialect, Sql, Value};
+use crate::db::{Conn, DbError, Dialect, Sql, Value};
 use crate::engine::record::Record;
 use crate::engine::validate::UpdateInput;
 use crate::engine::{query, update_record, Cx};
@@ -55,26 +55,28 @@ pub fn prepare(
             new_total,
             &mut errors,
         )?;
-        // Tax and tip sent with the action are parts of its new amount.
+        // Tax and tip sent with the action are parts of its new amount,
+        // with the stored ones it does not send (as `complete` fits them).
         let sent = |name: &str| {
             parsed
                 .present(name)
                 .then(|| parsed.input.record.int(name))
                 .flatten()
         };
-        if sent("tax").is_some_and(|tax| tax > new_total) {
+        let (tax, tip) = (sent("tax"), sent("tip_amount"));
+        let stored_tax = tx.int("tax").unwrap_or(0).min(new_total);
+        if tax.is_some_and(|tax| tax > new_total) {
             errors.add("tax", "Tax is part of Transaction Amount and cannot exceed it.");
-        }
-        if sent("tip_amount").is_some_and(|tip| tip > new_total) {
+        } else if tip.is_some_and(|tip| tax.unwrap_or(stored_tax) + tip > new_total) {
             errors.add(
                 "tip_amount",
-                "Tip Amount is part of Transaction Amount and cannot exceed it.",
+                "Tip Amount is part of Transaction Amount and, with the tax, cannot exceed it.",
             );
         }
         errors.into_result()?;
     }
     if !matches!(call, Call::Nothing) {
-        mark(cx, conn, tx, action, node)?;
+        mark(cx, conn, tx, action, node, claimed_api_id(&extra))?;
     }
     let mut prepared = Prepared {
         id: tx.id().to_string(),
@@ -92,7 +94,7 @@ pub fn prepare(
 }
 
 /// On PostgreSQL, holds the batch `tx` is in (see [`batches::hold`]) and
-/// answers the transaction as it is now: `tx` was read before, and an
+/// its row, and answers the transaction as it is now: `tx` was read before, and an
 /// action that committed since may have changed it, even put it in a
 /// batch. On SQLite the job that read `tx` is this one, and no other job
 /// runs meanwhile.
@@ -102,10 +104,25 @@ fn hold_batch(conn: &mut dyn Conn, tx: &Record) -> ApiResult<Record> {
     }
     for _ in 0..3 {
         let held = batches::hold(conn, tx.id())?;
+        // The row too, after its batch (the order every writer takes
+        // them): an action that completed since `tx` was read, or an ACH
+        // status change, must be seen by this action's checks, and none
+        // may start until this job's mark is committed. If the row moved
+        // into a batch while this job waited for it (a capture completed),
+        // the row is let go again (its savepoint) before that batch is
+        // held: holding a row while waiting for its batch deadlocks with
+        // the next action, which holds them the other way round.
+        conn.execute(&Sql::new("SAVEPOINT hold_row"))?;
+        conn.query(&Sql::with(
+            "SELECT id FROM transactions WHERE id = ? FOR UPDATE",
+            vec![tx.id().into()],
+        ))?;
         let now = load(conn, tx.id())?;
         if now.text("transaction_batch_id") == held.as_deref() {
+            conn.execute(&Sql::new("RELEASE SAVEPOINT hold_row"))?;
             return Ok(now);
         }
+        conn.execute(&Sql::new("ROLLBACK TO SAVEPOINT hold_row"))?;
     }
     Err(ApiError::Unavailable(
         "The transaction is changing; retry shortly.".into(),
@@ -301,21 +318,49 @@ fn action_call(tx: &Record, parsed: &Parsed, facts: &Facts) -> ApiResult<(Call, 
     Ok((call, new_amount))
 }
 
+/// The `transaction_api_id` an action gives a transaction that had none.
+fn claimed_api_id<'a>(extra: &'a [(&'static str, Value)]) -> Option<&'a Value> {
+    extra
+        .iter()
+        .find(|(name, _)| *name == "transaction_api_id")
+        .map(|(_, value)| value)
+}
+
 /// Marks the transaction as having `action` in flight on `node`, since
 /// now: reconciliation takes a mark its own node left for two minutes as
-/// an orphan, and must not take one whose call is under way.
-fn mark(cx: &Cx, conn: &mut dyn Conn, tx: &Record, action: Action, node: &str) -> ApiResult<()> {
-    let marked = conn.execute(&Sql::with(
-        "UPDATE transactions SET pending_action = ?, pending_node = ?, modified_ts = ? \
-             WHERE id = ? AND state = ? AND pending_action IS NULL",
-        vec![
-            action.name().into(),
-            node.into(),
-            cx.now.into(),
-            tx.id().into(),
-            DONE.into(),
-        ],
-    ))?;
+/// an orphan, and must not take one whose call is under way. A new
+/// `transaction_api_id` is written with the mark, before the processor is
+/// called: the location's unique index then refuses the loser of two
+/// actions claiming the same one now, not after its call went through.
+fn mark(
+    cx: &Cx,
+    conn: &mut dyn Conn,
+    tx: &Record,
+    action: Action,
+    node: &str,
+    api_id: Option<&Value>,
+) -> ApiResult<()> {
+    let mut sql = Sql::new("UPDATE transactions SET pending_action = ");
+    sql.bind(action.name())
+        .push(", pending_node = ")
+        .bind(node)
+        .push(", modified_ts = ")
+        .bind(cx.now);
+    if let Some(api_id) = api_id {
+        sql.push(", transaction_api_id = ").bind(api_id.clone());
+    }
+    sql.push(" WHERE id = ")
+        .bind(tx.id())
+        .push(" AND state = ")
+        .bind(DONE)
+        .push(" AND pending_action IS NULL");
+    let marked = conn.execute(&sql).map_err(|e| match e {
+        DbError::Unique(_) => ApiError::field(
+            "transaction_api_id",
+            "Transaction Api Id has already been taken at this location.",
+        ),
+        e => e.into(),
+    })?;
     if marked == 0 {
         return Err(refuse(
             "Another action on this transaction is in progress; retry shortly.".into(),
@@ -459,6 +504,7 @@ pub fn complete(
                     }
                     Action::AuthComplete => {
                         changes.push(("transaction_amount", new.into()));
+                        fit_parts(&old, &prepared.extra, new, &mut changes);
                     }
                     Action::AuthIncrement => {
                         changes.push(("transaction_amount", new.into()));
@@ -467,14 +513,7 @@ pub fn complete(
                     Action::PartialReversal => {
                         changes.push(("transaction_amount", new.into()));
                         changes.push(("auth_amount", new.into()));
-                        // Tip and tax are parts of the amount: never more
-                        // than what is left (unless the action set them).
-                        for part in ["tip_amount", "tax"] {
-                            let set = prepared.extra.iter().any(|(n, _)| *n == part);
-                            if !set && old.int(part).is_some_and(|v| v > new) {
-                                changes.push((part, new.into()));
-                            }
-                        }
+                        fit_parts(&old, &prepared.extra, new, &mut changes);
                         batch_change = Some((0, new - current));
                     }
                     // The held debit is now the approved one: it takes the
@@ -521,6 +560,36 @@ pub fn complete(
     Completed::answer(cx, conn, record, idem_key, 200)
 }
 
+/// Tax and tip are parts of the amount: a stored one the action did not
+/// set is lowered to fit a smaller amount, the tax first and the tip to
+/// what is left (`prepare` checked the ones it set).
+fn fit_parts(
+    old: &Record,
+    extra: &[(&'static str, Value)],
+    amount: i64,
+    changes: &mut Vec<(&'static str, Value)>,
+) {
+    let set = |part: &str| {
+        extra
+            .iter()
+            .find(|(name, _)| *name == part)
+            .map(|(_, value)| value.as_int().unwrap_or(0))
+    };
+    let tax = match set("tax") {
+        Some(tax) => tax,
+        None => {
+            let stored = old.int("tax");
+            if stored.is_some_and(|tax| tax > amount) {
+                changes.push(("tax", amount.into()));
+            }
+            stored.unwrap_or(0).min(amount)
+        }
+    };
+    if set("tip_amount").is_none() && old.int("tip_amount").is_some_and(|tip| tip > amount - tax) {
+        changes.push(("tip_amount", (amount - tax).into()));
+    }
+}
+
 /// edit's `move_account_vault` (the vault follows the transaction's
 /// contact) and `move_account_vault_transactions` (the vault's other
 /// transactions follow too).
@@ -558,7 +627,16 @@ fn move_with_vault(
 }
 
 /// Clears the mark of a PUT action whose processor call failed outright.
+/// The api id the mark claimed goes with it: the action did nothing.
 pub fn abandon(conn: &mut dyn Conn, prepared: &Prepared) -> ApiResult<()> {
-    clear_mark(conn, &prepared.id, Some(prepared.action))?;
+    if clear_mark(conn, &prepared.id, Some(prepared.action))? > 0 {
+        if let Some(api_id) = claimed_api_id(&prepared.extra) {
+            let mut sql = Sql::new("UPDATE transactions SET transaction_api_id = NULL WHERE id = ");
+            sql.bind(prepared.id.clone())
+                .push(" AND transaction_api_id = ")
+                .bind(api_id.clone());
+            conn.execute(&sql)?;
+        }
+    }
     Ok(())
 }

@@ -29,6 +29,9 @@ engine_tests!(
     what_a_sale_reads_follows_changes_made_behind_its_back,
     a_sale_whose_client_disconnects_is_recorded,
     a_stopping_server_finishes_the_payments_it_began,
+    one_action_at_a_time_on_a_transaction,
+    an_action_checks_the_row_as_it_is_when_it_marks_it,
+    an_api_id_claimed_twice_is_refused_before_the_processor,
 );
 
 /// A future MMYY.
@@ -1356,4 +1359,161 @@ fn a_stopping_server_finishes_the_payments_it_began(app: &mut TestApp) {
         tx["reason_code_id"], control["reason_code_id"],
         "not reversed at restart: {tx}"
     );
+}
+
+/// Sends `bodies` as PUTs on transaction `id`, all at once.
+fn put_all_at_once(t: &Tenant, id: &str, bodies: Vec<Value>) -> Vec<Resp> {
+    let barrier = Arc::new(Barrier::new(bodies.len()));
+    std::thread::scope(|s| {
+        let handles: Vec<_> = bodies
+            .into_iter()
+            .map(|body| {
+                let (t, barrier) = (t.clone(), barrier.clone());
+                let path = format!("/v2/transactions/{id}");
+                s.spawn(move || {
+                    barrier.wait();
+                    t.put(&path, body)
+                })
+            })
+            .collect();
+        handles.into_iter().map(|h| h.join().unwrap()).collect()
+    })
+}
+
+/// Many captures of one authorization sent at once: one goes to the
+/// processor, the others are refused, and the batch counts the one
+/// captured amount; ACH voids alike. (The interleaving that once let two
+/// captures through on PostgreSQL is forced in the next test.)
+fn one_action_at_a_time_on_a_transaction(app: &TestApp) {
+    let t = app.bootstrap();
+    let mut total_cents = 0;
+    for round in 0..6 {
+        let a = t
+            .post("/v2/transactions", sale("10.00", json!({ "action": "authonly" })))
+            .expect(201);
+        let a = tx_id(&a);
+        let bodies = (0..16)
+            .map(|i| {
+                let amount = if i % 2 == 0 { "10.00" } else { "4.00" };
+                json!({ "transaction": { "action": "authcomplete", "transaction_amount": amount } })
+            })
+            .collect();
+        let answers = put_all_at_once(&t, &a, bodies);
+        let captured: Vec<&Resp> = answers.iter().filter(|r| r.status == 200).collect();
+        assert_eq!(captured.len(), 1, "round {round}: one capture");
+        for r in answers.iter().filter(|r| r.status != 200) {
+            assert_eq!(r.status, 422, "round {round}: {}", r.text);
+        }
+        let amount = captured[0].body["transaction"]["transaction_amount"].clone();
+        let stored = stored(&t, &a);
+        assert_eq!(stored["transaction_amount"], amount, "round {round}");
+        let batch = t
+            .get(&format!("/v2/transactionbatches/{}", batch_of(&t, &a)))
+            .expect(200);
+        total_cents += match amount.as_str() {
+            Some("10.00") => 1000,
+            Some("4.00") => 400,
+            other => panic!("round {round}: captured {other:?}"),
+        };
+        let total = format!("{}.{:02}", total_cents / 100, total_cents % 100);
+        assert_holds(&batch.body["transactionbatch"], round + 1, total);
+    }
+    let debit = t
+        .post("/v2/transactions", ach("debit", &t, "12.00", "WEB"))
+        .expect(201);
+    let debit = tx_id(&debit);
+    let voids = (0..12)
+        .map(|_| json!({ "transaction": { "action": "void" } }))
+        .collect();
+    let answers = put_all_at_once(&t, &debit, voids);
+    assert_eq!(answers.iter().filter(|r| r.status == 200).count(), 1, "one void");
+    assert!(answers.iter().all(|r| matches!(r.status, 200 | 422)));
+}
+
+/// PostgreSQL: an action's checks and its mark see the same row. Here a
+/// void commits (the test plays it) after a capture of the same
+/// authorization has found the transaction but before it marks it; the
+/// capture must see the void and refuse, not capture a voided
+/// authorization (its checks once read the row unlocked, and its mark
+/// only asked that no action was in flight).
+fn an_action_checks_the_row_as_it_is_when_it_marks_it(app: &mut TestApp) {
+    if app.engine != Engine::Postgres {
+        return;
+    }
+    let t = app.bootstrap();
+    let a = t
+        .post("/v2/transactions", sale("10.00", json!({ "action": "authonly" })))
+        .expect(201);
+    let a = tx_id(&a);
+    let mut voiding = db(app);
+    voiding.exec("BEGIN", &[]);
+    voiding.exec("SELECT id FROM transactions WHERE id = ? FOR UPDATE", &[&a]);
+    let capture = {
+        let (t, a) = (t.clone(), a.clone());
+        std::thread::spawn(move || {
+            t.put(
+                &format!("/v2/transactions/{a}"),
+                json!({ "transaction": { "action": "authcomplete", "transaction_amount": "4.00" } }),
+            )
+        })
+    };
+    wait_for_lock_wait(app, &capture, "the capture never reached the row the test holds");
+    voiding.exec(
+        "UPDATE transactions SET status_id = 201, transaction_amount = 0 WHERE id = ?",
+        &[&a],
+    );
+    voiding.exec("COMMIT", &[]);
+    let r = capture.join().unwrap().expect(422);
+    assert!(!r.errors("action").is_empty(), "{}", r.text);
+    let row = stored(&t, &a);
+    assert_eq!(
+        (row["status_id"].clone(), row["transaction_amount"].clone()),
+        (json!(201), json!("0.00")),
+        "{row}"
+    );
+}
+
+/// Two actions giving two transactions the same `transaction_api_id`:
+/// the loser is refused before its processor call, and its transaction
+/// is left as it was, free for the next action.
+fn an_api_id_claimed_twice_is_refused_before_the_processor(app: &TestApp) {
+    let t = app.bootstrap();
+    for round in 0..4 {
+        let a = tx_id(&t.post("/v2/transactions", sale("10.00", json!({}))).expect(201));
+        let b = tx_id(&t.post("/v2/transactions", sale("11.00", json!({}))).expect(201));
+        let api_id = format!("claimed-{round}");
+        let barrier = Arc::new(Barrier::new(2));
+        let answers: Vec<(String, Resp)> = std::thread::scope(|s| {
+            let handles: Vec<_> = [a.clone(), b.clone()]
+                .into_iter()
+                .map(|id| {
+                    let (t, barrier, api_id) = (t.clone(), barrier.clone(), api_id.clone());
+                    s.spawn(move || {
+                        barrier.wait();
+                        let body =
+                            json!({ "transaction": { "action": "void", "transaction_api_id": api_id } });
+                        let r = t.put(&format!("/v2/transactions/{id}"), body);
+                        (id, r)
+                    })
+                })
+                .collect();
+            handles.into_iter().map(|h| h.join().unwrap()).collect()
+        });
+        let won: Vec<_> = answers.iter().filter(|(_, r)| r.status == 200).collect();
+        assert_eq!(won.len(), 1, "round {round}: one void takes the api id");
+        let (lost, r) = answers.iter().find(|(_, r)| r.status != 200).unwrap();
+        let r = r.clone().expect(422);
+        assert!(!r.errors("transaction_api_id").is_empty(), "{}", r.text);
+        let loser = stored(&t, lost);
+        assert_eq!(loser["status_id"], 101, "round {round}: the loser was not voided");
+        assert_eq!(loser["transaction_api_id"], Value::Null);
+        // Nothing of the refused action is left on it: it voids at once.
+        let r = t
+            .put(
+                &format!("/v2/transactions/{lost}"),
+                json!({ "transaction": { "action": "void" } }),
+            )
+            .expect(200);
+        assert_eq!(r.body["transaction"]["status_id"], 201);
+    }
 }

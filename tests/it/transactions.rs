@@ -1150,6 +1150,63 @@ fn partialreversal_and_tipadjust(app: &TestApp) {
         (r["transaction_amount"].clone(), r["tax"].clone()),
         (json!("5.00"), json!("5.00"))
     );
+    // Tax and tip together: a smaller amount keeps the tax first and the
+    // tip gets what is left, on a capture as on a partial reversal.
+    let both = json!({ "tax": "4.00", "tip_amount": "3.00" });
+    let s = create(&t, card("sale", "10.00", both.clone()));
+    let r = act(
+        &t,
+        &id(&s),
+        json!({ "action": "partialreversal", "transaction_amount": "5.00" }),
+    );
+    assert_eq!(
+        (r["tax"].clone(), r["tip_amount"].clone()),
+        (json!("4.00"), json!("1.00"))
+    );
+    let a = create(&t, card("authonly", "10.00", both.clone()));
+    let r = act(
+        &t,
+        &id(&a),
+        json!({ "action": "authcomplete", "transaction_amount": "2.00" }),
+    );
+    assert_eq!(
+        (
+            r["transaction_amount"].clone(),
+            r["tax"].clone(),
+            r["tip_amount"].clone()
+        ),
+        (json!("2.00"), json!("2.00"), json!("0.00"))
+    );
+    let a = create(&t, card("authonly", "10.00", json!({})));
+    refused(
+        put_tx(
+            &t,
+            &id(&a),
+            json!({ "action": "authcomplete", "transaction_amount": "10.00", "tax": "8.00", "tip_amount": "8.00" }),
+        ),
+        "tip_amount",
+        "Tip Amount is part of Transaction Amount and, with the tax, cannot exceed it.",
+    );
+    // A tip sent alone fits beside the stored tax.
+    let a = create(&t, card("authonly", "10.00", json!({ "tax": "6.00" })));
+    refused(
+        put_tx(
+            &t,
+            &id(&a),
+            json!({ "action": "authcomplete", "transaction_amount": "10.00", "tip_amount": "5.00" }),
+        ),
+        "tip_amount",
+        "Tip Amount is part of Transaction Amount and, with the tax, cannot exceed it.",
+    );
+    let r = act(
+        &t,
+        &id(&a),
+        json!({ "action": "authcomplete", "transaction_amount": "10.00", "tip_amount": "4.00" }),
+    );
+    assert_eq!(
+        (r["tax"].clone(), r["tip_amount"].clone()),
+        (json!("6.00"), json!("4.00"))
+    );
 }
 
 fn edit_action(app: &TestApp) {
