@@ -72,12 +72,14 @@ pub fn amount_due(item_list: &Json) -> Result<i64, String> {
 }
 
 /// What the invoice's payments have paid, in cents, and how many payments
-/// of any status are linked to it.
+/// of any status are linked to it. A card's surcharge pays the card's
+/// cost, not the invoice: it is not counted.
 pub fn paid(conn: &mut dyn Conn, invoice_id: &str) -> ApiResult<(i64, i64)> {
     let mut sql = Sql::new("SELECT CAST(COALESCE(SUM(CASE WHEN type_id IN (20, 50) AND status_id IN (");
     sql.bind_list(PAID_STATUSES.iter().copied())
         .push(
-            ") THEN transaction_amount ELSE 0 END), 0) AS BIGINT), COUNT(*) FROM transactions WHERE quick_invoice_id = ",
+            ") THEN transaction_amount - COALESCE(surcharge_amount, 0) ELSE 0 END), 0) AS BIGINT), COUNT(*) \
+             FROM transactions WHERE quick_invoice_id = ",
         )
         .bind(invoice_id.to_string());
     let row = conn.query_one(&sql)?;
@@ -328,7 +330,7 @@ pub fn check_payment(r: &Record, amount: i64, today: &str) -> Result<(), FieldEr
     }
 }
 
-/// Checks a new payment of `amount` against invoice `id` inside the
+/// Checks a new payment of `amount` (without a surcharge) against invoice `id` inside the
 /// payment's own write job, counting payments still pending, so that two
 /// payments at once cannot both take the last of the balance (the row is
 /// locked on PostgreSQL; SQLite has one writer).
@@ -348,7 +350,7 @@ pub fn check_new_payment(
         return Ok(());
     };
     let mut sql =
-        Sql::new("SELECT CAST(COALESCE(SUM(transaction_amount), 0) AS BIGINT) FROM transactions WHERE quick_invoice_id = ");
+        Sql::new("SELECT CAST(COALESCE(SUM(transaction_amount - COALESCE(surcharge_amount, 0)), 0) AS BIGINT) FROM transactions WHERE quick_invoice_id = ");
     sql.bind(id.to_string())
         .push(" AND (state = 'pending' OR (type_id IN (20, 50) AND status_id IN (")
         .bind_list(PAID_STATUSES.iter().copied())

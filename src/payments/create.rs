@@ -300,11 +300,13 @@ pub fn prepare(
         check_refund(cx, conn, &funding, method, amount, &place, &mut errors)?;
     }
     if let Some(invoice) = &origin.quick_invoice_id {
+        // An invoice is paid by the goods: a card's surcharge comes on top.
+        let goods = amount - record.int("surcharge_amount").unwrap_or(0);
         crate::invoices::check_new_payment(
             conn,
             invoice.as_str(),
             &place.location_id,
-            amount,
+            goods,
             cx.now,
             &mut errors,
         )?;
@@ -912,6 +914,9 @@ pub fn complete(
             } else {
                 requested
             };
+            if amount < requested {
+                super::surcharge::refit_partial(conn, &mut record, amount)?;
+            }
             record.set("transaction_amount", amount);
             record.set("auth_amount", amount);
         }

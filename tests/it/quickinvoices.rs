@@ -25,7 +25,8 @@ engine_tests!(
     files_up_to_five_mebibytes,
     the_pay_page_cannot_be_framed,
     an_expired_invoice_stops_taking_payments,
-    concurrent_full_payments_approve_once
+    concurrent_full_payments_approve_once,
+    a_surcharge_does_not_pay_the_invoice,
 );
 
 const PDF: &str = "%PDF-1.4\n1 0 obj << /Type /Catalog >> endobj\ntrailer << /Root 1 0 R >>\n%%EOF\n";
@@ -1297,4 +1298,37 @@ fn largest_payment_follows_overpayment(app: &TestApp) {
         .body["quickinvoice"]
         .clone();
     assert_eq!(kept["single_payment_max_amount"], "15.00");
+}
+
+/// A quick invoice is paid by its goods: on a card account with a
+/// surcharge, paying the balance charges the balance plus the surcharge
+/// and leaves nothing owed (the surcharge once counted as payment, so
+/// the balance could not be paid without overpaying).
+fn a_surcharge_does_not_pay_the_invoice(app: &TestApp) {
+    let t = app.bootstrap();
+    let cc = t.cred("cc_product_transaction_id");
+    let out = app.cli(&["surcharge", "--product-transaction-id", &cc, "--percent", "3"]);
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let q = invoice(&t, json!({})).expect(201).body["quickinvoice"].clone();
+    assert_eq!(q["remaining_balance"], "21.00");
+    page(app, &pay_path(&q), Some(&with_amount("21.00"))).expect(200);
+    let qid = q["id"].as_str().unwrap();
+    let paid = t.get(&format!("/v2/quickinvoices/{qid}")).expect(200).body["quickinvoice"].clone();
+    assert_eq!(
+        (
+            paid["remaining_balance"].clone(),
+            paid["payment_status_id"].clone()
+        ),
+        (json!("0.00"), json!(2)),
+        "{paid}"
+    );
+    let txs = invoice_transactions(&t, qid);
+    assert_eq!(txs.len(), 1);
+    assert_eq!(
+        (
+            txs[0]["transaction_amount"].clone(),
+            txs[0]["surcharge_amount"].clone()
+        ),
+        (json!("21.63"), json!("0.63"))
+    );
 }

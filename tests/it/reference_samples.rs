@@ -727,7 +727,25 @@ fn surcharges_on_credit_cards_only(app: &TestApp) {
     assert_eq!(r.status, 422, "{}", r.text);
     assert!(r.body["errors"]["surcharge_amount"].is_array(), "{}", r.text);
 
-    // Off again: nothing added.
+    // A partial approval (the sandbox's 2.01) splits what was approved
+    // at the rate again: the parts add up to what was charged.
+    let r = sale(
+        &t,
+        json!({ "transaction_amount": "2.01", "subtotal_amount": "1.95", "surcharge_amount": "0.06",
+                "allow_partial_authorization_override": 1 }),
+    )
+    .expect(201);
+    let tx = &r.body["transaction"];
+    assert_eq!(
+        (
+            tx["transaction_amount"].clone(),
+            tx["subtotal_amount"].clone(),
+            tx["surcharge_amount"].clone()
+        ),
+        (json!("1.00"), json!("0.97"), json!("0.03")),
+        "{tx}"
+    );
+    // Off again: nothing added, and a surcharge claimed is refused.
     assert!(ferrogate(
         app,
         &["surcharge", "--product-transaction-id", &cc, "--percent", "0"]
@@ -736,5 +754,11 @@ fn surcharges_on_credit_cards_only(app: &TestApp) {
     .success());
     let r = sale(&t, json!({ "transaction_amount": "10.00" })).expect(201);
     assert_eq!(r.body["transaction"]["transaction_amount"], "10.00");
+    let r = sale(
+        &t,
+        json!({ "transaction_amount": "10.00", "subtotal_amount": "3.00", "surcharge_amount": "7.00" }),
+    );
+    assert_eq!(r.status, 422, "{}", r.text);
+    assert!(r.body["errors"]["surcharge_amount"].is_array(), "{}", r.text);
     let _ = std::fs::remove_dir_all(dir);
 }
