@@ -193,6 +193,13 @@ pub const MIGRATIONS: &[Migration] = &[
         "",
         "",
     ),
+    (
+        30,
+        "quick_invoice_statuses",
+        include_str!("../../migrations/0030_quick_invoice_statuses.sql"),
+        "",
+        "",
+    ),
 ];
 
 /// Applies every migration not yet recorded. Returns how many ran.

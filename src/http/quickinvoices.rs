@@ -686,8 +686,9 @@ fn view(
         summary.insert(0, ("Invoice number", n.to_string()));
     }
     let state = match (r.int("status_id"), r.int("payment_status_id")) {
-        (Some(invoices::STATUS_CLOSED), _) => Some("This invoice is paid in full. Thank you."),
-        (Some(invoices::STATUS_INACTIVE), _) => Some("This invoice can no longer be paid online."),
+        (Some(invoices::STATUS_CLOSED), Some(invoices::PAYMENT_PAID)) => {
+            Some("This invoice is paid in full. Thank you.")
+        }
         _ if !payable => Some("This invoice can no longer be paid online."),
         (_, Some(invoices::PAYMENT_PARTIAL)) => Some("Part of this invoice is paid."),
         _ => None,

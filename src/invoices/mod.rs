@@ -25,13 +25,15 @@ use chrono::Days;
 use chrono_tz::Tz;
 use serde_json::{Map, Value as Json};
 
+/// `status_id`, the reference's values: open (payable) or closed (paid
+/// in full, inactive or expired).
 pub const STATUS_OPEN: i64 = 1;
-pub const STATUS_CLOSED: i64 = 2;
-pub const STATUS_INACTIVE: i64 = 3;
+pub const STATUS_CLOSED: i64 = 0;
+/// `payment_status_id`, the reference's values (an overpaid invoice is
+/// paid).
 pub const PAYMENT_UNPAID: i64 = 1;
 pub const PAYMENT_PAID: i64 = 2;
 pub const PAYMENT_PARTIAL: i64 = 3;
-pub const PAYMENT_OVERPAID: i64 = 4;
 
 /// The transaction statuses that count as paid.
 pub const PAID_STATUSES: &[i64] = &[101, 131, 132, 133, 134];
@@ -96,15 +98,12 @@ pub fn balance(amount_due: i64, paid: i64, active: bool, expired: bool) -> (i64,
         PAYMENT_UNPAID
     } else if paid < amount_due {
         PAYMENT_PARTIAL
-    } else if paid == amount_due {
-        PAYMENT_PAID
     } else {
-        PAYMENT_OVERPAID
+        PAYMENT_PAID
     };
-    let status = if paid >= amount_due && amount_due > 0 {
+    let paid_in_full = paid >= amount_due && amount_due > 0;
+    let status = if paid_in_full || !active || expired {
         STATUS_CLOSED
-    } else if !active || expired {
-        STATUS_INACTIVE
     } else {
         STATUS_OPEN
     };
@@ -287,8 +286,10 @@ pub fn check_payment(r: &Record, amount: i64, today: &str) -> Result<(), FieldEr
     let text = |c: i64| Money::from_cents(c).to_text();
     if r.int("is_active") == Some(0) || expired(r, today) {
         errors.add("quick_invoice", "This invoice can no longer be paid.");
-    } else if r.int("status_id") == Some(STATUS_CLOSED) {
+    } else if r.int("status_id") == Some(STATUS_CLOSED) && r.int("payment_status_id") == Some(PAYMENT_PAID) {
         errors.add("quick_invoice", "This invoice is paid in full.");
+    } else if r.int("status_id") == Some(STATUS_CLOSED) {
+        errors.add("quick_invoice", "This invoice can no longer be paid.");
     } else if amount <= 0 {
         errors.add("transaction_amount", "The amount must be above zero.");
     } else {
@@ -446,17 +447,14 @@ mod tests {
             (1100, PAYMENT_PARTIAL, STATUS_OPEN)
         );
         assert_eq!(balance(2100, 2100, true, false), (0, PAYMENT_PAID, STATUS_CLOSED));
-        assert_eq!(
-            balance(2100, 2500, true, false),
-            (0, PAYMENT_OVERPAID, STATUS_CLOSED)
-        );
+        assert_eq!(balance(2100, 2500, true, false), (0, PAYMENT_PAID, STATUS_CLOSED));
         assert_eq!(
             balance(2100, 0, false, false),
-            (2100, PAYMENT_UNPAID, STATUS_INACTIVE)
+            (2100, PAYMENT_UNPAID, STATUS_CLOSED)
         );
         assert_eq!(
             balance(2100, 100, true, true),
-            (2000, PAYMENT_PARTIAL, STATUS_INACTIVE)
+            (2000, PAYMENT_PARTIAL, STATUS_CLOSED)
         );
     }
 }

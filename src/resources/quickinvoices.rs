@@ -39,14 +39,15 @@ pub static QUICK_INVOICE: Resource = Resource {
             .required()
             .doc("object of item name to amount (number or numeric string); amount_due is their sum"),
         Field::text("item_footer", 0, 250).pu(),
-        Field::int("status_id", 1, 3)
+        Field::int("status_id", 0, 1)
+            .put()
             .filter()
             .sort()
-            .doc("1 open, 2 closed (paid in full), 3 inactive or expired"),
-        Field::int("payment_status_id", 1, 4)
+            .doc("1 open, 0 closed (paid in full, inactive or expired); a PUT closes (0) or reopens (1) it, as is_active does"),
+        Field::int("payment_status_id", 1, 3)
             .filter()
             .sort()
-            .doc("1 unpaid, 2 paid, 3 partially paid, 4 overpaid"),
+            .doc("1 unpaid, 2 paid (in full or more), 3 partially paid"),
         Field::money("amount_due", 99_999_999_999).filter().sort(),
         Field::money("remaining_balance", 99_999_999_999).filter().sort(),
         Field::date("due_date").pu().required().filter().sort(),
@@ -355,6 +356,11 @@ impl Rules for QuickInvoiceRules {
 
     fn before_update(&self, cx: &Cx, conn: &mut dyn Conn, old: &Record, new: &mut Record) -> ApiResult<()> {
         let mut errors = FieldErrors::new();
+        // A merchant closes or reopens an invoice through its status as
+        // through is_active; the status itself is then worked out again.
+        if let Some(status) = new.int("status_id").filter(|s| Some(*s) != old.int("status_id")) {
+            new.set("is_active", (status == invoices::STATUS_OPEN) as i64);
+        }
         if new.get("item_list") != old.get("item_list") {
             check_items(new, &mut errors);
         }

@@ -27,6 +27,7 @@ engine_tests!(
     an_expired_invoice_stops_taking_payments,
     concurrent_full_payments_approve_once,
     a_surcharge_does_not_pay_the_invoice,
+    status_closes_and_reopens,
 );
 
 const PDF: &str = "%PDF-1.4\n1 0 obj << /Type /Catalog >> endobj\ntrailer << /Root 1 0 R >>\n%%EOF\n";
@@ -303,7 +304,7 @@ fn add_and_remove_transactions(app: &TestApp) {
             paid["payment_status_id"].as_i64(),
             paid["remaining_balance"].as_str()
         ),
-        (Some(2), Some(2), Some("0.00"))
+        (Some(0), Some(2), Some("0.00"))
     );
     // A void takes the payment back off the invoice.
     t.put(
@@ -488,7 +489,7 @@ fn pay_page_pays_within_the_rules(app: &TestApp) {
             q_after["status_id"].as_i64(),
             q_after["payment_status_id"].as_i64()
         ),
-        (Some(2), Some(2))
+        (Some(0), Some(2))
     );
     let tx = &q_after["transactions"][0];
     assert_eq!(
@@ -577,7 +578,8 @@ fn pay_page_pays_within_the_rules(app: &TestApp) {
             over["payment_status_id"].as_i64(),
             over["remaining_balance"].as_str()
         ),
-        (Some(4), Some("0.00"))
+        (Some(2), Some("0.00")),
+        "an overpaid invoice is paid"
     );
     // An expired invoice's link no longer works.
     let past = invoice(
@@ -587,7 +589,7 @@ fn pay_page_pays_within_the_rules(app: &TestApp) {
     .expect(201)
     .body["quickinvoice"]
         .clone();
-    assert_eq!(past["status_id"], 3);
+    assert_eq!(past["status_id"], 0, "closed");
     assert!(page(app, &pay_path(&past), None)
         .expect(404)
         .text
@@ -1186,9 +1188,9 @@ fn an_expired_invoice_stops_taking_payments(app: &TestApp) {
     )
     .expect(200);
     let after = t.get(&format!("/v2/quickinvoices/{id}")).expect(200).body["quickinvoice"].clone();
-    assert_eq!(after["status_id"], 3, "{after}");
+    assert_eq!(after["status_id"], 0, "{after}");
     assert_eq!(after["remaining_balance"], "20.00");
-    let listed = t.get("/v2/quickinvoices?status_id=3").expect(200).body;
+    let listed = t.get("/v2/quickinvoices?status_id=0").expect(200).body;
     assert_eq!(listed["meta"]["pagination"]["totalCount"], 1, "{listed}");
     let shown = page(app, &link, None);
     assert_eq!(shown.status, 404, "{}", shown.text);
@@ -1331,4 +1333,49 @@ fn a_surcharge_does_not_pay_the_invoice(app: &TestApp) {
         ),
         (json!("21.63"), json!("0.63"))
     );
+}
+
+/// `status_id` takes the reference's values (1 open, 0 closed) and a PUT
+/// may set it: 0 closes the invoice to payments, 1 opens it again.
+fn status_closes_and_reopens(app: &TestApp) {
+    let t = app.bootstrap();
+    let q = invoice(&t, json!({})).expect(201).body["quickinvoice"].clone();
+    let id = q["id"].as_str().unwrap().to_string();
+    assert_eq!(q["status_id"], 1);
+    let put = |status: i64| {
+        t.put(
+            &format!("/v2/quickinvoices/{id}"),
+            json!({ "quickinvoice": { "status_id": status } }),
+        )
+    };
+    let closed = put(0).expect(200).body["quickinvoice"].clone();
+    assert_eq!(
+        (closed["status_id"].clone(), closed["is_active"].clone()),
+        (json!(0), json!(0))
+    );
+    let refused = page(app, &pay_path(&q), Some(&with_amount("21.00")));
+    assert_ne!(
+        refused.status, 200,
+        "a closed invoice takes no payment: {}",
+        refused.text
+    );
+    let closed_list = t.get("/v2/quickinvoices?status_id=0").expect(200).body;
+    assert_eq!(
+        closed_list["meta"]["pagination"]["totalCount"], 1,
+        "{closed_list}"
+    );
+    let open = put(1).expect(200).body["quickinvoice"].clone();
+    assert_eq!(
+        (open["status_id"].clone(), open["is_active"].clone()),
+        (json!(1), json!(1))
+    );
+    page(app, &pay_path(&q), Some(&with_amount("21.00"))).expect(200);
+    let paid = t.get(&format!("/v2/quickinvoices/{id}")).expect(200).body["quickinvoice"].clone();
+    assert_eq!(
+        (paid["status_id"].clone(), paid["payment_status_id"].clone()),
+        (json!(0), json!(2))
+    );
+    // Reopening a paid invoice leaves it closed: nothing is owed.
+    assert_eq!(put(1).expect(200).body["quickinvoice"]["status_id"], 0);
+    put(2).expect(422);
 }
