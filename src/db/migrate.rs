@@ -193,6 +193,13 @@ pub const MIGRATIONS: &[Migration] = &[
         "",
         "",
     ),
+    (
+        29,
+        "duplicate_guards",
+        include_str!("../../migrations/0029_duplicate_guards.sql"),
+        "",
+        "",
+    ),
 ];
 
 /// Applies every migration not yet recorded. Returns how many ran.
