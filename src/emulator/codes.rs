@@ -245,6 +245,10 @@ pub mod api {
         "E00018",
         "Credit Card expires before the start of the subscription.",
     );
+    pub const BAD_INTERVAL: (&str, &str) = (
+        "E00022",
+        "The interval length must be 7 to 365 days or 1 to 12 months.",
+    );
     pub const FAILED: (&str, &str) = ("E00027", "The transaction was unsuccessful.");
     pub const NO_SUBSCRIPTION: (&str, &str) = ("E00035", "The subscription cannot be found.");
     pub const CANCELED: (&str, &str) = ("E00037", "Subscriptions that are canceled cannot be updated.");

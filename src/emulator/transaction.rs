@@ -397,6 +397,8 @@ pub struct Outcome {
     pub test: bool,
     /// A partial approval's split tender: its id and amounts.
     pub split_tender: Option<SplitTender>,
+    /// The request's `userFields`, echoed (name, value).
+    pub user_fields: Vec<(String, String)>,
 }
 
 /// What a partial approval answers besides the approved amount: the
@@ -439,6 +441,7 @@ impl Outcome {
             amount: String::new(),
             test: false,
             split_tender: None,
+            user_fields: Vec::new(),
         }
     }
 
@@ -472,6 +475,7 @@ impl Outcome {
                 .to_string(),
             test: true,
             split_tender: None,
+            user_fields: Vec::new(),
         }
     }
 
@@ -512,6 +516,7 @@ impl Outcome {
             amount: s("transaction_amount").unwrap_or_default(),
             test: false,
             split_tender: None,
+            user_fields: Vec::new(),
         }
     }
 
@@ -570,8 +575,38 @@ impl Outcome {
                 ),
             ));
         }
+        if !self.user_fields.is_empty() {
+            let items = self
+                .user_fields
+                .iter()
+                .map(|(name, value)| Out::Node(vec![("name", Out::text(name)), ("value", Out::text(value))]))
+                .collect();
+            fields.push(("userFields", Out::List("userField", items)));
+        }
         Out::Node(fields)
     }
+}
+
+/// The request's `userFields` (one `userField` or a list, each a `name`
+/// and a `value`): Authorize.Net echoes them in the answer. At most 20,
+/// their schema's limit.
+pub fn user_fields(request: &Map<String, Json>) -> Vec<(String, String)> {
+    let Some(list) = request
+        .get("userFields")
+        .and_then(Json::as_object)
+        .and_then(|u| u.get("userField"))
+    else {
+        return Vec::new();
+    };
+    let all: Vec<&Json> = match list {
+        Json::Array(items) => items.iter().collect(),
+        one => vec![one],
+    };
+    all.into_iter()
+        .filter_map(Json::as_object)
+        .filter_map(|f| Some((tree::text(f, "name")?, tree::text(f, "value").unwrap_or_default())))
+        .take(20)
+        .collect()
 }
 
 /// `getTransactionDetailsResponse`'s `transaction`, from our stored

@@ -221,7 +221,10 @@ type Answer = (Message, bool, Vec<(&'static str, Out)>);
 
 async fn create_transaction(app: &AppState, caller: &Caller, body: &Map<String, Json>) -> Answer {
     let outcome = match tree::object(body, "transactionRequest") {
-        Some(request) => run_transaction(app, caller, request).await,
+        Some(request) => Outcome {
+            user_fields: transaction::user_fields(request),
+            ..run_transaction(app, caller, request).await
+        },
         None => Outcome::refused(
             None,
             &Refusal::with(codes::TRY_AGAIN, "transactionRequest is required."),

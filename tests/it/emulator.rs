@@ -208,8 +208,20 @@ fn element<'a>(xml: &'a str, name: &str) -> &'a str {
 fn xml_and_json_answer_in_their_format(app: &TestApp) {
     let t = app.bootstrap();
     let path = format!("/xml/v1/request.api?developer={}", t.cred("developer_id"));
-    let (status, content, text) =
-        post_raw(app, &path, "text/xml", &xml_sale(&t, "10.01", "4111111111111111"));
+    // userFields come back after the messages, as the schema orders them.
+    let with_user_fields = xml_sale(&t, "10.01", "4111111111111111").replace(
+        "</transactionRequest>",
+        "<userFields><userField><name>cart</name><value>42</value></userField>\
+         <userField><name>note</name><value>gift &amp; wrap</value></userField></userFields></transactionRequest>",
+    );
+    let (status, content, text) = post_raw(app, &path, "text/xml", &with_user_fields);
+    assert!(
+        text.contains(
+            "</messages><userFields><userField><name>cart</name><value>42</value></userField>\
+             <userField><name>note</name><value>gift &amp; wrap</value></userField></userFields></transactionResponse>"
+        ),
+        "{text}"
+    );
     assert_eq!(status, 200);
     assert!(content.starts_with("application/xml"), "{content}");
     assert!(text.starts_with('\u{feff}'), "a byte order mark first");
@@ -252,12 +264,18 @@ fn xml_and_json_answer_in_their_format(app: &TestApp) {
     let decline = json!({ "createTransactionRequest": {
         "merchantAuthentication": { "name": t.user_id(), "transactionKey": t.cred("user_api_key") },
         "transactionRequest": { "transactionType": "authCaptureTransaction", "amount": 5,
-            "payment": { "creditCard": { "cardNumber": "4111111111111111", "expirationDate": "1235" } } } } });
+            "payment": { "creditCard": { "cardNumber": "4111111111111111", "expirationDate": "1235" } },
+            "userFields": { "userField": { "name": "cart", "value": "43" } } } } });
     let (_, _, text) = post_raw(app, &json_path, "application/json", &decline.to_string());
     let v: Value = serde_json::from_str(text.trim_start_matches('\u{feff}')).expect("JSON");
     assert_eq!(v["messages"]["resultCode"], json!("Error"));
     assert_eq!(v["messages"]["message"][0]["code"], json!("E00027"));
     assert_eq!(v["transactionResponse"]["responseCode"], json!("2"));
+    assert_eq!(
+        v["transactionResponse"]["userFields"],
+        json!([{ "name": "cart", "value": "43" }]),
+        "{v}"
+    );
     assert_eq!(v["transactionResponse"]["errors"][0]["errorCode"], json!("2"));
     assert_eq!(
         v["transactionResponse"]["errors"][0]["errorText"],
@@ -1062,6 +1080,26 @@ fn test_mode_duplicates_and_their_codes(app: &TestApp) {
         ends_first["messages"]["message"][0]["code"], "E00018",
         "{ends_first}"
     );
+    // An interval outside 7-365 days or 1-12 months: their E00022.
+    for (length, unit) in [(6, "days"), (366, "days"), (13, "months")] {
+        let v = post_json(
+            app,
+            &t,
+            &json!({ "ARBCreateSubscriptionRequest": { "merchantAuthentication": authentication(&t),
+                "subscription": { "name": "Gym", "paymentSchedule": { "interval": { "length": length, "unit": unit },
+                    "startDate": "2034-01-15", "totalOccurrences": 12 }, "amount": "10.00",
+                    "payment": { "creditCard": { "cardNumber": "4111111111111111", "expirationDate": "2035-12" } },
+                    "billTo": { "firstName": "Ann", "lastName": "Lee" } } } }),
+        );
+        assert_eq!(
+            v["messages"]["message"][0]["code"], "E00022",
+            "{length} {unit}: {v}"
+        );
+    }
+    assert!(t.get("/v2/recurrings").expect(200).body["recurrings"]
+        .as_array()
+        .unwrap()
+        .is_empty());
     no_card_in_log(app);
 }
 
