@@ -423,6 +423,7 @@ impl Schedules {
                 replaces: None,
                 terminal: None,
                 hosted_payment_page_id: None,
+                duplicate_guard: None,
             },
             idempotency: None,
         };

@@ -194,6 +194,13 @@ pub const MIGRATIONS: &[Migration] = &[
         "",
     ),
     (
+        29,
+        "duplicate_guards",
+        include_str!("../../migrations/0029_duplicate_guards.sql"),
+        "",
+        "",
+    ),
+    (
         30,
         "quick_invoice_statuses",
         include_str!("../../migrations/0030_quick_invoice_statuses.sql"),

@@ -43,7 +43,9 @@ impl Fields {
 }
 
 /// How the answer is delimited: `x_delim_char` (default comma) and
-/// `x_encap_char` (default none), and the response version.
+/// `x_encap_char` (default none), each echoed whole, since clients split
+/// on the full string they sent (Magento's module sends `(~)`), and the
+/// response version.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Shape {
     pub delim: String,
@@ -55,15 +57,11 @@ pub struct Shape {
 impl Shape {
     pub fn of(f: &Fields) -> Shape {
         Shape {
-            delim: f.raw("x_delim_char").map(one_char).unwrap_or_else(|| ",".into()),
-            encap: f.raw("x_encap_char").map(one_char).unwrap_or_default(),
+            delim: f.raw("x_delim_char").unwrap_or(",").to_string(),
+            encap: f.raw("x_encap_char").unwrap_or_default().to_string(),
             v31: f.get("x_version") != Some("3.0"),
         }
     }
-}
-
-fn one_char(s: &str) -> String {
-    s.chars().next().map(String::from).unwrap_or_default()
 }
 
 /// What a request must not ask for: relay response (a page posted to the
@@ -96,6 +94,7 @@ pub fn request(f: &Fields) -> Map<String, Json> {
     let settings: Vec<Json> = [
         ("testRequest", f.get("x_test_request")),
         ("duplicateWindow", f.get("x_duplicate_window")),
+        ("allowPartialAuth", f.get("x_allow_partial_auth")),
     ]
     .into_iter()
     .filter_map(|(name, value)| value.map(|v| json!({ "settingName": name, "settingValue": v })))
@@ -124,7 +123,9 @@ pub fn request(f: &Fields) -> Map<String, Json> {
         .is_some_and(|m| m.eq_ignore_ascii_case("ECHECK"))
     {
         r.insert("payment".into(), json!({ "bankAccount": {} }));
-    } else if kind != Some(Kind::Refund) {
+    } else {
+        // A credit's card (the last four digits will do) must be the
+        // referenced sale's.
         if let Some(card) = group(&[
             ("cardNumber", "x_card_num"),
             ("expirationDate", "x_exp_date"),
@@ -231,9 +232,14 @@ pub fn answer(f: &Fields, outcome: &Outcome, shape: &Shape) -> String {
         fields.extend(std::iter::repeat_n(String::new(), 10));
         fields.push(outcome.account_number.clone());
         fields.push(outcome.account_type.clone());
-        fields.push(String::new());
-        fields.push(amount);
-        fields.push(String::new());
+        match &outcome.split_tender {
+            Some(split) => fields.extend([
+                split.id.clone(),
+                split.requested_amount.clone(),
+                split.balance_on_card.clone(),
+            ]),
+            None => fields.extend([String::new(), amount, String::new()]),
+        }
     }
     fields
         .iter()
@@ -307,5 +313,10 @@ mod tests {
         let line = answer(&piped, &outcome, &Shape::of(&piped));
         assert_eq!(line.split('|').count(), 38);
         assert!(line.starts_with("\"3\"|\"1\"|\"15\"|"));
+        // Several characters are echoed whole (Magento sends `(~)`).
+        let magento = fields(&[("x_delim_char", "(~)"), ("x_encap_char", "''")]);
+        let line = answer(&magento, &outcome, &Shape::of(&magento));
+        assert_eq!(line.split("(~)").count(), 55);
+        assert!(line.starts_with("''3''(~)''1''(~)''15''(~)"), "{line}");
     }
 }

@@ -47,13 +47,17 @@ pub fn create(sub: &Map<String, Json>, location_id: &str) -> Result<NewSubscript
     let length: i64 = length
         .parse()
         .ok()
-        .filter(|n| (1..=999).contains(n))
+        .filter(|n: &i64| n.abs() <= 999)
         .ok_or_else(|| invalid("paymentSchedule.interval.length must be a whole number from 1 to 999."))?;
-    let unit = match t("paymentSchedule.interval.unit").as_deref() {
-        Some("months") => "m",
-        Some("days") => "d",
+    let (unit, allowed) = match t("paymentSchedule.interval.unit").as_deref() {
+        Some("months") => ("m", 1..=12),
+        Some("days") => ("d", 7..=365),
         _ => return Err(invalid("paymentSchedule.interval.unit must be days or months.")),
     };
+    // Their bounds, with their code for an interval outside them.
+    if !allowed.contains(&length) {
+        return Err((api::BAD_INTERVAL.0, api::BAD_INTERVAL.1.to_string()));
+    }
     recurring.insert("interval".into(), json!(length));
     recurring.insert("interval_type".into(), json!(unit));
     let start =
@@ -320,6 +324,26 @@ mod tests {
             .unwrap()
             .recurring
             .contains_key("installment_total_count"));
+    }
+
+    #[test]
+    fn intervals_outside_their_bounds_are_e00022() {
+        for (length, unit, ok) in [
+            ("7", "days", true),
+            ("365", "days", true),
+            ("6", "days", false),
+            ("366", "days", false),
+            ("1", "months", true),
+            ("12", "months", true),
+            ("0", "months", false),
+            ("13", "months", false),
+        ] {
+            let mut v = base();
+            v["paymentSchedule"]["interval"] = json!({"length": length, "unit": unit});
+            let got = create(&sub(v), "loc").map(|_| ()).map_err(|e| e.0);
+            let want = if ok { Ok(()) } else { Err("E00022") };
+            assert_eq!(got, want, "{length} {unit}");
+        }
     }
 
     #[test]

@@ -69,6 +69,8 @@ pub const BAD_TRANS_ID: Reason = reason(
     "The transaction ID is invalid or not present.",
 );
 pub const NOT_FOUND: Reason = reason(ResponseCode::Error, 16, "The transaction cannot be found.");
+/// An unknown `transactionType` (or AIM `x_type`).
+pub const BAD_TYPE: Reason = reason(ResponseCode::Error, 69, "The transaction type is invalid.");
 pub const NO_ACH: Reason = reason(
     ResponseCode::Error,
     18,
@@ -115,13 +117,24 @@ pub const HELD: Reason = reason(
     253,
     "Your order has been received. Thank you for your business!",
 );
+/// A partial approval (our 1201): held, so the cart asks for another
+/// payment for the balance.
+pub const PARTIALLY_APPROVED: Reason = reason(
+    ResponseCode::Held,
+    295,
+    "The amount of this request was only partially approved on the given prepaid card. \
+     An additional payment is required to fulfill the balance of this transaction.",
+);
+/// A void of a voided transaction and a capture of a captured one are
+/// successes to Authorize.Net (responseCode 1), with their own reason so
+/// clients can tell nothing new happened.
 pub const ALREADY_VOIDED: Reason = reason(
-    ResponseCode::Error,
+    ResponseCode::Approved,
     310,
     "This transaction has already been voided.",
 );
 pub const ALREADY_CAPTURED: Reason = reason(
-    ResponseCode::Error,
+    ResponseCode::Approved,
     311,
     "This transaction has already been captured.",
 );
@@ -130,7 +143,8 @@ pub const ALREADY_CAPTURED: Reason = reason(
 ///
 /// | our reason_code_id | their responseCode / reason |
 /// |---|---|
-/// | 1000, 1001, 1002, 1200, 1201 | 1 / 1 approved |
+/// | 1000, 1001, 1002, 1200 | 1 / 1 approved |
+/// | 1201 | 4 / 295 partially approved |
 /// | 1663 | 4 / 253 held for review |
 /// | 1510, 1602 | 2 / 3 referral |
 /// | 1520, 1604-1607 | 2 / 4 pick up card |
@@ -144,7 +158,8 @@ pub const ALREADY_CAPTURED: Reason = reason(
 /// | any other (1003, 1500, 1599, 1601, 1615-1620, 1631, ...) | 2 / 2 declined |
 pub fn of_reason(reason_code_id: i64) -> Reason {
     match reason_code_id {
-        1000 | 1001 | 1002 | 1200 | 1201 => APPROVED,
+        1000 | 1001 | 1002 | 1200 => APPROVED,
+        1201 => PARTIALLY_APPROVED,
         1663 => HELD,
         1510 | 1602 => REFERRAL,
         1520 | 1604..=1607 => PICK_UP,
@@ -230,6 +245,10 @@ pub mod api {
         "E00018",
         "Credit Card expires before the start of the subscription.",
     );
+    pub const BAD_INTERVAL: (&str, &str) = (
+        "E00022",
+        "The interval length must be 7 to 365 days or 1 to 12 months.",
+    );
     pub const FAILED: (&str, &str) = ("E00027", "The transaction was unsuccessful.");
     pub const NO_SUBSCRIPTION: (&str, &str) = ("E00035", "The subscription cannot be found.");
     pub const CANCELED: (&str, &str) = ("E00037", "Subscriptions that are canceled cannot be updated.");
@@ -249,6 +268,8 @@ mod tests {
         assert_eq!(of_reason(1500).code, 2);
         assert_eq!(of_reason(1622), EXPIRED);
         assert_eq!(of_reason(1663).response.code(), 4);
+        // $2.01 approved for $1.00: their 4 / 295.
+        assert_eq!((of_reason(1201).response.code(), of_reason(1201).code), (4, 295));
         assert_eq!(avs(Some("V")), "B");
         assert_eq!(avs(None), "P");
         assert_eq!(cvv(Some("X")), "U");

@@ -15,6 +15,9 @@ pub enum Kind {
     Subscription,
     /// A subscription's card (their `customerPaymentProfileId`).
     Vault,
+    /// The split tender a partial approval opens (their `splitTenderId`),
+    /// by the partially approved transaction.
+    SplitTender,
 }
 
 impl Kind {
@@ -23,6 +26,7 @@ impl Kind {
             Kind::Transaction => "transaction",
             Kind::Subscription => "subscription",
             Kind::Vault => "vault",
+            Kind::SplitTender => "split_tender",
         }
     }
 }

@@ -101,6 +101,8 @@ pub struct Plan {
     pub body: Map<String, Json>,
     /// `refTransId` as sent: one of the numbers we answered.
     pub reference: Option<String>,
+    /// A refund's card, as its last four digits.
+    pub refund_last_four: Option<String>,
 }
 
 /// Reads a `transactionRequest` (their element names, as XML or JSON
@@ -110,10 +112,11 @@ pub fn plan(request: &Map<String, Json>) -> Result<Plan, Refusal> {
     let type_name = t("transactionType").unwrap_or_default();
     let kind = Kind::parse(&type_name).ok_or_else(|| {
         Refusal::with(
-            codes::TRY_AGAIN,
+            codes::BAD_TYPE,
             format!(
-                "The transactionType '{}' is not supported: authCaptureTransaction, authOnlyTransaction, \
+                "{} '{}' is not one of authCaptureTransaction, authOnlyTransaction, \
                  priorAuthCaptureTransaction, captureOnlyTransaction, refundTransaction or voidTransaction.",
+                codes::BAD_TYPE.text,
                 short(&type_name)
             ),
         )
@@ -150,6 +153,7 @@ pub fn plan(request: &Map<String, Json>) -> Result<Plan, Refusal> {
         }
     }
     let reference = t("refTransId");
+    let mut refund_last_four = None;
     match kind {
         Kind::PriorAuthCapture | Kind::Void | Kind::Refund if reference.is_none() => {
             return Err(Refusal::new(codes::BAD_TRANS_ID));
@@ -167,8 +171,17 @@ pub fn plan(request: &Map<String, Json>) -> Result<Plan, Refusal> {
             let cents = amount.ok_or_else(|| Refusal::new(codes::BAD_AMOUNT))?;
             body.insert("payment_method".into(), json!("cc"));
             body.insert("transaction_amount".into(), json!(money::format(cents)));
-            if kind != Kind::Refund {
+            if kind == Kind::Refund {
+                refund_last_four = Some(refund_card(request)?);
+            } else {
                 card(request, &mut body)?;
+            }
+            if let (true, Some(allow)) = (kind.checks_card(), setting(request, "allowPartialAuth")) {
+                // Per request, over the product transaction's setting.
+                body.insert(
+                    "allow_partial_authorization_override".into(),
+                    json!(is_on(&allow)),
+                );
             }
             if kind == Kind::CaptureOnly {
                 // Their reason 12, as Authorize.Net answers a capture
@@ -191,7 +204,30 @@ pub fn plan(request: &Map<String, Json>) -> Result<Plan, Refusal> {
         kind,
         body,
         reference,
+        refund_last_four,
     })
+}
+
+/// The last four digits of a refund's card, which must be the referenced
+/// transaction's: their clients send the last four, the full number or
+/// the masked number we answered (`XXXX1111`). Without one Authorize.Net
+/// issues no credit.
+fn refund_card(request: &Map<String, Json>) -> Result<String, Refusal> {
+    let refused = || {
+        Refusal::with(
+            codes::NO_CREDIT,
+            format!(
+                "{} A refund needs the card's number or its last four digits (payment.creditCard.cardNumber).",
+                codes::NO_CREDIT.text
+            ),
+        )
+    };
+    let number = tree::text(request, "payment.creditCard.cardNumber").ok_or_else(refused)?;
+    let digits = number.trim_start_matches(['X', 'x']);
+    if digits.len() < 4 || !digits.bytes().all(|b| b.is_ascii_digit()) {
+        return Err(refused());
+    }
+    Ok(digits[digits.len() - 4..].to_string())
 }
 
 /// A `transactionSettings` setting of the request, by name
@@ -212,12 +248,14 @@ pub fn setting(request: &Map<String, Json>, name: &str) -> Option<String> {
 
 /// Whether a setting is on (`true`, `1`, ...).
 pub fn setting_on(request: &Map<String, Json>, name: &str) -> bool {
-    setting(request, name).is_some_and(|v| {
-        matches!(
-            v.to_ascii_lowercase().as_str(),
-            "true" | "t" | "1" | "yes" | "y" | "on"
-        )
-    })
+    setting(request, name).is_some_and(|v| is_on(&v))
+}
+
+fn is_on(value: &str) -> bool {
+    matches!(
+        value.trim().to_ascii_lowercase().as_str(),
+        "true" | "t" | "1" | "yes" | "y" | "on"
+    )
 }
 
 /// How far back an identical new payment counts as a duplicate:
@@ -357,6 +395,34 @@ pub struct Outcome {
     pub amount: String,
     /// Answered to a request in test mode: nothing was charged.
     pub test: bool,
+    /// A partial approval's split tender: its id and amounts.
+    pub split_tender: Option<SplitTender>,
+    /// The request's `userFields`, echoed (name, value).
+    pub user_fields: Vec<(String, String)>,
+}
+
+/// What a partial approval answers besides the approved amount: the
+/// split tender the rest of the order joins (`splitTenderId`), and their
+/// `prePaidCard`. Amounts as their decimal text.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct SplitTender {
+    pub id: String,
+    pub requested_amount: String,
+    pub approved_amount: String,
+    /// The card's balance after the approval: none left, since it did
+    /// not cover the amount.
+    pub balance_on_card: String,
+}
+
+impl SplitTender {
+    pub fn new(id: i64, requested_cents: i64, approved_cents: i64) -> SplitTender {
+        SplitTender {
+            id: id.to_string(),
+            requested_amount: money::format(requested_cents),
+            approved_amount: money::format(approved_cents),
+            balance_on_card: money::format(0),
+        }
+    }
 }
 
 impl Outcome {
@@ -374,6 +440,8 @@ impl Outcome {
             account_type: String::new(),
             amount: String::new(),
             test: false,
+            split_tender: None,
+            user_fields: Vec::new(),
         }
     }
 
@@ -406,6 +474,8 @@ impl Outcome {
                 .unwrap_or_default()
                 .to_string(),
             test: true,
+            split_tender: None,
+            user_fields: Vec::new(),
         }
     }
 
@@ -418,7 +488,8 @@ impl Outcome {
         if status == 301 && reason.response == ResponseCode::Approved {
             reason = codes::DECLINED;
         }
-        let approved = reason.response == ResponseCode::Approved;
+        // A partial approval (held) has its authorization code too.
+        let approved = matches!(reason.response, ResponseCode::Approved | ResponseCode::Held);
         Outcome {
             kind: Some(kind),
             reason,
@@ -444,6 +515,8 @@ impl Outcome {
             account_type: codes::card_type(tx["account_type"].as_str()).to_string(),
             amount: s("transaction_amount").unwrap_or_default(),
             test: false,
+            split_tender: None,
+            user_fields: Vec::new(),
         }
     }
 
@@ -467,6 +540,17 @@ impl Outcome {
             ("accountNumber", Out::text(&self.account_number)),
             ("accountType", Out::text(&self.account_type)),
         ];
+        if let Some(split) = &self.split_tender {
+            fields.push(("splitTenderId", Out::text(&split.id)));
+            fields.push((
+                "prePaidCard",
+                Out::Node(vec![
+                    ("requestedAmount", Out::text(&split.requested_amount)),
+                    ("approvedAmount", Out::text(&split.approved_amount)),
+                    ("balanceOnCard", Out::text(&split.balance_on_card)),
+                ]),
+            ));
+        }
         let code = self.reason.code.to_string();
         if self.ok() {
             fields.push((
@@ -491,8 +575,38 @@ impl Outcome {
                 ),
             ));
         }
+        if !self.user_fields.is_empty() {
+            let items = self
+                .user_fields
+                .iter()
+                .map(|(name, value)| Out::Node(vec![("name", Out::text(name)), ("value", Out::text(value))]))
+                .collect();
+            fields.push(("userFields", Out::List("userField", items)));
+        }
         Out::Node(fields)
     }
+}
+
+/// The request's `userFields` (one `userField` or a list, each a `name`
+/// and a `value`): Authorize.Net echoes them in the answer. At most 20,
+/// their schema's limit.
+pub fn user_fields(request: &Map<String, Json>) -> Vec<(String, String)> {
+    let Some(list) = request
+        .get("userFields")
+        .and_then(Json::as_object)
+        .and_then(|u| u.get("userField"))
+    else {
+        return Vec::new();
+    };
+    let all: Vec<&Json> = match list {
+        Json::Array(items) => items.iter().collect(),
+        one => vec![one],
+    };
+    all.into_iter()
+        .filter_map(Json::as_object)
+        .filter_map(|f| Some((tree::text(f, "name")?, tree::text(f, "value").unwrap_or_default())))
+        .take(20)
+        .collect()
 }
 
 /// `getTransactionDetailsResponse`'s `transaction`, from our stored
@@ -679,6 +793,6 @@ mod tests {
             6
         );
         assert_eq!(code(json!({"transactionType": "voidTransaction"})), 15);
-        assert_eq!(code(json!({"transactionType": "bogus"})), 19);
+        assert_eq!(code(json!({"transactionType": "bogus"})), 69);
     }
 }

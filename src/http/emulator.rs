@@ -12,14 +12,15 @@ use super::extract::query_pairs;
 use super::AppState;
 use crate::auth::{authenticate, Caller, Credentials};
 use crate::billing::{self, transitions};
-use crate::emulator::codes::{self, api};
+use crate::emulator::codes::{self, api, ResponseCode};
 use crate::emulator::numbers::{self, Kind as Number};
 use crate::emulator::transaction::{self, Kind, Outcome, Refusal};
 use crate::emulator::tree::{self, Format, Out};
 use crate::emulator::{aim, arb, envelope, response_name};
 use crate::engine::{self, query, validate, Cx};
-use crate::error::{ApiError, ApiResult, FieldErrors};
-use crate::payments::{actions, FollowUp, NewPayment, Origin, TransactionId, TrxSource};
+use crate::error::{ApiError, FieldErrors};
+use crate::payments::{actions, DuplicateGuard, FollowUp, NewPayment, Origin, TransactionId, TrxSource};
+use crate::processor::ReasonCode;
 use crate::resources::{ACCOUNT_VAULT, CONTACT, RECURRING, TRANSACTION};
 use axum::body::Bytes;
 use axum::extract::rejection::BytesRejection;
@@ -220,7 +221,10 @@ type Answer = (Message, bool, Vec<(&'static str, Out)>);
 
 async fn create_transaction(app: &AppState, caller: &Caller, body: &Map<String, Json>) -> Answer {
     let outcome = match tree::object(body, "transactionRequest") {
-        Some(request) => run_transaction(app, caller, request).await,
+        Some(request) => Outcome {
+            user_fields: transaction::user_fields(request),
+            ..run_transaction(app, caller, request).await
+        },
         None => Outcome::refused(
             None,
             &Refusal::with(codes::TRY_AGAIN, "transactionRequest is required."),
@@ -263,17 +267,10 @@ async fn run_transaction(app: &AppState, caller: &Caller, request: &Map<String, 
         };
     }
     let cx = app.cx(caller);
-    if matches!(kind, Kind::AuthCapture | Kind::AuthOnly | Kind::CaptureOnly) {
-        let window = transaction::duplicate_window(request);
-        match duplicate_of(app, &cx, &plan.body, window).await {
-            Ok(false) => {}
-            Ok(true) => return Outcome::refused(Some(kind), &Refusal::new(codes::DUPLICATE)),
-            Err(e) => return Outcome::refused(Some(kind), &refusal_of(kind, &e, None)),
-        }
-    }
+    let duplicate_guard = duplicate_guard(&cx, kind, request, &plan.body);
     // The transaction the request refers to: a number we answered (or,
     // for clients that know it, our own id), in the caller's scope.
-    let mut referenced: Option<(String, i64, i64)> = None;
+    let mut referenced: Option<Referenced> = None;
     let mut body = plan.body;
     // Their capture sends a total; a surcharged authorization completed
     // for another total needs its parts, worked out at the rate.
@@ -307,7 +304,12 @@ async fn run_transaction(app: &AppState, caller: &Caller, request: &Map<String, 
                     }
                     _ => None,
                 };
-                let found = (tx.id().to_string(), number, tx.int("status_id").unwrap_or(0));
+                let found = Referenced {
+                    id: tx.id().to_string(),
+                    number,
+                    status_id: tx.int("status_id").unwrap_or(0),
+                    last_four: tx.text("last_four").unwrap_or_default().to_string(),
+                };
                 Ok(Some((found, parts)))
             })
             .await;
@@ -329,15 +331,30 @@ async fn run_transaction(app: &AppState, caller: &Caller, request: &Map<String, 
             body.insert(name.into(), Json::String(crate::money::format(cents)));
         }
     }
-    if let (Kind::Refund, Some((id, _, _))) = (kind, &referenced) {
-        body.insert("previous_transaction_id".into(), Json::String(id.clone()));
+    if let (Kind::Refund, Some(original)) = (kind, &referenced) {
+        if plan.refund_last_four.as_deref() != Some(original.last_four.as_str()) {
+            return Outcome::refused(
+                Some(kind),
+                &Refusal::with(
+                    codes::NO_CREDIT,
+                    format!(
+                        "{} The card is not the referenced transaction's.",
+                        codes::NO_CREDIT.text
+                    ),
+                ),
+            );
+        }
+        body.insert(
+            "previous_transaction_id".into(),
+            Json::String(original.id.clone()),
+        );
     }
-    let status = referenced.as_ref().map(|r| r.2);
+    let status = referenced.as_ref().map(|r| r.status_id);
     let reply = match (&referenced, kind.follows_up()) {
-        (Some((id, _, _)), true) => match actions::parse(&body, true) {
+        (Some(original), true) => match actions::parse(&body, true) {
             Ok(input) => {
                 let request = FollowUp {
-                    transaction: TransactionId::new(id.clone()),
+                    transaction: TransactionId::new(original.id.clone()),
                     input,
                     idempotency: None,
                 };
@@ -349,7 +366,10 @@ async fn run_transaction(app: &AppState, caller: &Caller, request: &Map<String, 
             Ok(input) => {
                 let request = NewPayment {
                     input,
-                    origin: Origin::from(TrxSource::Emulator),
+                    origin: Origin {
+                        duplicate_guard,
+                        ..Origin::from(TrxSource::Emulator)
+                    },
                     idempotency: None,
                 };
                 app.payments.create(cx.clone(), request).await
@@ -359,63 +379,102 @@ async fn run_transaction(app: &AppState, caller: &Caller, request: &Map<String, 
     };
     let reply = match reply {
         Ok(r) => r,
-        Err(e) => return Outcome::refused(Some(kind), &refusal_of(kind, &e, status)),
+        Err(e) => {
+            let refusal = refusal_of(kind, &e, status);
+            let mut outcome = Outcome::refused(Some(kind), &refusal);
+            // Already voided or captured: their success names the
+            // transaction it was about.
+            if let (ResponseCode::Approved, Some(original)) = (refusal.reason.response, &referenced) {
+                outcome.trans_id = original.number.to_string();
+                outcome.ref_trans_id = original.number.to_string();
+            }
+            return outcome;
+        }
     };
     let tx = reply.transaction().clone();
     let id = tx["id"].as_str().unwrap_or_default().to_string();
-    let number = app
+    let partial = tx["reason_code_id"].as_i64() == Some(i64::from(ReasonCode::PARTIAL_APPROVAL.code()));
+    let numbered = app
         .store
-        .write(move |conn| numbers::number_of(conn, Number::Transaction, &id))
+        .write(move |conn| {
+            let number = numbers::number_of(conn, Number::Transaction, &id)?;
+            // A partial approval opens a split tender for the balance.
+            let split_tender = if partial {
+                Some(numbers::number_of(conn, Number::SplitTender, &id)?)
+            } else {
+                None
+            };
+            Ok((number, split_tender))
+        })
         .await;
-    match number {
-        Ok(n) => Outcome::of(kind, &tx, n, referenced.map(|r| r.1)),
+    match numbered {
+        Ok((number, split_tender)) => {
+            let mut outcome = Outcome::of(kind, &tx, number, referenced.map(|r| r.number));
+            if let Some(split_id) = split_tender {
+                let cents = |amount: Option<&str>| {
+                    crate::money::parse_text(amount.unwrap_or_default(), i64::MAX / 100).unwrap_or(0)
+                };
+                // Asked for in the request; approved as stored.
+                let requested = cents(body.get("transaction_amount").and_then(Json::as_str));
+                let approved = cents(tx["transaction_amount"].as_str());
+                outcome.split_tender = Some(transaction::SplitTender::new(split_id, requested, approved));
+            }
+            outcome
+        }
         Err(e) => Outcome::refused(Some(kind), &refusal_of(kind, &e, status)),
     }
 }
 
-/// Whether a new payment repeats one this emulator took at the caller's
-/// location within `window` seconds: the same card (first six and last
-/// four digits), amount and invoice number, as Authorize.Net refuses a
-/// repeat within `duplicateWindow` (a double click, a retried post).
-async fn duplicate_of(app: &AppState, cx: &Cx, body: &Map<String, Json>, window: i64) -> ApiResult<bool> {
-    let text = |k: &str| body.get(k).and_then(Json::as_str).unwrap_or_default().to_string();
-    let number = text("account_number");
-    let amount = crate::money::parse_text(&text("transaction_amount"), i64::MAX / 100).ok();
-    let (Some(amount), true) = (amount, window > 0 && number.len() >= 13) else {
-        return Ok(false);
-    };
-    let (first_six, last_four) = (number[..6].to_string(), number[number.len() - 4..].to_string());
-    let order = text("order_num");
-    // Ids are UUIDv7, made from the system clock, time first: the
-    // location's index reaches the window's rows without reading older
-    // ones (a minute's slack for clocks that step).
-    let wall_ms = std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .map(|d| d.as_millis() as i64)
-        .unwrap_or(0);
-    let since_ms = (wall_ms - (window + 60) * 1000).max(0);
-    let oldest_id = format!("{since_ms:012x}{}", "0".repeat(20));
-    let (location, since) = (cx.scope.location_id.clone(), cx.now - window);
-    app.store
-        .read(move |conn| {
-            let found = conn.query_one(&crate::db::Sql::with(
-                "SELECT 1 FROM transactions WHERE location_id = ? AND id >= ? AND created_ts >= ? \
-                 AND trx_source_id = ? AND transaction_amount = ? AND first_six = ? AND last_four = ? \
-                 AND COALESCE(order_num, '') = ? LIMIT 1",
-                vec![
-                    location.into(),
-                    oldest_id.into(),
-                    since.into(),
-                    TrxSource::Emulator.code().into(),
-                    amount.into(),
-                    first_six.into(),
-                    last_four.into(),
-                    order.into(),
-                ],
-            ))?;
-            Ok(found.is_some())
-        })
-        .await
+/// The transaction a follow-up, capture or refund refers to.
+struct Referenced {
+    id: String,
+    /// Its number, as we answered it.
+    number: i64,
+    status_id: i64,
+    last_four: String,
+}
+
+/// The guard that refuses a new payment repeating one this emulator took
+/// at the caller's location within `duplicateWindow` seconds, as
+/// Authorize.Net refuses a double click or a retried post: the same
+/// transaction type, card (first six and last four digits), amount and
+/// invoice number as sent (none sent is a value of its own; the payments
+/// core numbers such orders itself). The key is a digest, so the guards
+/// table holds no card digits.
+fn duplicate_guard(
+    cx: &Cx,
+    kind: Kind,
+    request: &Map<String, Json>,
+    body: &Map<String, Json>,
+) -> Option<DuplicateGuard> {
+    use sha2::{Digest, Sha256};
+    if !matches!(kind, Kind::AuthCapture | Kind::AuthOnly | Kind::CaptureOnly) {
+        return None;
+    }
+    let number = body.get("account_number").and_then(Json::as_str)?;
+    let amount = body.get("transaction_amount").and_then(Json::as_str)?;
+    let cents = crate::money::parse_text(amount, i64::MAX / 100).ok()?;
+    let invoice = tree::text(request, "order.invoiceNumber");
+    let (first_six, last_four) = (number.get(..6)?, number.get(number.len().checked_sub(4)?..)?);
+    let parts = [
+        cx.scope.location_id.as_str(),
+        kind.api_name(),
+        first_six,
+        last_four,
+        &cents.to_string(),
+        // "-" for none sent: no sent invoice is empty (blank is absent).
+        invoice.as_deref().map_or("-", |i| i),
+    ];
+    let mut digest = Sha256::new();
+    for part in parts {
+        // Length-prefixed, so no two lists of parts read the same.
+        digest.update((part.len() as u64).to_be_bytes());
+        digest.update(part.as_bytes());
+    }
+    Some(DuplicateGuard {
+        key: format!("anet:{}", hex::encode(digest.finalize())),
+        window_secs: transaction::duplicate_window(request),
+    })
 }
 
 /// One of our refusals as their reason: by the field it names, else by
@@ -436,6 +495,7 @@ fn refusal_of(kind: Kind, e: &ApiError, referenced_status: Option<i64>) -> Refus
     };
     let text = messages.first().cloned().unwrap_or_default();
     match (field.as_str(), kind) {
+        (DuplicateGuard::REFUSED_FIELD, _) => Refusal::new(codes::DUPLICATE),
         ("account_number", _) => Refusal::new(codes::BAD_CARD),
         ("exp_date", _)
             if ["expired", "in the past"]

@@ -327,6 +327,9 @@ pub fn prepare(
             processor_call(parsed, &record, &funding, &place, replaces)?
         }
     };
+    if let Some(guard) = &origin.duplicate_guard {
+        take_duplicate_guard(cx, conn, guard, record.id())?;
+    }
     record_pending(cx, conn, &record, idem_key)?;
     let id = record.id().to_string();
     let save_account = match (save, contact_id) {
@@ -784,6 +787,43 @@ fn velocity_breach(
     }
     let tz = location_tz(conn, &place.location_id)?;
     velocity::check(conn, limits, pt.id(), class, amount, cx.now, tz)
+}
+
+/// Takes the payment's [`DuplicateGuard`] in the job that stores it: one
+/// upsert, which changes nothing while another payment holds the key
+/// within the window. Concurrent takers of one key queue on its row
+/// (PostgreSQL) or on the single writer (SQLite), so one of them wins.
+fn take_duplicate_guard(
+    cx: &Cx,
+    conn: &mut dyn Conn,
+    guard: &super::DuplicateGuard,
+    transaction_id: &str,
+) -> ApiResult<()> {
+    let free_if_taken_before = if guard.window_secs > 0 {
+        cx.now - guard.window_secs
+    } else {
+        i64::MAX
+    };
+    let taken = conn.execute(&Sql::with(
+        "INSERT INTO duplicate_guards (guard_key, transaction_id, taken_ts) VALUES (?, ?, ?) \
+         ON CONFLICT (guard_key) DO UPDATE SET transaction_id = excluded.transaction_id, \
+         taken_ts = excluded.taken_ts WHERE duplicate_guards.taken_ts < ?",
+        vec![
+            guard.key.clone().into(),
+            transaction_id.into(),
+            cx.now.into(),
+            free_if_taken_before.into(),
+        ],
+    ))?;
+    if taken == 0 {
+        let mut errors = FieldErrors::new();
+        errors.add(
+            super::DuplicateGuard::REFUSED_FIELD,
+            "A payment like this one was made within the duplicate window.",
+        );
+        return Err(ApiError::Conflict(errors));
+    }
+    Ok(())
 }
 
 /// Stores the row as pending (and ties the idempotency key to it), as

@@ -41,8 +41,8 @@ pub mod surcharge;
 pub mod velocity;
 
 pub use request::{
-    BatchId, FollowUp, Idempotency, NewPayment, Origin, QuickInvoiceId, RecurringId, Reply, TerminalRead,
-    TransactionId, TrxSource,
+    BatchId, DuplicateGuard, FollowUp, Idempotency, NewPayment, Origin, QuickInvoiceId, RecurringId, Reply,
+    TerminalRead, TransactionId, TrxSource,
 };
 
 use crate::clock::{date_text, Clock};

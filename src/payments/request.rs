@@ -97,6 +97,26 @@ pub struct Origin {
     pub terminal: Option<TerminalRead>,
     /// The hosted payment page the payer paid on.
     pub hosted_payment_page_id: Option<String>,
+    /// Refuses the payment as a repeat (the emulator's duplicate check).
+    pub duplicate_guard: Option<DuplicateGuard>,
+}
+
+/// A key a new payment takes in the write job that stores it as pending,
+/// refused while another payment holds it: a repeat of the same request
+/// within the window. Taken in that job, so of identical requests sent at
+/// once exactly one is charged; declined payments keep their key too.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct DuplicateGuard {
+    /// What makes two payments the same (the caller's choice of fields).
+    pub key: String,
+    /// Seconds a taken key refuses repeats; 0 takes the key without
+    /// checking it.
+    pub window_secs: i64,
+}
+
+impl DuplicateGuard {
+    /// The field of the `ApiError::Conflict` a repeat is refused with.
+    pub const REFUSED_FIELD: &'static str = "duplicate_guard";
 }
 
 /// Where and how a terminal read the card of a card-present payment.
@@ -128,6 +148,7 @@ impl From<TrxSource> for Origin {
             replaces: None,
             terminal: None,
             hosted_payment_page_id: None,
+            duplicate_guard: None,
         }
     }
 }

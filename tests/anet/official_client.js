@@ -206,8 +206,11 @@ async function charge() {
     'sale to void');
   out.voided = to_void.getTransId();
   approved(await transact({ type: C.TransactionTypeEnum.VOIDTRANSACTION, ref: out.voided }), 'void');
+  // A second void is their success with reason 310: nothing new happened.
   const again = await transact({ type: C.TransactionTypeEnum.VOIDTRANSACTION, ref: out.voided });
-  check(again.getTransactionResponse().getErrors().getError()[0].getErrorCode() === '310', 'second void', again);
+  check(again.getMessages().getResultCode() === C.MessageTypeEnum.OK, 'second void result code', again);
+  check(again.getTransactionResponse().getResponseCode() === '1', 'second void response code', again);
+  check(again.getTransactionResponse().getMessages().getMessage()[0].getCode() === '310', 'second void', again);
 
   const declined = await transact({ type: C.TransactionTypeEnum.AUTHCAPTURETRANSACTION, amount: 5.0,
     payment: card('4111111111111111', '2035-12') });

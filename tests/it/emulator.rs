@@ -24,6 +24,10 @@ engine_tests!(
     type_confused_json_answers_their_error,
     test_mode_duplicates_and_their_codes,
     a_surcharged_authorization_captured_for_less,
+    partial_authorization_per_request,
+    repeated_follow_ups_and_unknown_types,
+    refunds_need_the_referenced_card,
+    duplicates_by_type_with_or_without_invoice,
 );
 
 /// The full card numbers these tests (and the SDK scripts) send: none may
@@ -204,8 +208,20 @@ fn element<'a>(xml: &'a str, name: &str) -> &'a str {
 fn xml_and_json_answer_in_their_format(app: &TestApp) {
     let t = app.bootstrap();
     let path = format!("/xml/v1/request.api?developer={}", t.cred("developer_id"));
-    let (status, content, text) =
-        post_raw(app, &path, "text/xml", &xml_sale(&t, "10.01", "4111111111111111"));
+    // userFields come back after the messages, as the schema orders them.
+    let with_user_fields = xml_sale(&t, "10.01", "4111111111111111").replace(
+        "</transactionRequest>",
+        "<userFields><userField><name>cart</name><value>42</value></userField>\
+         <userField><name>note</name><value>gift &amp; wrap</value></userField></userFields></transactionRequest>",
+    );
+    let (status, content, text) = post_raw(app, &path, "text/xml", &with_user_fields);
+    assert!(
+        text.contains(
+            "</messages><userFields><userField><name>cart</name><value>42</value></userField>\
+             <userField><name>note</name><value>gift &amp; wrap</value></userField></userFields></transactionResponse>"
+        ),
+        "{text}"
+    );
     assert_eq!(status, 200);
     assert!(content.starts_with("application/xml"), "{content}");
     assert!(text.starts_with('\u{feff}'), "a byte order mark first");
@@ -248,12 +264,18 @@ fn xml_and_json_answer_in_their_format(app: &TestApp) {
     let decline = json!({ "createTransactionRequest": {
         "merchantAuthentication": { "name": t.user_id(), "transactionKey": t.cred("user_api_key") },
         "transactionRequest": { "transactionType": "authCaptureTransaction", "amount": 5,
-            "payment": { "creditCard": { "cardNumber": "4111111111111111", "expirationDate": "1235" } } } } });
+            "payment": { "creditCard": { "cardNumber": "4111111111111111", "expirationDate": "1235" } },
+            "userFields": { "userField": { "name": "cart", "value": "43" } } } } });
     let (_, _, text) = post_raw(app, &json_path, "application/json", &decline.to_string());
     let v: Value = serde_json::from_str(text.trim_start_matches('\u{feff}')).expect("JSON");
     assert_eq!(v["messages"]["resultCode"], json!("Error"));
     assert_eq!(v["messages"]["message"][0]["code"], json!("E00027"));
     assert_eq!(v["transactionResponse"]["responseCode"], json!("2"));
+    assert_eq!(
+        v["transactionResponse"]["userFields"],
+        json!([{ "name": "cart", "value": "43" }]),
+        "{v}"
+    );
     assert_eq!(v["transactionResponse"]["errors"][0]["errorCode"], json!("2"));
     assert_eq!(
         v["transactionResponse"]["errors"][0]["errorText"],
@@ -459,8 +481,21 @@ fn aim_with_each_delimiter_option(app: &TestApp) {
         "{relay}"
     );
 
+    // A delimiter of several characters is echoed whole: Magento's
+    // module sends `(~)` and splits on all three.
+    let line = send(&[
+        ("x_amount", "4.30"),
+        ("x_card_num", "4111111111111111"),
+        ("x_exp_date", "1235"),
+        ("x_delim_char", "(~)"),
+        ("x_encap_char", "||"),
+    ]);
+    let f: Vec<&str> = line.split("(~)").collect();
+    assert_eq!(f.len(), 55, "{line}");
+    assert_eq!((f[0], f[2], f[9]), ("||1||", "||1||", "||4.30||"), "{line}");
+
     let list = emulated(&t);
-    assert_eq!(list.len(), 3, "sale, authorization and decline");
+    assert_eq!(list.len(), 4, "sales, authorization and decline");
     assert!(list.iter().any(|tx| tx["status_id"] == json!(201)), "the void");
     no_card_in_log(app);
 }
@@ -692,13 +727,14 @@ fn aim_capture_only_and_credit(app: &TestApp) {
         ("x_type", "CREDIT"),
         ("x_amount", "1.00"),
         ("x_trans_id", &sale_id),
+        ("x_card_num", "1111"),
     ]);
     assert_eq!(
         (f[0].as_str(), f[2].as_str()),
         ("3", "54"),
         "an unsettled sale: {f:?}"
     );
-    let f = send(&[("x_type", "CREDIT"), ("x_amount", "1.00")]);
+    let f = send(&[("x_type", "CREDIT"), ("x_amount", "1.00"), ("x_card_num", "1111")]);
     assert_eq!(
         (f[0].as_str(), f[2].as_str()),
         ("3", "15"),
@@ -713,10 +749,30 @@ fn aim_capture_only_and_credit(app: &TestApp) {
         .to_string();
     t.post(&format!("/v2/transactionbatches/{batch}/settle"), json!({}))
         .expect(200);
+    // The credit's card must be the sale's: none, or another, is their 54.
+    for (card, why) in [
+        (None, "no card"),
+        (Some("5454"), "another card's last four"),
+        (Some("4111111111111112"), "another number"),
+    ] {
+        let mut credit = vec![
+            ("x_type", "CREDIT"),
+            ("x_amount", "4.00"),
+            ("x_trans_id", sale_id.as_str()),
+        ];
+        credit.extend(card.map(|c| ("x_card_num", c)));
+        let f = send(&credit);
+        assert_eq!((f[0].as_str(), f[2].as_str()), ("3", "54"), "{why}: {f:?}");
+        assert!(
+            f[3].starts_with("The referenced transaction does not meet the criteria for issuing a credit."),
+            "{why}: {f:?}"
+        );
+    }
     let f = send(&[
         ("x_type", "CREDIT"),
         ("x_amount", "4.00"),
         ("x_trans_id", &sale_id),
+        ("x_card_num", "XXXX1111"),
     ]);
     assert_eq!((f[0].as_str(), f[2].as_str()), ("1", "1"), "{f:?}");
     assert_eq!((f[9].as_str(), f[11].as_str()), ("4.00", "credit"), "{f:?}");
@@ -724,6 +780,7 @@ fn aim_capture_only_and_credit(app: &TestApp) {
         ("x_type", "CREDIT"),
         ("x_amount", "7.00"),
         ("x_trans_id", &sale_id),
+        ("x_card_num", "1111"),
     ]);
     assert_eq!(
         (f[0].as_str(), f[2].as_str()),
@@ -734,6 +791,7 @@ fn aim_capture_only_and_credit(app: &TestApp) {
         ("x_type", "CREDIT"),
         ("x_amount", "6.00"),
         ("x_trans_id", &sale_id),
+        ("x_card_num", "4111111111111111"),
     ]);
     assert_eq!(f[0], "1", "the rest: {f:?}");
 
@@ -1022,6 +1080,26 @@ fn test_mode_duplicates_and_their_codes(app: &TestApp) {
         ends_first["messages"]["message"][0]["code"], "E00018",
         "{ends_first}"
     );
+    // An interval outside 7-365 days or 1-12 months: their E00022.
+    for (length, unit) in [(6, "days"), (366, "days"), (13, "months")] {
+        let v = post_json(
+            app,
+            &t,
+            &json!({ "ARBCreateSubscriptionRequest": { "merchantAuthentication": authentication(&t),
+                "subscription": { "name": "Gym", "paymentSchedule": { "interval": { "length": length, "unit": unit },
+                    "startDate": "2034-01-15", "totalOccurrences": 12 }, "amount": "10.00",
+                    "payment": { "creditCard": { "cardNumber": "4111111111111111", "expirationDate": "2035-12" } },
+                    "billTo": { "firstName": "Ann", "lastName": "Lee" } } } }),
+        );
+        assert_eq!(
+            v["messages"]["message"][0]["code"], "E00022",
+            "{length} {unit}: {v}"
+        );
+    }
+    assert!(t.get("/v2/recurrings").expect(200).body["recurrings"]
+        .as_array()
+        .unwrap()
+        .is_empty());
     no_card_in_log(app);
 }
 
@@ -1061,4 +1139,388 @@ fn a_surcharged_authorization_captured_for_less(app: &TestApp) {
         (json!(101), json!("8.24"), json!("8.00"), json!("0.24")),
         "{tx}"
     );
+}
+
+/// A sale without `order`: no invoice number sent.
+fn json_sale_without_invoice(t: &Tenant, kind: &str, amount: &str, settings: &[(&str, &str)]) -> Value {
+    let mut v = json_sale(t, amount, "4111111111111111", "2035-12", "", settings);
+    let request = v["createTransactionRequest"]["transactionRequest"]
+        .as_object_mut()
+        .unwrap();
+    request.remove("order");
+    request.insert("transactionType".into(), json!(kind));
+    v
+}
+
+const PARTIAL_TEXT: &str =
+    "The amount of this request was only partially approved on the given prepaid card. \
+                            An additional payment is required to fulfill the balance of this transaction.";
+
+/// $2.01 is the sandbox's partial approval ($1.00 approved) where partial
+/// authorization is allowed: `allowPartialAuth` (AIM
+/// `x_allow_partial_auth`) allows it for the one request, answered as
+/// their 4 / 295 with the split tender and the prepaid card's amounts in
+/// the schema's order. Without it the sandbox declines, as before.
+fn partial_authorization_per_request(app: &TestApp) {
+    let t = app.bootstrap();
+    const VISA: &str = "4111111111111111";
+    let allowed = post_json(
+        app,
+        &t,
+        &json_sale(
+            &t,
+            "2.01",
+            VISA,
+            "2035-12",
+            "P-1",
+            &[("allowPartialAuth", "true")],
+        ),
+    );
+    let r = &allowed["transactionResponse"];
+    assert_eq!(allowed["messages"]["resultCode"], "Ok", "{allowed}");
+    assert_eq!(r["responseCode"], "4", "{allowed}");
+    assert_eq!(r["messages"][0]["code"], "295", "{allowed}");
+    assert_eq!(r["messages"][0]["description"], PARTIAL_TEXT);
+    assert_eq!(r["authCode"].as_str().unwrap().len(), 6, "{allowed}");
+    let split = r["splitTenderId"].as_str().unwrap();
+    assert!(
+        split.len() == 11 && split.bytes().all(|b| b.is_ascii_digit()),
+        "{allowed}"
+    );
+    assert_eq!(
+        r["prePaidCard"],
+        json!({ "requestedAmount": "2.01", "approvedAmount": "1.00", "balanceOnCard": "0.00" }),
+        "{allowed}"
+    );
+    let stored = emulated(&t);
+    assert_eq!(
+        (
+            stored[0]["transaction_amount"].clone(),
+            stored[0]["reason_code_id"].clone()
+        ),
+        (json!("1.00"), json!(1201))
+    );
+    // Not sent, or sent false: the product transaction's setting (off),
+    // and the sandbox declines.
+    for (invoice, settings) in [("P-2", vec![]), ("P-3", vec![("allowPartialAuth", "false")])] {
+        let v = post_json(
+            app,
+            &t,
+            &json_sale(&t, "2.01", VISA, "2035-12", invoice, &settings),
+        );
+        let r = &v["transactionResponse"];
+        assert_eq!(r["responseCode"], "2", "{invoice}: {v}");
+        assert!(
+            r.get("splitTenderId").is_none() && r.get("prePaidCard").is_none(),
+            "{v}"
+        );
+    }
+
+    // XML, in the schema's order: accountType, splitTenderId,
+    // prePaidCard (requested, approved, balance), then messages.
+    let path = format!("/xml/v1/request.api?developer={}", t.cred("developer_id"));
+    let request = xml_sale(&t, "2.01", VISA).replace(
+        "</payment>",
+        "</payment><order><invoiceNumber>P-4</invoiceNumber></order><transactionSettings><setting>\
+         <settingName>allowPartialAuth</settingName><settingValue>true</settingValue></setting></transactionSettings>",
+    );
+    let (_, _, text) = post_raw(app, &path, "text/xml", &request);
+    let response = &text[text
+        .find("<transactionResponse>")
+        .expect("a transaction response")..];
+    let at = |tag: &str| {
+        response
+            .find(tag)
+            .unwrap_or_else(|| panic!("{tag} in {response}"))
+    };
+    assert!(
+        at("<accountType>") < at("<splitTenderId>")
+            && at("<splitTenderId>") < at("<prePaidCard>")
+            && at("<prePaidCard>") < at("<messages>"),
+        "{response}"
+    );
+    assert!(
+        response.contains(
+            "<prePaidCard><requestedAmount>2.01</requestedAmount><approvedAmount>1.00</approvedAmount>\
+             <balanceOnCard>0.00</balanceOnCard></prePaidCard>"
+        ),
+        "{response}"
+    );
+
+    // AIM: field 10 the approved amount; 53-55 split tender, requested
+    // amount, balance on card.
+    let line = aim(
+        app,
+        &t,
+        &[
+            ("x_amount", "2.01"),
+            ("x_card_num", VISA),
+            ("x_exp_date", "12/35"),
+            ("x_invoice_num", "P-5"),
+            ("x_allow_partial_auth", "TRUE"),
+        ],
+    );
+    let f: Vec<&str> = line.split(',').collect();
+    assert_eq!(
+        (f[0], f[2], f[3], f[9]),
+        ("4", "295", PARTIAL_TEXT, "1.00"),
+        "{line}"
+    );
+    assert!(
+        f[52].len() == 11 && f[52].bytes().all(|b| b.is_ascii_digit()),
+        "{line}"
+    );
+    assert_eq!((f[53], f[54]), ("2.01", "0.00"), "{line}");
+    let line = aim(
+        app,
+        &t,
+        &[
+            ("x_amount", "2.01"),
+            ("x_card_num", VISA),
+            ("x_exp_date", "12/35"),
+            ("x_invoice_num", "P-6"),
+        ],
+    );
+    assert!(line.starts_with("2,1,2,"), "{line}");
+    no_card_in_log(app);
+}
+
+/// A second void of a voided transaction, or a second capture of a
+/// captured one, is Authorize.Net's success with reason 310 or 311 (the
+/// transaction it was about, nothing new done); a transaction type they
+/// do not have is their reason 69.
+fn repeated_follow_ups_and_unknown_types(app: &TestApp) {
+    let t = app.bootstrap();
+    let transact = |request: Value| {
+        post_json(
+            app,
+            &t,
+            &json!({ "createTransactionRequest": { "merchantAuthentication": authentication(&t),
+                "transactionRequest": request } }),
+        )
+    };
+    let sale = transact(
+        json_sale_without_invoice(&t, "authCaptureTransaction", "6.60", &[])["createTransactionRequest"]
+            ["transactionRequest"]
+            .clone(),
+    );
+    let sale_id = sale["transactionResponse"]["transId"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    let void = || transact(json!({ "transactionType": "voidTransaction", "refTransId": sale_id }));
+    assert_eq!(void()["transactionResponse"]["responseCode"], "1");
+    let again = void();
+    let r = &again["transactionResponse"];
+    assert_eq!(again["messages"]["resultCode"], "Ok", "{again}");
+    assert_eq!(
+        (r["responseCode"].clone(), r["messages"][0]["code"].clone()),
+        (json!("1"), json!("310")),
+        "{again}"
+    );
+    assert_eq!(
+        r["messages"][0]["description"],
+        "This transaction has already been voided."
+    );
+    assert_eq!(
+        (r["transId"].as_str(), r["refTransID"].as_str()),
+        (Some(&*sale_id), Some(&*sale_id))
+    );
+
+    let auth = transact(
+        json_sale_without_invoice(&t, "authOnlyTransaction", "7.70", &[])["createTransactionRequest"]
+            ["transactionRequest"]
+            .clone(),
+    );
+    let auth_id = auth["transactionResponse"]["transId"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    let capture =
+        || transact(json!({ "transactionType": "priorAuthCaptureTransaction", "refTransId": auth_id }));
+    assert_eq!(capture()["transactionResponse"]["responseCode"], "1");
+    let again = capture();
+    let r = &again["transactionResponse"];
+    assert_eq!(
+        (r["responseCode"].clone(), r["messages"][0]["code"].clone()),
+        (json!("1"), json!("311")),
+        "{again}"
+    );
+    assert_eq!(
+        r["messages"][0]["description"],
+        "This transaction has already been captured."
+    );
+
+    // AIM answers the same.
+    let line = aim(app, &t, &[("x_type", "VOID"), ("x_trans_id", &sale_id)]);
+    assert!(
+        line.starts_with(&format!(
+            "1,1,310,This transaction has already been voided.,,P,{sale_id},"
+        )),
+        "{line}"
+    );
+
+    // An unknown type: their 69, over either interface.
+    let bogus = transact(json!({ "transactionType": "authCaptureContinueTransaction", "amount": "1.00" }));
+    let r = &bogus["transactionResponse"];
+    assert_eq!(
+        (r["responseCode"].clone(), r["errors"][0]["errorCode"].clone()),
+        (json!("3"), json!("69")),
+        "{bogus}"
+    );
+    assert!(
+        r["errors"][0]["errorText"]
+            .as_str()
+            .unwrap()
+            .starts_with("The transaction type is invalid."),
+        "{bogus}"
+    );
+    let line = aim(app, &t, &[("x_type", "AUTH_FOREVER"), ("x_amount", "1.00")]);
+    assert!(
+        line.starts_with("3,1,69,The transaction type is invalid."),
+        "{line}"
+    );
+    assert_eq!(emulated(&t).len(), 2, "the sale and the authorization");
+}
+
+/// `refundTransaction` needs the referenced transaction's card: its last
+/// four, the full number or the masked number we answered; another card,
+/// or none, is their reason 54 and nothing is refunded.
+fn refunds_need_the_referenced_card(app: &TestApp) {
+    let t = app.bootstrap();
+    let sale = post_json(
+        app,
+        &t,
+        &json_sale(&t, "9.00", "4111111111111111", "2035-12", "R-1", &[]),
+    );
+    let sale_id = sale["transactionResponse"]["transId"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    let batch = emulated(&t)[0]["transaction_batch_id"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    t.post(&format!("/v2/transactionbatches/{batch}/settle"), json!({}))
+        .expect(200);
+    let refund = |card: Option<&str>| {
+        let mut request =
+            json!({ "transactionType": "refundTransaction", "amount": "1.00", "refTransId": sale_id });
+        if let Some(number) = card {
+            request["payment"] = json!({ "creditCard": { "cardNumber": number, "expirationDate": "XXXX" } });
+        }
+        post_json(
+            app,
+            &t,
+            &json!({ "createTransactionRequest": { "merchantAuthentication": authentication(&t),
+                "transactionRequest": request } }),
+        )["transactionResponse"]
+            .clone()
+    };
+    for (card, why) in [
+        (None, "no card"),
+        (Some("5454"), "another last four"),
+        (Some("XXXX5454"), "another masked number"),
+        (Some("5454545454545454"), "another full number"),
+        (Some("11"), "too few digits"),
+    ] {
+        let r = refund(card);
+        assert_eq!(
+            (r["responseCode"].clone(), r["errors"][0]["errorCode"].clone()),
+            (json!("3"), json!("54")),
+            "{why}: {r}"
+        );
+    }
+    for card in ["1111", "XXXX1111", "4111111111111111"] {
+        let r = refund(Some(card));
+        assert_eq!(r["responseCode"], "1", "{card}: {r}");
+    }
+    let refunds = emulated(&t).into_iter().filter(|tx| tx["type_id"] == 30).count();
+    assert_eq!(refunds, 3);
+    no_card_in_log(app);
+}
+
+/// Reason 11: a repeat of the same transaction type, card and amount
+/// within the window, with the same invoice number or with none (the
+/// payments core numbers orders sent without one, which must not make
+/// them differ); another type is not a repeat. The check is taken with
+/// the payment's own write, so identical requests sent at once charge
+/// once.
+fn duplicates_by_type_with_or_without_invoice(app: &TestApp) {
+    let t = app.bootstrap();
+    let send = |kind: &str, amount: &str, settings: &[(&str, &str)]| {
+        post_json(app, &t, &json_sale_without_invoice(&t, kind, amount, settings))["transactionResponse"]
+            .clone()
+    };
+    let code = |r: &Value| {
+        (
+            r["responseCode"].as_str().unwrap_or_default().to_string(),
+            r["errors"][0]["errorCode"]
+                .as_str()
+                .unwrap_or_default()
+                .to_string(),
+        )
+    };
+    let approved = (String::from("1"), String::new());
+    let duplicate = (String::from("3"), String::from("11"));
+    assert_eq!(code(&send("authCaptureTransaction", "3.30", &[])), approved);
+    assert_eq!(
+        code(&send("authCaptureTransaction", "3.30", &[])),
+        duplicate,
+        "no invoice either time"
+    );
+    // The same card and amount as an authorization: another type.
+    assert_eq!(code(&send("authOnlyTransaction", "3.30", &[])), approved);
+    assert_eq!(code(&send("authOnlyTransaction", "3.30", &[])), duplicate);
+    // With an invoice number it is another request.
+    let invoiced = post_json(
+        app,
+        &t,
+        &json_sale(&t, "3.30", "4111111111111111", "2035-12", "N-1", &[]),
+    );
+    assert_eq!(code(&invoiced["transactionResponse"]), approved, "{invoiced}");
+    assert_eq!(
+        code(&send(
+            "authCaptureTransaction",
+            "3.30",
+            &[("duplicateWindow", "0")]
+        )),
+        approved
+    );
+    assert_eq!(emulated(&t).len(), 4);
+
+    // Eight identical sales at once: one is charged.
+    let body = json_sale(&t, "4.40", "4111111111111111", "2035-12", "C-1", &[]).to_string();
+    let path = json_path(&t);
+    let start = std::sync::Barrier::new(8);
+    let answers: Vec<Value> = std::thread::scope(|s| {
+        let sends: Vec<_> = (0..8)
+            .map(|_| {
+                s.spawn(|| {
+                    let client = Client {
+                        base: app.base.clone(),
+                    };
+                    start.wait();
+                    let r = client.send(
+                        "POST",
+                        &path,
+                        &[("content-type", "application/json")],
+                        Some(&body),
+                    );
+                    assert_eq!(r.status, 200, "{}", r.text);
+                    serde_json::from_str::<Value>(r.text.trim_start_matches('\u{feff}')).expect("JSON")
+                })
+            })
+            .collect();
+        sends.into_iter().map(|h| h.join().unwrap()).collect()
+    });
+    let codes: Vec<_> = answers.iter().map(|v| code(&v["transactionResponse"])).collect();
+    assert_eq!(codes.iter().filter(|c| **c == approved).count(), 1, "{codes:?}");
+    assert_eq!(codes.iter().filter(|c| **c == duplicate).count(), 7, "{codes:?}");
+    let charged = emulated(&t)
+        .into_iter()
+        .filter(|tx| tx["transaction_amount"] == "4.40")
+        .count();
+    assert_eq!(charged, 1);
+    no_card_in_log(app);
 }
