@@ -45,7 +45,7 @@ pub static LOCATION_INFO: Resource = Resource {
     api_id: None,
     unique: None,
     expands: &[Expand::Custom("terminals")],
-    list_params: &["relationship", "product_transaction_active"],
+    list_params: &["relationship", "product_transaction_active", "location_api_id"],
     computed: &[
         (
             "product_transactions",
@@ -79,13 +79,30 @@ struct LocationInfoRules;
 
 /// `relationship`: direct (default) = the caller's own location; child =
 /// the locations below it; all = both.
+/// Which locations the list shows: the caller's own by default, every
+/// one in scope when looking a location up by its `location_api_id`.
 fn relationship(extra: &[(String, String)]) -> &str {
+    let default = if location_api_id(extra).is_some() {
+        "all"
+    } else {
+        "direct"
+    };
     extra
         .iter()
         .rev()
         .find(|(k, _)| k == "relationship")
         .map(|(_, v)| v.as_str())
-        .unwrap_or("direct")
+        .unwrap_or(default)
+}
+
+/// `?location_api_id=`: the location an integrator named (the
+/// reference's lookup sample).
+fn location_api_id(extra: &[(String, String)]) -> Option<&str> {
+    extra
+        .iter()
+        .rev()
+        .find(|(k, _)| k == "location_api_id")
+        .map(|(_, v)| v.as_str())
 }
 
 fn active_filter(extra: &[(String, String)]) -> Option<i64> {
@@ -116,6 +133,9 @@ impl Rules for LocationInfoRules {
     }
 
     fn list_conditions(&self, cx: &Cx, extra: &[(String, String)], sql: &mut Sql) {
+        if let Some(api_id) = location_api_id(extra) {
+            sql.push(" AND t.location_api_id = ").bind(api_id.to_string());
+        }
         match relationship(extra) {
             "direct" => {
                 sql.push(" AND t.id = ").bind(cx.scope.location_id.clone());

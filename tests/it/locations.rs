@@ -1276,6 +1276,29 @@ fn locationinfo_relationship_and_active(app: &TestApp) {
     );
     let children = list(&uc, "?relationship=child");
     assert!(children.contains(&gc) && !children.contains(&c) && !children.contains(&own));
+    // A location found by its location_api_id (the reference's lookup
+    // sample), anywhere in scope unless a relationship narrows it.
+    t.put(
+        &format!("/v2/locations/{gc}"),
+        json!({ "location": { "location_api_id": "shop-42-abcdefghijklmnopq" } }),
+    )
+    .expect(200);
+    assert_eq!(
+        list(&t, "?location_api_id=shop-42-abcdefghijklmnopq"),
+        just(&[&gc])
+    );
+    assert_eq!(
+        list(&uc, "?location_api_id=shop-42-abcdefghijklmnopq"),
+        just(&[&gc])
+    );
+    assert!(list(
+        &t,
+        "?location_api_id=shop-42-abcdefghijklmnopq&relationship=direct"
+    )
+    .is_empty());
+    assert!(list(&t, "?location_api_id=nobody").is_empty());
+    let other = app.bootstrap();
+    assert!(list(&other, "?location_api_id=shop-42-abcdefghijklmnopq").is_empty());
     for bad in ["bogus", "", "DIRECT2"] {
         let r = t.get(&format!("/v2/locationinfos?relationship={bad}"));
         if bad.is_empty() && r.status == 200 {
