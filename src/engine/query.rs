@@ -271,7 +271,8 @@ impl ListQuery {
                         None => errors.add(
                             "sort",
                             format!(
-                                "Cannot sort by '{name}'. Sortable fields: {}.",
+                                "Cannot sort by '{}'. Sortable fields: {}.",
+                                crate::engine::validate::echo_name(name),
                                 sortable(res).join(", ")
                             ),
                         ),
@@ -450,6 +451,7 @@ fn sortable(res: &Resource) -> Vec<&'static str> {
 }
 
 pub fn unknown_expand(res: &Resource, name: &str) -> String {
+    let name = crate::engine::validate::echo_name(name);
     let names: Vec<&str> = res.expands.iter().map(|e| e.name()).collect();
     format!(
         "Unknown expand '{name}'. Allowed: {}.",

@@ -172,11 +172,37 @@ const MAX_NAME_ECHO: usize = 64;
 
 /// A field name as echoed in an error: bounded, whatever was sent.
 pub fn echo_name(key: &str) -> String {
+    let key = mask_numbers(key);
     if key.chars().count() <= MAX_NAME_ECHO {
-        key.to_string()
+        key
     } else {
         key.chars().take(MAX_NAME_ECHO).collect::<String>() + "…"
     }
+}
+
+/// A name with a run of seven digits or more in it, every digit of the
+/// run but its last four masked: no field is named so, and a card,
+/// account or social security number sent as a key by mistake must not
+/// come back in the error.
+fn mask_numbers(key: &str) -> String {
+    let chars: Vec<char> = key.chars().collect();
+    let mut out = String::with_capacity(key.len());
+    let mut i = 0;
+    while i < chars.len() {
+        let run = chars[i..].iter().take_while(|c| c.is_ascii_digit()).count();
+        if run >= 7 {
+            out.extend(std::iter::repeat_n('X', run - 4));
+            out.extend(&chars[i + run - 4..i + run]);
+            i += run;
+        } else if run > 0 {
+            out.extend(&chars[i..i + run]);
+            i += run;
+        } else {
+            out.push(chars[i]);
+            i += 1;
+        }
+    }
+    out
 }
 
 fn check_unknown(res: &Resource, body: &Map<String, Json>, mode: Mode, errors: &mut FieldErrors) {
@@ -487,6 +513,15 @@ fn is_domain_or_url(s: &str) -> bool {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn echoed_names_mask_numbers() {
+        assert_eq!(echo_name("4916065618219339"), "XXXXXXXXXXXX9339");
+        assert_eq!(echo_name("card_4111111111111111_x"), "card_XXXXXXXXXXXX1111_x");
+        assert_eq!(echo_name("123456789"), "XXXXX6789");
+        assert_eq!(echo_name("transaction_c3"), "transaction_c3");
+        assert_eq!(echo_name("zip_123456"), "zip_123456");
+    }
     use serde_json::json;
 
     #[test]

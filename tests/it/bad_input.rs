@@ -28,6 +28,7 @@ engine_tests!(
     error_bodies_carry_the_request_id,
     bad_credentials_are_401,
     body_limit_is_exactly_1_mib,
+    numbers_sent_as_names_are_not_echoed,
 );
 
 /// The root of the location tree: exists, but is in no tenant's scope.
@@ -1863,4 +1864,31 @@ fn body_limit_is_exactly_1_mib(app: &TestApp) {
         t.get("/v2/contacts").expect(200).body["meta"]["pagination"]["totalCount"],
         total
     );
+}
+
+/// A card number sent where a field, filter, sort or expand name goes
+/// (a client that built its body wrong) is refused without coming back
+/// in the error: its digits are masked but the last four.
+fn numbers_sent_as_names_are_not_echoed(app: &TestApp) {
+    let t = app.bootstrap();
+    const PAN: &str = "4916065618219339";
+    let mut body = json!({ "action": "sale", "payment_method": "cc", "transaction_amount": "1.00",
+        "account_number": "4111111111111111", "exp_date": "1239" });
+    body[PAN] = json!("1229");
+    let answers = [
+        t.post("/v2/transactions", json!({ "transaction": body })),
+        t.get(&format!("/v2/contacts?{PAN}=1")),
+        t.get(&format!("/v2/contacts?sort={PAN}")),
+        t.get(&format!("/v2/contacts?expand={PAN}")),
+        t.get(&format!("/v2/transactions?expand=card_{PAN}")),
+    ];
+    for r in answers {
+        assert_eq!(r.status, 422, "{}", r.text);
+        assert!(
+            !r.text.contains(PAN) && !r.text.contains("491606561821"),
+            "{}",
+            r.text
+        );
+        assert!(r.text.contains("XXXXXXXXXXXX9339"), "{}", r.text);
+    }
 }
