@@ -228,6 +228,13 @@ pub fn update(
 
 pub fn update_record(cx: &Cx, conn: &mut dyn Conn, old: Record, input: UpdateInput) -> ApiResult<Record> {
     let res = old.res;
+    let mut changed = crate::error::FieldErrors::new();
+    for (field, value) in &input.unchanged {
+        if clear_value(cx, field, old.get(field.name)) != *value {
+            changed.add(field.name, validate::cannot_change(field.name));
+        }
+    }
+    changed.into_result()?;
     let changed_refs: Vec<(&'static Field, Value)> = input
         .changes
         .iter()

@@ -276,6 +276,14 @@ fn schemas(res: &Resource) -> (Json, Json, Json) {
             if f.put_required {
                 update_required.push(f.name);
             }
+        } else if crate::engine::validate::may_resend_unchanged(f) {
+            let mut schema = schema;
+            if let Json::Object(m) = &mut schema {
+                let notes = m.get("description").and_then(Json::as_str).unwrap_or("");
+                let notes = format!("{notes}; accepted on update only with the stored value");
+                m.insert("description".into(), json!(notes));
+            }
+            update.insert(f.name.into(), schema);
         }
     }
     for (name, kind, doc) in res.computed {
