@@ -687,6 +687,12 @@ pub fn openapi(public_url: &str) -> Json {
         };
         router_fields.insert(name.to_string(), schema);
     }
+    for name in crate::terminals::requests::IGNORED_TRANSACTION_FIELDS {
+        router_fields.insert(
+            name.to_string(),
+            json!({ "description": "accepted and ignored: the card's type comes from the card the terminal reads" }),
+        );
+    }
     paths.insert(
         "/v2/routertransactions".into(),
         json!({ "post": { "summary": "A card payment on a terminal", "tags": ["routertransactions"],
@@ -699,7 +705,7 @@ pub fn openapi(public_url: &str) -> Json {
                 and for a request that ended on the terminal (terminal_result: connect_error, timeout, aborted, \
                 card_entry_timeout, pin_entry_timeout, transaction_timeout, cancelled, overall_timeout), 409 when \
                 the terminal is busy, 503 when it is offline. With save_account and a contact the card is stored \
-                and the answer carries exp_date. An Idempotency-Key that was answered replays that answer without \
+                and the answer carries exp_date; without a contact save_account is ignored. An Idempotency-Key that was answered replays that answer without \
                 asking the terminal again.",
             "parameters": [idem.clone()],
             "requestBody": body(envelope("routertransaction", json!({ "type": "object", "additionalProperties": false,

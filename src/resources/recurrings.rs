@@ -365,7 +365,7 @@ impl Rules for RecurringRules {
         }
         let on_hold = record.int("active") == Some(0);
         transitions::start(record, on_hold);
-        if past_the_calendar(record) {
+        if transitions::past_the_calendar(record) {
             return Err(ApiError::field(
                 "start_date",
                 "Start Date puts the schedule past 9999-12-31.",
@@ -507,7 +507,7 @@ impl Rules for RecurringRules {
                 transitions::end(&mut next, transitions::ENDED_END_DATE);
             }
         }
-        if past_the_calendar(&next) {
+        if transitions::past_the_calendar(&next) {
             return Err(ApiError::field(
                 "next_run_date",
                 "Next Run Date puts the schedule past 9999-12-31.",
@@ -546,12 +546,4 @@ pub fn of_transaction(cx: &Cx, conn: &mut dyn Conn, transaction: &Record) -> Api
             .unwrap_or(Json::Null)),
         None => Ok(Json::Null),
     }
-}
-
-/// Whether a schedule's dates run past what yyyy-mm-dd can say (a year
-/// after 9999 is written with a sign and more digits).
-fn past_the_calendar(r: &Record) -> bool {
-    ["next_run_date", "end_date"]
-        .iter()
-        .any(|f| r.text(f).is_some_and(|t| t.len() != 10))
 }

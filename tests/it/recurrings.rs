@@ -16,6 +16,7 @@ engine_tests!(
     created_like_the_reference,
     field_rules_refuse_clearly,
     actions_follow_the_state_machine,
+    skips_and_deferrals_stay_on_the_calendar,
     put_rules,
     changes_after_runs,
     vault_rules,
@@ -447,6 +448,45 @@ fn actions_follow_the_state_machine(app: &TestApp) {
     t.delete(&format!("/v2/recurrings/{iid}")).expect(404);
     t.delete(&format!("/v2/recurrings/{id}")).expect(204);
     assert!(!has_recurring(&t, &vault));
+}
+
+/// A skip or deferral that would move the schedule past 9999-12-31 is
+/// refused, as create and PUT refuse such dates: the record is left as it
+/// was, and stays updatable.
+fn skips_and_deferrals_stay_on_the_calendar(app: &TestApp) {
+    let t = app.bootstrap();
+    let (_, vault) = customer(&t, false);
+    let installments = create(
+        &t,
+        &vault,
+        json!({ "installment_total_count": 2, "interval": 999, "interval_type": "m" }),
+    );
+    let ongoing = create(&t, &vault, json!({ "interval": 999, "interval_type": "m" }));
+    for (plan, action, field) in [
+        (&installments, "deferPayment?defer_count=99", "defer_count"),
+        (&ongoing, "skipPayment?skip_count=99", "skip_count"),
+    ] {
+        let id = plan["id"].as_str().unwrap();
+        let r = t.post(&format!("/v2/recurrings/{id}/{action}"), json!({}));
+        assert_eq!(r.status, 422, "{action}: {}", r.text);
+        assert!(r.errors(field)[0].contains("9999-12-31"), "{action}: {}", r.text);
+        let now = get(&t, id);
+        for kept in ["next_run_date", "end_date", "skip_count", "defer_count", "status"] {
+            assert_eq!(now[kept], plan[kept], "{action}: {kept} unchanged");
+        }
+        let r = t.put(
+            &format!("/v2/recurrings/{id}"),
+            json!({ "recurring": { "description": "Still editable" } }),
+        );
+        assert_eq!(r.status, 200, "{action}: {}", r.text);
+    }
+    // A move that stays within the calendar still works.
+    let id = installments["id"].as_str().unwrap();
+    let r = t.post(
+        &format!("/v2/recurrings/{id}/deferPayment?defer_count=1"),
+        json!({}),
+    );
+    assert_eq!(r.status, 200, "{}", r.text);
 }
 
 fn put_rules(app: &TestApp) {
