@@ -576,12 +576,13 @@ fn location_expands(app: &TestApp) {
     }
     let logs = c["changelogs"].as_array().expect("changelogs array");
     assert_eq!(logs.len(), 2, "{}", c["changelogs"]);
-    assert_eq!(logs[0]["action"], "CREATE");
-    assert_eq!(logs[0]["model"], "Location");
-    assert_eq!(logs[0]["model_id"], child);
-    assert_eq!(logs[1]["action"], "UPDATE");
-    assert_eq!(logs[1]["user_id"], t.user_id());
-    let mut details: Vec<(String, Value)> = logs[1]["changelog_details"]
+    // Newest first.
+    assert_eq!(logs[1]["action"], "CREATE");
+    assert_eq!(logs[1]["model"], "Location");
+    assert_eq!(logs[1]["model_id"], child);
+    assert_eq!(logs[0]["action"], "UPDATE");
+    assert_eq!(logs[0]["user_id"], t.user_id());
+    let mut details: Vec<(String, Value)> = logs[0]["changelog_details"]
         .as_array()
         .unwrap()
         .iter()

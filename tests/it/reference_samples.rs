@@ -226,7 +226,7 @@ fn a_put_carries_only_what_it_changes(app: &TestApp) {
         (
             format!("/v2/postbackconfigs/{hook}"),
             "postbackconfig",
-            json!({ "on_update": true }),
+            json!({ "on_update": 1 }),
             "url",
         ),
         (
