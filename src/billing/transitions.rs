@@ -173,9 +173,11 @@ pub fn place_on_hold(old: &Record) -> ApiResult<Record> {
             ))
         }
     }
+    // `active` stays as it is: the state is `status` (the reference's
+    // placeOnHold sample answers active "1" with status "on hold");
+    // `active` is the PUT flag that holds an ongoing schedule.
     let mut r = old.clone();
     r.set("status", ON_HOLD);
-    r.set("active", 0);
     r.set("next_run_date", Value::Null);
     r.set("retry_count", 0);
     Ok(r)

@@ -193,6 +193,13 @@ pub const MIGRATIONS: &[Migration] = &[
         "",
         "",
     ),
+    (
+        29,
+        "location_flags",
+        include_str!("../../migrations/0029_location_flags.sql"),
+        "",
+        "",
+    ),
 ];
 
 /// Applies every migration not yet recorded. Returns how many ran.

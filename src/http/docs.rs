@@ -827,7 +827,8 @@ pub fn openapi(public_url: &str) -> Json {
             "placeOnHold",
             "Put a recurring on hold",
             "Permission recurrings.update; active recurrings. status becomes on hold, next_run_date \
-             0000-00-00; nothing runs until activate.",
+             0000-00-00 (active keeps its value, as the reference's sample shows); nothing runs until \
+             activate.",
             None,
         ),
         (

@@ -12,6 +12,7 @@ use std::collections::BTreeSet;
 engine_tests!(
     location_required_fields,
     location_fields_round_trip,
+    location_flags_are_booleans_from_the_start,
     location_field_bounds,
     location_keys_are_generated_and_sealed,
     location_default_product_transactions,
@@ -26,6 +27,58 @@ engine_tests!(
     product_transactions_read,
     product_transactions_current_batch,
 );
+
+const BOOLEAN_FLAGS: [&str; 3] = [
+    "contact_email_trx_receipt_default",
+    "show_contact_notes",
+    "show_contact_files",
+];
+
+/// The flags the spec types boolean answer false until set, never null:
+/// on new locations, the bootstrap's, one sent null, and (migration 29)
+/// on locations stored before.
+fn location_flags_are_booleans_from_the_start(app: &TestApp) {
+    let t = app.bootstrap();
+    let own = t.location_id();
+    let child = t.location(&own, "Flags");
+    for id in [&own, &child] {
+        let l = t.get(&format!("/v2/locations/{id}")).expect(200).body["location"].clone();
+        for flag in BOOLEAN_FLAGS {
+            assert_eq!(l[flag], false, "{id}: {flag} in {l}");
+        }
+    }
+    let info = t.get("/v2/locationinfos").expect(200).body["locationinfos"][0].clone();
+    for flag in BOOLEAN_FLAGS {
+        assert_eq!(info[flag], false, "locationinfo {flag}");
+    }
+    let r = t
+        .put(
+            &format!("/v2/locations/{child}"),
+            json!({ "location": { "show_contact_notes": 1, "show_contact_files": null } }),
+        )
+        .expect(200);
+    assert_eq!(r.body["location"]["show_contact_notes"], true);
+    assert_eq!(r.body["location"]["show_contact_files"], false, "null is off");
+
+    // Locations stored before (null) take false when migration 29 runs;
+    // a value set stays.
+    let mut db = db(app);
+    for id in [&own, &child] {
+        db.exec(
+            "UPDATE locations SET contact_email_trx_receipt_default = NULL, show_contact_files = NULL WHERE id = ?",
+            &[id.as_str()],
+        );
+    }
+    db.exec("DELETE FROM schema_migrations WHERE version = 29", &[]);
+    let out = app.cli(&["migrate"]);
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    for id in [&own, &child] {
+        let l = t.get(&format!("/v2/locations/{id}")).expect(200).body["location"].clone();
+        assert_eq!(l["contact_email_trx_receipt_default"], false, "{l}");
+        assert_eq!(l["show_contact_files"], false, "{l}");
+        assert_eq!(l["show_contact_notes"], json!(id == &child), "{l}");
+    }
+}
 
 /// Inserts a product transaction straight into the database (the API has
 /// no way to create one); returns its id.

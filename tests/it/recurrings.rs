@@ -348,7 +348,10 @@ fn actions_follow_the_state_machine(app: &TestApp) {
     let held = act("placeOnHold").expect(200).body["recurring"].clone();
     assert_eq!(held["status"], json!("on hold"));
     assert_eq!(held["next_run_date"], json!("0000-00-00"));
-    assert_eq!(held["active"], json!(0));
+    // The state is status: active stays "1", as the reference's
+    // placeOnHold sample answers it.
+    assert_eq!(held["active"], json!(1));
+    assert_eq!(get(&t, id)["active"], json!(1));
     assert!(!has_recurring(&t, &vault));
     let again = act("placeOnHold").expect(422);
     assert!(again.errors("status")[0].contains("already on hold"));
@@ -566,11 +569,33 @@ fn put_rules(app: &TestApp) {
     // active 0 holds an ongoing recurring, 1 resumes it.
     let held = put(json!({ "active": 0 })).expect(200).body["recurring"].clone();
     assert_eq!(held["status"], json!("on hold"));
+    assert_eq!(held["active"], json!(0));
     let r = put(json!({ "next_run_date": text(moved_to) })).expect(422);
     assert!(r.errors("next_run_date")[0].contains("on hold"));
     let resumed = put(json!({ "active": "1" })).expect(200).body["recurring"].clone();
     assert_eq!(resumed["status"], json!("active"));
+    assert_eq!(resumed["active"], json!(1));
     assert_eq!(resumed["next_run_date"], json!(text(moved_to)));
+    // Held by placeOnHold (active stays 1), active 0 only sets the flag,
+    // and activate resumes it with active 1.
+    let action = |name: &str| {
+        t.post(&format!("/v2/recurrings/{id}/{name}"), json!({}))
+            .expect(200)
+            .body["recurring"]
+            .clone()
+    };
+    assert_eq!(action("placeOnHold")["active"], json!(1));
+    let flagged = put(json!({ "active": 0 })).expect(200).body["recurring"].clone();
+    assert_eq!(
+        (flagged["status"].clone(), flagged["active"].clone()),
+        (json!("on hold"), json!(0))
+    );
+    let back = action("activate");
+    assert_eq!(
+        (back["status"].clone(), back["active"].clone()),
+        (json!("active"), json!(1))
+    );
+    assert_eq!(back["next_run_date"], json!(text(moved_to)));
 
     // Another vault of the contact, named by its api id; the flags follow.
     let contact = get(&t, id)["contact_id"].clone();
