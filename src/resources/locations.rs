@@ -285,7 +285,7 @@ impl Rules for LocationRules {
                         .collect(),
                 )
             }
-            "terminal" => Json::Array(vec![]),
+            "terminal" => Json::Array(super::terminals::records_of_location(cx, conn, record.id())?),
             // Branding domains, developer companies and the recurring and
             // file products are not modelled yet: absent values are null.
             _ => Json::Null,

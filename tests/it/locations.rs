@@ -23,6 +23,7 @@ engine_tests!(
     location_delete_empty_and_own,
     location_list_is_scoped,
     locationinfo_shape,
+    location_terminals_and_tags_come_from_the_data,
     locationinfo_relationship_and_active,
     product_transactions_read,
     product_transactions_current_batch,
@@ -1212,6 +1213,60 @@ fn check_info(app: &TestApp, t: &Tenant, info: &Value, expanded: bool) {
             assert!(p.get("terminals").is_none(), "terminals only when expanded: {p}");
         }
     }
+}
+
+/// A location's `terminal` expand embeds its terminal records and its
+/// location info lists its tags (both were always empty).
+fn location_terminals_and_tags_come_from_the_data(app: &TestApp) {
+    let t = app.bootstrap();
+    let own = t.location_id();
+    let (tid, secret) =
+        crate::support::sim::terminal(&t, json!({ "serial_number": "SN-EXPAND", "title": "Front desk" }));
+    let tag = t
+        .post(
+            "/v2/tags",
+            json!({ "tag": { "location_id": own, "title": "Gala" } }),
+        )
+        .expect(201)
+        .body["tag"]
+        .clone();
+    // Another location's records are not its own.
+    let child = t.location(&own, "Elsewhere");
+    t.post(
+        "/v2/tags",
+        json!({ "tag": { "location_id": child, "title": "Other" } }),
+    )
+    .expect(201);
+
+    let r = t.get(&format!("/v2/locations/{own}?expand=terminal")).expect(200);
+    let terminals = r.body["location"]["terminal"]
+        .as_array()
+        .expect("terminal array")
+        .clone();
+    assert_eq!(terminals.len(), 1, "{}", r.text);
+    assert_eq!(terminals[0]["id"], tid.as_str());
+    assert_eq!(terminals[0]["serial_number"], "SN-EXPAND");
+    assert_eq!(terminals[0]["title"], "Front desk");
+    assert_eq!(terminals[0]["location_id"], own.as_str());
+    assert!(
+        !r.text.contains(&secret),
+        "the terminal's secret is never embedded"
+    );
+    let none = t
+        .get(&format!("/v2/locations/{child}?expand=terminal"))
+        .expect(200);
+    assert_eq!(none.body["location"]["terminal"], json!([]));
+
+    let info = t.get("/v2/locationinfos").expect(200).body["locationinfos"][0].clone();
+    assert_eq!(info["id"], own.as_str());
+    let tags = info["tags"].as_array().expect("tags array");
+    assert_eq!(tags.len(), 1, "{info}");
+    for key in ["id", "location_id", "title", "created_ts", "modified_ts"] {
+        assert_eq!(tags[0][key], tag[key], "{key}");
+    }
+    assert!(tags[0]["_links"]["self"]["href"]
+        .as_str()
+        .is_some_and(|h| h.ends_with(&format!("/v2/tags/{}", tag["id"].as_str().unwrap()))));
 }
 
 fn locationinfo_shape(app: &TestApp) {
