@@ -27,7 +27,7 @@ pub struct Credentials {
 
 fn ensure_root(conn: &mut dyn Conn, now: i64) -> ApiResult<()> {
     conn.execute(&Sql::with(
-        "INSERT INTO locations (id, path, parent_id, name, created_ts, modified_ts) VALUES (?, ?, NULL, ?, ?, ?) ON CONFLICT (id) DO NOTHING",
+        "INSERT INTO locations (id, path, parent_id, name, contact_email_trx_receipt_default, show_contact_notes, show_contact_files, created_ts, modified_ts) VALUES (?, ?, NULL, ?, 0, 0, 0, ?, ?) ON CONFLICT (id) DO NOTHING",
         vec![
             ROOT_LOCATION_ID.into(),
             format!("/{ROOT_LOCATION_ID}/").into(),
@@ -98,6 +98,7 @@ pub fn create_tenant(
     location.set("path", cx.scope.path.clone());
     location.set("name", name.clone());
     location.set("branding_domain_url", "localhost");
+    crate::resources::locations::boolean_flags(&mut location);
     location.set(
         "location_api_key",
         keyring.encrypt(&uuid::Uuid::new_v4().to_string()),

@@ -173,9 +173,11 @@ pub fn place_on_hold(old: &Record) -> ApiResult<Record> {
             ))
         }
     }
+    // `active` stays as it is: the state is `status` (the reference's
+    // placeOnHold sample answers active "1" with status "on hold");
+    // `active` is the PUT flag that holds an ongoing schedule.
     let mut r = old.clone();
     r.set("status", ON_HOLD);
-    r.set("active", 0);
     r.set("next_run_date", Value::Null);
     r.set("retry_count", 0);
     Ok(r)
@@ -283,6 +285,7 @@ pub fn skip(old: &Record, k: i64) -> ApiResult<Record> {
         r.set("installment_amount_total", (total - k * amount).max(0));
     }
     schedule(&mut r);
+    refuse_past_the_calendar(&r, "skip_count")?;
     Ok(r)
 }
 
@@ -303,7 +306,31 @@ pub fn defer(old: &Record, k: i64) -> ApiResult<Record> {
     r.set("defer_count", old.int("defer_count").unwrap_or(0) + k);
     r.set("retry_count", 0);
     schedule(&mut r);
+    refuse_past_the_calendar(&r, "defer_count")?;
     Ok(r)
+}
+
+/// Whether a schedule's dates run past what yyyy-mm-dd can say (a year
+/// after 9999 is written with a sign and more digits): such a record
+/// could no longer be read back through a PUT.
+pub fn past_the_calendar(r: &Record) -> bool {
+    ["next_run_date", "end_date"]
+        .iter()
+        .any(|f| r.text(f).is_some_and(|t| t.len() != 10))
+}
+
+/// Refuses a move (skip, defer) whose dates would leave the calendar.
+fn refuse_past_the_calendar(r: &Record, field: &str) -> ApiResult<()> {
+    if past_the_calendar(r) {
+        return Err(refuse(
+            field,
+            format!(
+                "{} puts the schedule past 9999-12-31.",
+                crate::engine::validate::label(field)
+            ),
+        ));
+    }
+    Ok(())
 }
 
 /// What one run of a schedule came to.

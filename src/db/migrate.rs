@@ -207,6 +207,13 @@ pub const MIGRATIONS: &[Migration] = &[
         "",
         "",
     ),
+    (
+        32,
+        "location_flags",
+        include_str!("../../migrations/0032_location_flags.sql"),
+        "",
+        "",
+    ),
 ];
 
 /// Applies every migration not yet recorded. Returns how many ran.

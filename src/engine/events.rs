@@ -85,7 +85,13 @@ pub fn record(
             cx.now.into(),
         ],
     ))?;
-    for change in changes {
+    // A hidden field is internal bookkeeping (a settle's attempt count, a
+    // key's digest): it never shows in a change log, nor in the postbacks
+    // that carry one.
+    let shown = changes
+        .iter()
+        .filter(|c| !record.res.field(c.field).is_some_and(|f| f.hidden));
+    for change in shown {
         conn.execute_unread(&Sql::with(
             "INSERT INTO changelog_details (id, changelog_id, field, old_value, new_value) VALUES (?, ?, ?, ?, ?)",
             vec![

@@ -228,6 +228,13 @@ pub fn update(
 
 pub fn update_record(cx: &Cx, conn: &mut dyn Conn, old: Record, input: UpdateInput) -> ApiResult<Record> {
     let res = old.res;
+    let mut changed = crate::error::FieldErrors::new();
+    for (field, value) in &input.unchanged {
+        if clear_value(cx, field, old.get(field.name)) != *value {
+            changed.add(field.name, validate::cannot_change(field.name));
+        }
+    }
+    changed.into_result()?;
     let changed_refs: Vec<(&'static Field, Value)> = input
         .changes
         .iter()
@@ -497,7 +504,9 @@ pub fn render_expanded(cx: &Cx, conn: &mut dyn Conn, record: &Record, expand: &[
 }
 
 /// The change log of a record in the spec's shape, each entry with the
-/// `users` record of who made it.
+/// `users` record of who made it, newest first (as the reference's batch
+/// postback shows it; the spec gives no order). Details of hidden fields
+/// (logged before they were left out) are not shown.
 pub fn changelogs(
     cx: &Cx,
     conn: &mut dyn Conn,
@@ -505,7 +514,7 @@ pub fn changelogs(
     users: &'static Resource,
 ) -> ApiResult<Json> {
     let logs = conn.query(&Sql::with(
-        "SELECT id, created_ts, action, model, model_id, user_id FROM changelogs WHERE model_id = ? ORDER BY id ASC LIMIT 500",
+        "SELECT id, created_ts, action, model, model_id, user_id FROM changelogs WHERE model_id = ? ORDER BY id DESC LIMIT 500",
         vec![record.id().into()],
     ))?;
     let mut out = Vec::with_capacity(logs.len());
@@ -517,6 +526,12 @@ pub fn changelogs(
         ))?;
         let details: Vec<Json> = details
             .into_iter()
+            .filter(|d| {
+                !d[2]
+                    .as_str()
+                    .and_then(|field| record.res.field(field))
+                    .is_some_and(|f| f.hidden)
+            })
             .map(|d| json!({ "id": value_json(&d[0]), "changelog_id": value_json(&d[1]), "field": value_json(&d[2]), "old_value": value_json(&d[3]) }))
             .collect();
         // Only users the caller may see are embedded.

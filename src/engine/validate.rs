@@ -51,6 +51,10 @@ pub struct UpdateInput {
     /// Updatable inputs that are not stored (a reference by api id), for
     /// the resource's rules to resolve.
     pub transient: Map<String, Json>,
+    /// Fields set on create that cannot change, resent: accepted only with
+    /// the stored value (clients send back what they read; the reference's
+    /// tag update sends `location_id`), checked once the record is found.
+    pub unchanged: Vec<(&'static Field, Value)>,
 }
 
 impl UpdateInput {
@@ -59,6 +63,7 @@ impl UpdateInput {
         UpdateInput {
             changes,
             transient: Map::new(),
+            unchanged: Vec::new(),
         }
     }
 
@@ -142,6 +147,17 @@ pub fn for_update(res: &'static Resource, body: &Map<String, Json>) -> Result<Up
     check_unknown(res, body, Mode::Update, &mut errors);
     let mut changes = Vec::new();
     let mut transient = Map::new();
+    let mut unchanged = Vec::new();
+    for field in res.fields.iter().filter(|f| may_resend_unchanged(f)) {
+        let Some(raw) = body.get(field.name) else {
+            continue;
+        };
+        match convert(field, raw) {
+            Ok(v) => unchanged.push((field, v)),
+            // Not even a value of the field: it cannot be the stored one.
+            Err(_) => errors.add(field.name, cannot_change(field.name)),
+        }
+    }
     for field in res.fields.iter().filter(|f| f.put) {
         let Some(raw) = body.get(field.name) else {
             if field.put_required {
@@ -163,7 +179,28 @@ pub fn for_update(res: &'static Resource, body: &Map<String, Json>) -> Result<Up
     if !errors.is_empty() {
         return Err(errors);
     }
-    Ok(UpdateInput { changes, transient })
+    Ok(UpdateInput {
+        changes,
+        transient,
+        unchanged,
+    })
+}
+
+/// A field a PUT may carry only with its stored value: one set on create
+/// that cannot change and that the client can read back as it is. Sealed,
+/// masked and hidden values stay refused, so a PUT cannot probe them.
+pub fn may_resend_unchanged(field: &Field) -> bool {
+    field.post
+        && !field.put
+        && field.stored
+        && !field.hidden
+        && !field.encrypted
+        && !field.digest
+        && !field.masked
+}
+
+pub fn cannot_change(field: &str) -> String {
+    format!("{} cannot be changed.", label(field))
 }
 
 /// How many unknown fields one error lists, and how much of each name.
@@ -224,8 +261,8 @@ fn check_unknown(res: &Resource, body: &Map<String, Json>, mode: Mode, errors: &
             Some(f) if mode == Mode::Create && !f.post => {
                 errors.add(key.clone(), format!("{} cannot be set.", label(key)))
             }
-            Some(f) if mode == Mode::Update && !f.put => {
-                errors.add(key.clone(), format!("{} cannot be changed.", label(key)))
+            Some(f) if mode == Mode::Update && !f.put && !may_resend_unchanged(f) => {
+                errors.add(key.clone(), cannot_change(key))
             }
             _ => {}
         }

@@ -276,6 +276,14 @@ fn schemas(res: &Resource) -> (Json, Json, Json) {
             if f.put_required {
                 update_required.push(f.name);
             }
+        } else if crate::engine::validate::may_resend_unchanged(f) {
+            let mut schema = schema;
+            if let Json::Object(m) = &mut schema {
+                let notes = m.get("description").and_then(Json::as_str).unwrap_or("");
+                let notes = format!("{notes}; accepted on update only with the stored value");
+                m.insert("description".into(), json!(notes));
+            }
+            update.insert(f.name.into(), schema);
         }
     }
     for (name, kind, doc) in res.computed {
@@ -679,6 +687,12 @@ pub fn openapi(public_url: &str) -> Json {
         };
         router_fields.insert(name.to_string(), schema);
     }
+    for name in crate::terminals::requests::IGNORED_TRANSACTION_FIELDS {
+        router_fields.insert(
+            name.to_string(),
+            json!({ "description": "accepted and ignored: the card's type comes from the card the terminal reads" }),
+        );
+    }
     paths.insert(
         "/v2/routertransactions".into(),
         json!({ "post": { "summary": "A card payment on a terminal", "tags": ["routertransactions"],
@@ -691,7 +705,7 @@ pub fn openapi(public_url: &str) -> Json {
                 and for a request that ended on the terminal (terminal_result: connect_error, timeout, aborted, \
                 card_entry_timeout, pin_entry_timeout, transaction_timeout, cancelled, overall_timeout), 409 when \
                 the terminal is busy, 503 when it is offline. With save_account and a contact the card is stored \
-                and the answer carries exp_date. An Idempotency-Key that was answered replays that answer without \
+                and the answer carries exp_date; without a contact save_account is ignored. An Idempotency-Key that was answered replays that answer without \
                 asking the terminal again.",
             "parameters": [idem.clone()],
             "requestBody": body(envelope("routertransaction", json!({ "type": "object", "additionalProperties": false,
@@ -813,7 +827,8 @@ pub fn openapi(public_url: &str) -> Json {
             "placeOnHold",
             "Put a recurring on hold",
             "Permission recurrings.update; active recurrings. status becomes on hold, next_run_date \
-             0000-00-00; nothing runs until activate.",
+             0000-00-00 (active keeps its value, as the reference's sample shows); nothing runs until \
+             activate.",
             None,
         ),
         (

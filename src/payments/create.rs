@@ -293,7 +293,8 @@ pub fn prepare(
         &mut errors,
     );
     let save = parsed.flag("save_account") == Some(true);
-    check_save_account(parsed, contact_id.as_deref(), &mut errors);
+    let on_terminal = origin.terminal.is_some();
+    check_save_account(parsed, contact_id.as_deref(), on_terminal, &mut errors);
     check_api_id(cx, conn, &record, &place, &mut errors)?;
     let amount = record.int("transaction_amount").unwrap_or(0);
     if action == Action::Refund {
@@ -353,9 +354,9 @@ pub fn prepare(
 
 /// The checks of [`prepare`] that need no account, for a payment whose
 /// card a terminal has yet to read: where (location, product
-/// transaction), who (the contact), the api id and what `save_account`
-/// needs. A read job: nothing is reserved, and [`prepare`] checks
-/// everything again once the card is there.
+/// transaction), who (the contact) and the api id. A read job: nothing
+/// is reserved, and [`prepare`] checks everything again once the card is
+/// there.
 pub fn precheck(
     cx: &Cx,
     conn: &mut dyn Conn,
@@ -368,8 +369,9 @@ pub fn precheck(
     let method =
         PaymentMethod::parse(record.text("payment_method").unwrap_or("cc")).unwrap_or(PaymentMethod::Cc);
     let place = locate(cx, conn, kept, &mut record, method, &mut errors)?;
-    let contact_id = identify_payer(cx, conn, parsed, &place, &mut errors)?;
-    check_save_account(parsed, contact_id.as_deref(), &mut errors);
+    // A named contact must exist; a terminal's save_account needs none
+    // (see check_save_account).
+    identify_payer(cx, conn, parsed, &place, &mut errors)?;
     check_api_id(cx, conn, &record, &place, &mut errors)?;
     check_parts(&record, &mut errors);
     errors.into_result()
@@ -389,9 +391,17 @@ fn check_parts(record: &Record, errors: &mut FieldErrors) {
     }
 }
 
-/// `save_account` stores the account on a contact: one must be named.
-fn check_save_account(parsed: &Parsed, contact_id: Option<&str>, errors: &mut FieldErrors) {
-    if parsed.flag("save_account") == Some(true) && contact_id.is_none() {
+/// `save_account` stores the account on a contact: one must be named. A
+/// router transaction's `save_account` stores the card only when a
+/// contact is given (spec, router table), so without one it is ignored:
+/// the reference's router samples send it alone.
+fn check_save_account(
+    parsed: &Parsed,
+    contact_id: Option<&str>,
+    on_terminal: bool,
+    errors: &mut FieldErrors,
+) {
+    if parsed.flag("save_account") == Some(true) && contact_id.is_none() && !on_terminal {
         errors.add(
             "contact_id",
             "Contact Id cannot be blank. (save_account stores the account on a contact.)",

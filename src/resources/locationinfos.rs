@@ -214,6 +214,9 @@ fn info(
     out.insert("product_recurring".into(), Json::Null);
     out.insert("branding_domain".into(), Json::Null);
     out.insert("terminals".into(), Json::Array(terminals));
-    out.insert("tags".into(), json!([]));
+    out.insert(
+        "tags".into(),
+        Json::Array(super::tags::of_location(cx, conn, record.id())?),
+    );
     Ok(Json::Object(out))
 }

@@ -169,11 +169,13 @@ impl Rules for LocationRules {
         input.record.set("location_api_key", location_key());
         input.record.set("ticket_hash_key", location_key());
         check_defaults(conn, &input.record)?;
+        boolean_flags(&mut input.record);
         Ok(None)
     }
 
     fn before_update(&self, cx: &Cx, conn: &mut dyn Conn, old: &Record, new: &mut Record) -> ApiResult<()> {
         check_defaults(conn, new)?;
+        boolean_flags(new);
         if new.get("parent_id") == old.get("parent_id") {
             return Ok(());
         }
@@ -283,10 +285,26 @@ impl Rules for LocationRules {
                         .collect(),
                 )
             }
-            "terminal" => Json::Array(vec![]),
+            "terminal" => Json::Array(super::terminals::records_of_location(cx, conn, record.id())?),
             // Branding domains, developer companies and the recurring and
             // file products are not modelled yet: absent values are null.
             _ => Json::Null,
         })
+    }
+}
+
+/// The location's flags the spec types boolean: never null (unset, or
+/// sent null, is off), so they answer true or false from the start.
+pub const BOOLEAN_FLAGS: [&str; 3] = [
+    "contact_email_trx_receipt_default",
+    "show_contact_notes",
+    "show_contact_files",
+];
+
+pub fn boolean_flags(record: &mut Record) {
+    for flag in BOOLEAN_FLAGS {
+        if record.get(flag).is_null() {
+            record.set(flag, 0);
+        }
     }
 }

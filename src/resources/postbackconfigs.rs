@@ -40,10 +40,14 @@ pub static POSTBACK_CONFIG: Resource = Resource {
         Field::text("url", 1, 2048).pu().required().filter().doc(
             "absolute http(s) URL; private and loopback targets need FERROGATE_POSTBACK_ALLOW_PRIVATE=1",
         ),
-        Field::flag("on_create").pu().filter(),
-        Field::flag("on_update").pu().filter(),
-        Field::flag("on_delete").pu().filter(),
-        Field::flag("is_active").pu().filter().doc("1 when not sent"),
+        Field::flag("on_create").numbered().pu().filter(),
+        Field::flag("on_update").numbered().pu().filter(),
+        Field::flag("on_delete").numbered().pu().filter(),
+        Field::flag("is_active")
+            .numbered()
+            .pu()
+            .filter()
+            .doc("1 when not sent"),
         Field::text("format", 1, 32).pu().exact().one_of(&["api-default"]),
         Field::int("number_of_attempts", 1, MAX_ATTEMPTS)
             .pu()

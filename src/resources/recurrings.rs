@@ -97,7 +97,7 @@ pub static RECURRING: Resource = Resource {
         Field::int("active", 0, 1)
             .pu()
             .filter()
-            .doc("PUT 0 holds an ongoing recurring, 1 resumes it; ignored for installments"),
+            .doc("PUT 0 holds an ongoing recurring, 1 resumes it; ignored for installments; placeOnHold leaves it as it is (status tells the state)"),
         Field::text("recurring_type_id", 1, 1)
             .pu()
             .exact()
@@ -365,7 +365,7 @@ impl Rules for RecurringRules {
         }
         let on_hold = record.int("active") == Some(0);
         transitions::start(record, on_hold);
-        if past_the_calendar(record) {
+        if transitions::past_the_calendar(record) {
             return Err(ApiError::field(
                 "start_date",
                 "Start Date puts the schedule past 9999-12-31.",
@@ -486,15 +486,23 @@ impl Rules for RecurringRules {
         if let Some(Some(date)) = moved_to {
             next = transitions::move_next_run(&next, date);
         }
-        // PUT active: 0 holds, 1 resumes, ongoing recurrings only.
+        // PUT active: 0 holds, 1 resumes, ongoing recurrings only. A
+        // schedule put on hold by placeOnHold keeps active 1, so 0 may
+        // find it on hold already (then only the flag changes).
         let wanted = new.int("active");
         if wanted != old.int("active") {
             next.set("active", old.int("active").unwrap_or(1));
             if !installment {
-                next = match wanted {
-                    Some(0) => transitions::place_on_hold(&next)?,
+                let status = next.text("status").map(str::to_string);
+                next = match (wanted, status.as_deref()) {
+                    (Some(0), Some(transitions::ON_HOLD)) => next,
+                    // Refuses an ended schedule.
+                    (Some(0), _) => transitions::place_on_hold(&next)?,
+                    (_, Some(transitions::ACTIVE)) => next,
+                    // Resumes a held schedule, refuses an ended one.
                     _ => transitions::activate(&next, today)?,
                 };
+                next.set("active", wanted.unwrap_or(1));
             }
         }
         if let Some(end) = next.text("end_date").and_then(parse_date) {
@@ -507,7 +515,7 @@ impl Rules for RecurringRules {
                 transitions::end(&mut next, transitions::ENDED_END_DATE);
             }
         }
-        if past_the_calendar(&next) {
+        if transitions::past_the_calendar(&next) {
             return Err(ApiError::field(
                 "next_run_date",
                 "Next Run Date puts the schedule past 9999-12-31.",
@@ -546,12 +554,4 @@ pub fn of_transaction(cx: &Cx, conn: &mut dyn Conn, transaction: &Record) -> Api
             .unwrap_or(Json::Null)),
         None => Ok(Json::Null),
     }
-}
-
-/// Whether a schedule's dates run past what yyyy-mm-dd can say (a year
-/// after 9999 is written with a sign and more digits).
-fn past_the_calendar(r: &Record) -> bool {
-    ["next_run_date", "end_date"]
-        .iter()
-        .any(|f| r.text(f).is_some_and(|t| t.len() != 10))
 }

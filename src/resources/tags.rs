@@ -66,3 +66,21 @@ pub fn expand_of(record: &Record) -> Json {
         .map(|f| crate::engine::to_json(f, record.get("tags")))
         .unwrap_or_else(|| Json::Array(Vec::new()))
 }
+
+/// A location's tags as records (a location info's `tags`), oldest first,
+/// within the caller's scope.
+pub fn of_location(
+    cx: &crate::engine::Cx,
+    conn: &mut dyn crate::db::Conn,
+    location_id: &str,
+) -> crate::error::ApiResult<Vec<Json>> {
+    let mut sql = crate::engine::query::select(&TAG, &cx.scope);
+    sql.push(" AND t.location_id = ")
+        .bind(location_id.to_string())
+        .push(" ORDER BY t.id ASC LIMIT 500");
+    Ok(conn
+        .query(&sql)?
+        .into_iter()
+        .map(|row| Json::Object(crate::engine::render(cx, &Record::from_row(&TAG, row))))
+        .collect())
+}

@@ -248,6 +248,20 @@ impl Rules for TerminalRules {
     }
 }
 
+/// A location's terminals as whole records (a location's `terminal`
+/// expand: an embed carries the related resource's default fields).
+pub fn records_of_location(cx: &Cx, conn: &mut dyn Conn, location_id: &str) -> ApiResult<Vec<Json>> {
+    let mut sql = crate::engine::query::select(&TERMINAL, &cx.scope);
+    sql.push(" AND t.location_id = ")
+        .bind(location_id.to_string())
+        .push(" ORDER BY t.id DESC LIMIT 500");
+    Ok(conn
+        .query(&sql)?
+        .into_iter()
+        .map(|row| Json::Object(crate::engine::render(cx, &Record::from_row(&TERMINAL, row))))
+        .collect())
+}
+
 /// The terminals of a location as location infos list them: id,
 /// local_ip_address, port, title and `_links`.
 pub fn of_location(cx: &Cx, conn: &mut dyn Conn, location_id: &str) -> ApiResult<Vec<Json>> {

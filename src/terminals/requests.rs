@@ -47,6 +47,12 @@ pub const TRANSACTION_FIELDS: &[&str] = &[
     "auth_code",
 ];
 
+/// Accepted on router transactions and ignored: a card's type comes from
+/// the card the terminal reads (the reference's Python sample sends
+/// `account_type`; the spec has it only among the answer's read-only
+/// fields), as `/v2/transactions` ignores it on card payments.
+pub const IGNORED_TRANSACTION_FIELDS: &[&str] = &["account_type"];
+
 /// The actions that take a new card.
 pub const ACTIONS: &[Action] = &[
     Action::Sale,
@@ -232,6 +238,10 @@ pub async fn transaction(
     body: Map<String, Json>,
     idem: Option<Idempotency>,
 ) -> ApiResult<(u16, Json)> {
+    let mut body = body;
+    for name in IGNORED_TRANSACTION_FIELDS {
+        body.remove(*name);
+    }
     only(&body, TRANSACTION_FIELDS, "router transactions")?;
     let saved = body.get("save_account").and_then(parse_flag) == Some(true);
     // A repeat of a request that was answered: that answer, without

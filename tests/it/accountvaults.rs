@@ -418,7 +418,8 @@ fn vault_lists_and_expands(app: &TestApp) {
         v["product_transaction"]["id"],
         t.cred("ach_product_transaction_id").as_str()
     );
-    assert_eq!(v["changelogs"][0]["action"], "CREATE");
+    let logs = v["changelogs"].as_array().unwrap();
+    assert_eq!(logs.last().unwrap()["action"], "CREATE", "oldest last");
     // Another tenant sees none of it.
     let other = app.bootstrap();
     assert_eq!(
@@ -909,8 +910,8 @@ fn recurring_ties_and_deletes(app: &TestApp) {
     assert_eq!(v.body["accountvault"]["contact_id"], Value::Null);
     let logs = v.body["accountvault"]["changelogs"].as_array().unwrap();
     assert_eq!(
-        logs.last().unwrap()["changelog_details"][0]["field"],
-        "contact_id"
+        logs[0]["changelog_details"][0]["field"], "contact_id",
+        "newest first"
     );
     // A location holding vaults is not deleted.
     let child = t.location(&t.location_id(), "Vaulted");

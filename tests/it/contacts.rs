@@ -238,11 +238,12 @@ fn contact_expands_and_changelogs(app: &TestApp) {
     assert_eq!(c["user"], serde_json::Value::Null);
     let logs = c["changelogs"].as_array().unwrap();
     assert_eq!(logs.len(), 2);
-    assert_eq!(logs[0]["action"], "CREATE");
-    assert_eq!(logs[1]["action"], "UPDATE");
-    assert_eq!(logs[1]["model"], "Contact");
-    assert_eq!(logs[1]["user_id"], t.user_id());
-    let mut details: Vec<(String, serde_json::Value)> = logs[1]["changelog_details"]
+    // Newest first, as the reference's postbacks show them.
+    assert_eq!(logs[0]["action"], "UPDATE");
+    assert_eq!(logs[1]["action"], "CREATE");
+    assert_eq!(logs[0]["model"], "Contact");
+    assert_eq!(logs[0]["user_id"], t.user_id());
+    let mut details: Vec<(String, serde_json::Value)> = logs[0]["changelog_details"]
         .as_array()
         .unwrap()
         .iter()

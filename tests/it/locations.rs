@@ -12,6 +12,7 @@ use std::collections::BTreeSet;
 engine_tests!(
     location_required_fields,
     location_fields_round_trip,
+    location_flags_are_booleans_from_the_start,
     location_field_bounds,
     location_keys_are_generated_and_sealed,
     location_default_product_transactions,
@@ -22,10 +23,63 @@ engine_tests!(
     location_delete_empty_and_own,
     location_list_is_scoped,
     locationinfo_shape,
+    location_terminals_and_tags_come_from_the_data,
     locationinfo_relationship_and_active,
     product_transactions_read,
     product_transactions_current_batch,
 );
+
+const BOOLEAN_FLAGS: [&str; 3] = [
+    "contact_email_trx_receipt_default",
+    "show_contact_notes",
+    "show_contact_files",
+];
+
+/// The flags the spec types boolean answer false until set, never null:
+/// on new locations, the bootstrap's, one sent null, and (migration 32)
+/// on locations stored before.
+fn location_flags_are_booleans_from_the_start(app: &TestApp) {
+    let t = app.bootstrap();
+    let own = t.location_id();
+    let child = t.location(&own, "Flags");
+    for id in [&own, &child] {
+        let l = t.get(&format!("/v2/locations/{id}")).expect(200).body["location"].clone();
+        for flag in BOOLEAN_FLAGS {
+            assert_eq!(l[flag], false, "{id}: {flag} in {l}");
+        }
+    }
+    let info = t.get("/v2/locationinfos").expect(200).body["locationinfos"][0].clone();
+    for flag in BOOLEAN_FLAGS {
+        assert_eq!(info[flag], false, "locationinfo {flag}");
+    }
+    let r = t
+        .put(
+            &format!("/v2/locations/{child}"),
+            json!({ "location": { "show_contact_notes": 1, "show_contact_files": null } }),
+        )
+        .expect(200);
+    assert_eq!(r.body["location"]["show_contact_notes"], true);
+    assert_eq!(r.body["location"]["show_contact_files"], false, "null is off");
+
+    // Locations stored before (null) take false when migration 32 runs;
+    // a value set stays.
+    let mut db = db(app);
+    for id in [&own, &child] {
+        db.exec(
+            "UPDATE locations SET contact_email_trx_receipt_default = NULL, show_contact_files = NULL WHERE id = ?",
+            &[id.as_str()],
+        );
+    }
+    db.exec("DELETE FROM schema_migrations WHERE version = 32", &[]);
+    let out = app.cli(&["migrate"]);
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    for id in [&own, &child] {
+        let l = t.get(&format!("/v2/locations/{id}")).expect(200).body["location"].clone();
+        assert_eq!(l["contact_email_trx_receipt_default"], false, "{l}");
+        assert_eq!(l["show_contact_files"], false, "{l}");
+        assert_eq!(l["show_contact_notes"], json!(id == &child), "{l}");
+    }
+}
 
 /// Inserts a product transaction straight into the database (the API has
 /// no way to create one); returns its id.
@@ -576,12 +630,13 @@ fn location_expands(app: &TestApp) {
     }
     let logs = c["changelogs"].as_array().expect("changelogs array");
     assert_eq!(logs.len(), 2, "{}", c["changelogs"]);
-    assert_eq!(logs[0]["action"], "CREATE");
-    assert_eq!(logs[0]["model"], "Location");
-    assert_eq!(logs[0]["model_id"], child);
-    assert_eq!(logs[1]["action"], "UPDATE");
-    assert_eq!(logs[1]["user_id"], t.user_id());
-    let mut details: Vec<(String, Value)> = logs[1]["changelog_details"]
+    // Newest first.
+    assert_eq!(logs[1]["action"], "CREATE");
+    assert_eq!(logs[1]["model"], "Location");
+    assert_eq!(logs[1]["model_id"], child);
+    assert_eq!(logs[0]["action"], "UPDATE");
+    assert_eq!(logs[0]["user_id"], t.user_id());
+    let mut details: Vec<(String, Value)> = logs[0]["changelog_details"]
         .as_array()
         .unwrap()
         .iter()
@@ -1158,6 +1213,60 @@ fn check_info(app: &TestApp, t: &Tenant, info: &Value, expanded: bool) {
             assert!(p.get("terminals").is_none(), "terminals only when expanded: {p}");
         }
     }
+}
+
+/// A location's `terminal` expand embeds its terminal records and its
+/// location info lists its tags (both were always empty).
+fn location_terminals_and_tags_come_from_the_data(app: &TestApp) {
+    let t = app.bootstrap();
+    let own = t.location_id();
+    let (tid, secret) =
+        crate::support::sim::terminal(&t, json!({ "serial_number": "SN-EXPAND", "title": "Front desk" }));
+    let tag = t
+        .post(
+            "/v2/tags",
+            json!({ "tag": { "location_id": own, "title": "Gala" } }),
+        )
+        .expect(201)
+        .body["tag"]
+        .clone();
+    // Another location's records are not its own.
+    let child = t.location(&own, "Elsewhere");
+    t.post(
+        "/v2/tags",
+        json!({ "tag": { "location_id": child, "title": "Other" } }),
+    )
+    .expect(201);
+
+    let r = t.get(&format!("/v2/locations/{own}?expand=terminal")).expect(200);
+    let terminals = r.body["location"]["terminal"]
+        .as_array()
+        .expect("terminal array")
+        .clone();
+    assert_eq!(terminals.len(), 1, "{}", r.text);
+    assert_eq!(terminals[0]["id"], tid.as_str());
+    assert_eq!(terminals[0]["serial_number"], "SN-EXPAND");
+    assert_eq!(terminals[0]["title"], "Front desk");
+    assert_eq!(terminals[0]["location_id"], own.as_str());
+    assert!(
+        !r.text.contains(&secret),
+        "the terminal's secret is never embedded"
+    );
+    let none = t
+        .get(&format!("/v2/locations/{child}?expand=terminal"))
+        .expect(200);
+    assert_eq!(none.body["location"]["terminal"], json!([]));
+
+    let info = t.get("/v2/locationinfos").expect(200).body["locationinfos"][0].clone();
+    assert_eq!(info["id"], own.as_str());
+    let tags = info["tags"].as_array().expect("tags array");
+    assert_eq!(tags.len(), 1, "{info}");
+    for key in ["id", "location_id", "title", "created_ts", "modified_ts"] {
+        assert_eq!(tags[0][key], tag[key], "{key}");
+    }
+    assert!(tags[0]["_links"]["self"]["href"]
+        .as_str()
+        .is_some_and(|h| h.ends_with(&format!("/v2/tags/{}", tag["id"].as_str().unwrap()))));
 }
 
 fn locationinfo_shape(app: &TestApp) {

@@ -429,14 +429,15 @@ fn note_expands_and_changelogs(app: &TestApp) {
     assert_eq!(n["created_user"]["user_api_key"], Value::Null);
     let logs = n["changelogs"].as_array().expect("changelogs");
     assert_eq!(logs.len(), 2, "{}", n["changelogs"]);
-    assert_eq!(logs[0]["action"], "CREATE");
-    assert_eq!(logs[0]["model"], "Note");
-    assert_eq!(logs[0]["model_id"], id);
-    assert_eq!(logs[0]["user_id"], uid);
-    assert_eq!(logs[1]["action"], "UPDATE");
-    assert_eq!(logs[1]["user_id"], t.user_id());
-    let details = logs[1]["changelog_details"].as_array().unwrap();
-    assert_eq!(details.len(), 1, "{}", logs[1]);
+    // Newest first.
+    assert_eq!(logs[1]["action"], "CREATE");
+    assert_eq!(logs[1]["model"], "Note");
+    assert_eq!(logs[1]["model_id"], id);
+    assert_eq!(logs[1]["user_id"], uid);
+    assert_eq!(logs[0]["action"], "UPDATE");
+    assert_eq!(logs[0]["user_id"], t.user_id());
+    let details = logs[0]["changelog_details"].as_array().unwrap();
+    assert_eq!(details.len(), 1, "{}", logs[0]);
     assert_eq!(details[0]["field"], "note");
     assert_eq!(details[0]["old_value"], "v1");
     // On the list too.

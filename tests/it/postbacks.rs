@@ -67,14 +67,15 @@ fn configs_are_validated_and_keep_credentials_sealed(app: &mut TestApp) {
     assert_eq!(c["number_of_attempts"], 1);
     assert_eq!(c["attempt_interval"], 300);
     assert_eq!(c["expands"], "");
-    assert_eq!(c["is_active"], true);
+    // Answered 1/0, as the spec gives them, whatever form was sent.
+    assert_eq!(c["is_active"], json!(1));
     assert_eq!(
         (
             c["on_create"].clone(),
             c["on_update"].clone(),
             c["on_delete"].clone()
         ),
-        (json!(true), json!(true), json!(false))
+        (json!(1), json!(1), json!(0))
     );
     assert_eq!(c["has_basic_auth"], true);
     assert_eq!(c["has_signing_secret"], false);
@@ -158,7 +159,7 @@ fn configs_are_validated_and_keep_credentials_sealed(app: &mut TestApp) {
         )
         .expect(200);
     assert_eq!(r.body["postbackconfig"]["url"], "https://hooks.example.com/in");
-    assert_eq!(r.body["postbackconfig"]["is_active"], false);
+    assert_eq!(r.body["postbackconfig"]["is_active"], json!(0));
     assert_eq!(r.body["postbackconfig"]["has_basic_auth"], false);
     let r = t
         .put(
@@ -240,7 +241,8 @@ fn contact_events_carry_the_record_expands_and_auth(app: &mut TestApp) {
     let mut plain_update = update.clone();
     plain_update.as_object_mut().unwrap().remove("changelogs");
     assert_eq!(plain_update, as_embedded(without_links(after_update.clone())));
-    let last = update["changelogs"].as_array().unwrap().last().unwrap().clone();
+    // Newest first.
+    let last = update["changelogs"][0].clone();
     assert_eq!(last["action"], "UPDATE");
     let detail = last["changelog_details"]
         .as_array()
@@ -354,9 +356,20 @@ fn vault_transaction_and_batch_events(app: &mut TestApp) {
     assert_eq!(data["is_open"], 0);
     assert_eq!(data["processing_status_id"], 2);
     assert_eq!(data["settlement_file_name"], settled["settlement_file_name"]);
-    let log = data["changelogs"].as_array().unwrap().last().unwrap().clone();
+    // Newest first, as the reference's settle postback shows them.
+    let logs = data["changelogs"].as_array().unwrap();
+    assert_eq!(logs.last().unwrap()["action"], "CREATE", "{data}");
+    let log = logs[0].clone();
     assert_eq!(log["action"], "UPDATE");
     assert_eq!(log["model"], "TransactionBatch");
+    // Only fields the record shows: never a hidden one (settle_attempts).
+    for detail in log["changelog_details"].as_array().unwrap() {
+        let field = str_of(&detail["field"]);
+        assert!(
+            data.get(&field).is_some(),
+            "{field} is not a field of the batch: {log}"
+        );
+    }
     let details: BTreeMap<String, Value> = log["changelog_details"]
         .as_array()
         .unwrap()

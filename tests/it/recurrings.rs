@@ -16,6 +16,7 @@ engine_tests!(
     created_like_the_reference,
     field_rules_refuse_clearly,
     actions_follow_the_state_machine,
+    skips_and_deferrals_stay_on_the_calendar,
     put_rules,
     changes_after_runs,
     vault_rules,
@@ -347,7 +348,10 @@ fn actions_follow_the_state_machine(app: &TestApp) {
     let held = act("placeOnHold").expect(200).body["recurring"].clone();
     assert_eq!(held["status"], json!("on hold"));
     assert_eq!(held["next_run_date"], json!("0000-00-00"));
-    assert_eq!(held["active"], json!(0));
+    // The state is status: active stays "1", as the reference's
+    // placeOnHold sample answers it.
+    assert_eq!(held["active"], json!(1));
+    assert_eq!(get(&t, id)["active"], json!(1));
     assert!(!has_recurring(&t, &vault));
     let again = act("placeOnHold").expect(422);
     assert!(again.errors("status")[0].contains("already on hold"));
@@ -449,6 +453,45 @@ fn actions_follow_the_state_machine(app: &TestApp) {
     assert!(!has_recurring(&t, &vault));
 }
 
+/// A skip or deferral that would move the schedule past 9999-12-31 is
+/// refused, as create and PUT refuse such dates: the record is left as it
+/// was, and stays updatable.
+fn skips_and_deferrals_stay_on_the_calendar(app: &TestApp) {
+    let t = app.bootstrap();
+    let (_, vault) = customer(&t, false);
+    let installments = create(
+        &t,
+        &vault,
+        json!({ "installment_total_count": 2, "interval": 999, "interval_type": "m" }),
+    );
+    let ongoing = create(&t, &vault, json!({ "interval": 999, "interval_type": "m" }));
+    for (plan, action, field) in [
+        (&installments, "deferPayment?defer_count=99", "defer_count"),
+        (&ongoing, "skipPayment?skip_count=99", "skip_count"),
+    ] {
+        let id = plan["id"].as_str().unwrap();
+        let r = t.post(&format!("/v2/recurrings/{id}/{action}"), json!({}));
+        assert_eq!(r.status, 422, "{action}: {}", r.text);
+        assert!(r.errors(field)[0].contains("9999-12-31"), "{action}: {}", r.text);
+        let now = get(&t, id);
+        for kept in ["next_run_date", "end_date", "skip_count", "defer_count", "status"] {
+            assert_eq!(now[kept], plan[kept], "{action}: {kept} unchanged");
+        }
+        let r = t.put(
+            &format!("/v2/recurrings/{id}"),
+            json!({ "recurring": { "description": "Still editable" } }),
+        );
+        assert_eq!(r.status, 200, "{action}: {}", r.text);
+    }
+    // A move that stays within the calendar still works.
+    let id = installments["id"].as_str().unwrap();
+    let r = t.post(
+        &format!("/v2/recurrings/{id}/deferPayment?defer_count=1"),
+        json!({}),
+    );
+    assert_eq!(r.status, 200, "{}", r.text);
+}
+
 fn put_rules(app: &TestApp) {
     let t = app.bootstrap();
     let (_, vault) = customer(&t, false);
@@ -526,11 +569,33 @@ fn put_rules(app: &TestApp) {
     // active 0 holds an ongoing recurring, 1 resumes it.
     let held = put(json!({ "active": 0 })).expect(200).body["recurring"].clone();
     assert_eq!(held["status"], json!("on hold"));
+    assert_eq!(held["active"], json!(0));
     let r = put(json!({ "next_run_date": text(moved_to) })).expect(422);
     assert!(r.errors("next_run_date")[0].contains("on hold"));
     let resumed = put(json!({ "active": "1" })).expect(200).body["recurring"].clone();
     assert_eq!(resumed["status"], json!("active"));
+    assert_eq!(resumed["active"], json!(1));
     assert_eq!(resumed["next_run_date"], json!(text(moved_to)));
+    // Held by placeOnHold (active stays 1), active 0 only sets the flag,
+    // and activate resumes it with active 1.
+    let action = |name: &str| {
+        t.post(&format!("/v2/recurrings/{id}/{name}"), json!({}))
+            .expect(200)
+            .body["recurring"]
+            .clone()
+    };
+    assert_eq!(action("placeOnHold")["active"], json!(1));
+    let flagged = put(json!({ "active": 0 })).expect(200).body["recurring"].clone();
+    assert_eq!(
+        (flagged["status"].clone(), flagged["active"].clone()),
+        (json!("on hold"), json!(0))
+    );
+    let back = action("activate");
+    assert_eq!(
+        (back["status"].clone(), back["active"].clone()),
+        (json!("active"), json!(1))
+    );
+    assert_eq!(back["next_run_date"], json!(text(moved_to)));
 
     // Another vault of the contact, named by its api id; the flags follow.
     let contact = get(&t, id)["contact_id"].clone();

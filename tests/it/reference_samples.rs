@@ -9,6 +9,7 @@ use serde_json::{json, Value};
 engine_tests!(
     what_published_clients_send,
     a_put_carries_only_what_it_changes,
+    a_put_may_resend_what_cannot_change,
     tags_classify_transactions_and_recurrings,
     the_tags_expand_shows_the_records_tags,
     every_key_of_the_samples,
@@ -225,7 +226,7 @@ fn a_put_carries_only_what_it_changes(app: &TestApp) {
         (
             format!("/v2/postbackconfigs/{hook}"),
             "postbackconfig",
-            json!({ "on_update": true }),
+            json!({ "on_update": 1 }),
             "url",
         ),
         (
@@ -255,6 +256,104 @@ fn a_put_carries_only_what_it_changes(app: &TestApp) {
             }
         }
     }
+}
+
+/// A PUT that resends a field set on create with the value it holds is
+/// accepted (the reference's tag update sends `location_id`); another
+/// value is still refused, and so is any value of a masked field.
+fn a_put_may_resend_what_cannot_change(app: &TestApp) {
+    let t = app.bootstrap();
+    let loc = t.location_id();
+    let branch = t.location(&loc, "Branch");
+    // The reference's "Update Record" sample of tags.
+    let tag = made(
+        &t,
+        "/v2/tags",
+        "tag",
+        json!({ "location_id": loc, "title": "Test Tag" }),
+    );
+    let r = t.put(
+        &format!("/v2/tags/{tag}"),
+        json!({ "tag": { "title": "Test Tag Alt", "location_id": loc } }),
+    );
+    assert_eq!(r.status, 200, "{}", r.text);
+    assert_eq!(r.body["tag"]["title"], "Test Tag Alt");
+    let r = t.put(
+        &format!("/v2/tags/{tag}"),
+        json!({ "tag": { "title": "Moved", "location_id": branch } }),
+    );
+    assert_eq!(r.status, 422, "{}", r.text);
+    assert_eq!(
+        r.body["errors"]["location_id"][0],
+        "Location Id cannot be changed."
+    );
+    assert_eq!(
+        t.get(&format!("/v2/tags/{tag}")).expect(200).body["tag"]["title"],
+        "Test Tag Alt"
+    );
+
+    let contact = t.contact(json!({ "first_name": "Jo" }));
+    let contact_id = contact["id"].as_str().unwrap();
+    let r = t.put(
+        &format!("/v2/contacts/{contact_id}"),
+        json!({ "contact": { "location_id": loc, "city": "Austin" } }),
+    );
+    assert_eq!(r.status, 200, "{}", r.text);
+    let r = t.put(
+        &format!("/v2/contacts/{contact_id}"),
+        json!({ "contact": { "location_id": branch } }),
+    );
+    assert_eq!(r.status, 422, "{}", r.text);
+
+    let card = made(
+        &t,
+        "/v2/accountvaults",
+        "accountvault",
+        json!({ "location_id": loc, "payment_method": "cc", "contact_id": contact_id,
+            "account_number": "4111111111111111", "exp_date": "1239" }),
+    );
+    let tomorrow = (chrono::Utc::now() + chrono::Duration::days(2))
+        .format("%Y-%m-%d")
+        .to_string();
+    let plan = made(
+        &t,
+        "/v2/recurrings",
+        "recurring",
+        json!({ "location_id": loc, "account_vault_id": card, "transaction_amount": "9.00",
+            "interval": 1, "interval_type": "m", "start_date": tomorrow }),
+    );
+    // The value as the field's parser reads it: "1" is the stored 1.
+    let r = t.put(
+        &format!("/v2/recurrings/{plan}"),
+        json!({ "recurring": { "location_id": loc, "interval": "1", "interval_type": "m",
+            "description": "Pool" } }),
+    );
+    assert_eq!(r.status, 200, "{}", r.text);
+    assert_eq!(r.body["recurring"]["description"], "Pool");
+    for (field, value) in [
+        ("interval", json!(2)),
+        ("interval_type", json!("w")),
+        ("location_id", json!(branch)),
+    ] {
+        let r = t.put(
+            &format!("/v2/recurrings/{plan}"),
+            json!({ "recurring": { field: value, "description": "Gym" } }),
+        );
+        assert_eq!(r.status, 422, "{field}: {}", r.text);
+        assert!(r.body["errors"][field].is_array(), "{field}: {}", r.text);
+    }
+    assert_eq!(
+        t.get(&format!("/v2/recurrings/{plan}")).expect(200).body["recurring"]["description"],
+        "Pool"
+    );
+    // A masked number is never compared: the PUT would tell whether a
+    // guess is the stored number.
+    let r = t.put(
+        &format!("/v2/accountvaults/{card}"),
+        json!({ "accountvault": { "account_number": "4111111111111111" } }),
+    );
+    assert_eq!(r.status, 422, "{}", r.text);
+    assert!(r.body["errors"]["account_number"].is_array(), "{}", r.text);
 }
 
 /// Tags: the location's catalogue (CRUD), and tag titles on transactions
@@ -289,9 +388,10 @@ fn tags_classify_transactions_and_recurrings(app: &TestApp) {
     );
     assert_eq!(r.status, 200, "{}", r.text);
     assert_eq!(r.body["tag"]["title"], "Test Tag Alt");
+    let branch = t.location(&loc, "Branch");
     let r = t.put(
         &format!("/v2/tags/{id}"),
-        json!({ "tag": { "location_id": loc } }),
+        json!({ "tag": { "location_id": branch } }),
     );
     assert_eq!(r.status, 422, "location_id is not updatable: {}", r.text);
     let list = t.get("/v2/tags?title=alt").expect(200).body;

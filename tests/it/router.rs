@@ -25,6 +25,7 @@ engine_tests!(
     router_account_vaults_store_the_card_read,
     device_terms_are_answered_on_the_device,
     bad_router_requests_prompt_nobody,
+    the_reference_router_samples_run,
 );
 
 fn sale(t: &Tenant, terminal_id: &str, amount: &str, api_id: &str, extra: Value) -> Value {
@@ -707,7 +708,6 @@ fn bad_router_requests_prompt_nobody(app: &TestApp) {
             json!({ "contact_id": "no-such-contact-00000000000" }),
             "contact_id",
         ),
-        (json!({ "save_account": 1 }), "contact_id"),
         // Tax is part of the amount: refused before the device is asked.
         (json!({ "tax": "9.00" }), "tax"),
         // The spec's router billing_zip is 10 characters (12 elsewhere).
@@ -902,4 +902,64 @@ fn a_device_on_another_node() {
     )
     .expect(503);
     drop(sim);
+}
+
+fn vault_count(t: &Tenant) -> i64 {
+    t.get("/v2/accountvaults").expect(200).body["meta"]["pagination"]["totalCount"]
+        .as_i64()
+        .unwrap()
+}
+
+/// The reference's router samples as they are: cSharp/sale.json sends
+/// `save_account` without a contact (the spec stores the card only with
+/// one, so it is ignored), and Python/main.py also sends `account_type`
+/// (a read-only field of the answer: the type comes from the card read).
+fn the_reference_router_samples_run(app: &TestApp) {
+    let t = app.bootstrap();
+    let (tid, secret) = terminal(&t, json!({ "serial_number": "SN-SAMPLES" }));
+    let _sim = Sim::start(&app.base, &tid, &secret, &[]);
+    let loc = t.location_id();
+    let csharp = json!({ "routertransaction": { "action": "sale", "payment_method": "cc",
+        "location_id": loc, "terminal_id": tid, "transaction_amount": "1.00", "tax": "0.01",
+        "order_num": "Invoice 1700000000", "description": "SDK Test Mock Terminal CC Sale",
+        "save_account": 1, "billing_street": "123 Main St", "billing_zip": "31405" } });
+    let python = json!({ "routertransaction": { "action": "sale", "account_type": "mc",
+        "payment_method": "cc", "location_id": loc, "terminal_id": tid,
+        "transaction_amount": "1.00", "order_num": "Invoice 1700000001",
+        "description": "SDK Test CC Terminal Sale", "save_account": 1,
+        "billing_street": "123 Main St", "billing_zip": "31405" } });
+    let vaults = vault_count(&t);
+    for (sample, body) in [("cSharp/sale.json", csharp), ("Python/main.py", python)] {
+        let r = t.post("/v2/routertransactions", body);
+        assert_eq!(r.status, 201, "{sample}: {}", r.text);
+        let tx = &r.body["routertransaction"];
+        assert_eq!(tx["status_id"], 101, "{sample}: {}", r.text);
+        assert_eq!(tx["account_vault_id"], Value::Null, "{sample}: nothing saved");
+        assert!(tx.get("exp_date").is_none(), "{sample}: {}", r.text);
+        assert_eq!(
+            tx["account_type"], "visa",
+            "{sample}: the card's type, not the one sent"
+        );
+    }
+    assert_eq!(vault_count(&t), vaults, "no vault without a contact");
+    // A contact that does not exist is still refused before the device.
+    let r = t.post(
+        "/v2/routertransactions",
+        sale(
+            &t,
+            &tid,
+            "1.00",
+            "r-ghost",
+            json!({ "save_account": 1,
+            "contact_id": "no-such-contact-00000000000" }),
+        ),
+    );
+    assert_eq!(r.status, 422, "{}", r.text);
+    assert!(!r.errors("contact_id").is_empty(), "{}", r.text);
+    // Other fields outside the router's list are still refused.
+    let r = t.post(
+        "/v2/routertransactions",
+        sale(&t, &tid, "1.00", "r-cvv", json!({ "cvv": "123" })),
+    );
+    assert_eq!(r.status, 422, "{}", r.text);
 }

@@ -216,12 +216,13 @@ fn bad_terminals_are_refused(app: &TestApp) {
         r.text
     );
     let tid = id(&terminal(&t, json!({})).expect(201), "terminal");
+    let elsewhere = t.location(&t.location_id(), "Elsewhere");
     for (body, field) in [
         (
             json!({ "terminal_application_id": "other" }),
             "terminal_application_id",
         ),
-        (json!({ "location_id": t.location_id() }), "location_id"),
+        (json!({ "location_id": elsewhere }), "location_id"),
         (
             json!({ "terminal_timeouts": { "transaction_timeout": 21 } }),
             "terminal_timeouts",
