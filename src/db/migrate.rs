@@ -207,6 +207,13 @@ pub const MIGRATIONS: &[Migration] = &[
         "",
         "",
     ),
+    (
+        31,
+        "emulator_transactions",
+        include_str!("../../migrations/0031_emulator_transactions.sql"),
+        "",
+        "",
+    ),
 ];
 
 /// Applies every migration not yet recorded. Returns how many ran.
