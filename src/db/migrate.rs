@@ -208,6 +208,13 @@ pub const MIGRATIONS: &[Migration] = &[
         "",
     ),
     (
+        31,
+        "emulator_transactions",
+        include_str!("../../migrations/0031_emulator_transactions.sql"),
+        "",
+        "",
+    ),
+    (
         32,
         "location_flags",
         include_str!("../../migrations/0032_location_flags.sql"),

@@ -79,14 +79,9 @@ pub fn create(sub: &Map<String, Json>, location_id: &str) -> Result<NewSubscript
     if let Some(name) = t("name") {
         recurring.insert("description".into(), json!(fit(&name, 36)));
     }
-    let last = t("billTo.lastName").ok_or_else(|| missing("billTo.lastName is required."))?;
-    let first = t("billTo.firstName");
-    let mut contact = Map::new();
+    t("billTo.lastName").ok_or_else(|| missing("billTo.lastName is required."))?;
+    let mut contact = bill_to(sub);
     contact.insert("location_id".into(), json!(location_id));
-    contact.insert("last_name".into(), json!(fit(&last, 64)));
-    if let Some(f) = &first {
-        contact.insert("first_name".into(), json!(fit(f, 64)));
-    }
     let vault = card(sub, location_id)?.ok_or_else(|| missing("payment.creditCard is required."))?;
     // Their E00018: a card that expires before the first payment.
     let exp = vault.get("exp_date").and_then(Json::as_str).unwrap_or_default();
@@ -104,23 +99,55 @@ pub fn create(sub: &Map<String, Json>, location_id: &str) -> Result<NewSubscript
     })
 }
 
-/// What an `ARBUpdateSubscriptionRequest` changes: recurring fields and,
-/// when a card is sent, a new vault for the subscription's contact.
+/// The contact fields of a `billTo` (name, company and address) that
+/// were sent; what does not fit a field's form (a state that is not two
+/// letters, say) is left out rather than refusing the subscription over
+/// it. They have no country field.
+fn bill_to(sub: &Map<String, Json>) -> Map<String, Json> {
+    let t = |path: &str| tree::text(sub, &format!("billTo.{path}"));
+    let mut contact = Map::new();
+    for (theirs, ours, max) in [
+        ("firstName", "first_name", 64),
+        ("lastName", "last_name", 64),
+        ("company", "company_name", 64),
+        ("address", "address", 255),
+        ("city", "city", 100),
+    ] {
+        if let Some(value) = t(theirs) {
+            contact.insert(ours.into(), json!(fit(&value, max)));
+        }
+    }
+    if let Some(state) = t("state").filter(|s| s.len() == 2 && s.chars().all(|c| c.is_ascii_alphabetic())) {
+        contact.insert("state".into(), json!(state.to_ascii_uppercase()));
+    }
+    if let Some(zip) = t("zip").filter(|z| {
+        (4..=12).contains(&z.len())
+            && z.chars()
+                .all(|c| c.is_ascii_alphanumeric() || c == ' ' || c == '-')
+    }) {
+        contact.insert("zip".into(), json!(zip));
+    }
+    contact
+}
+
+/// What an `ARBUpdateSubscriptionRequest` changes: recurring fields, the
+/// contact's name and address (`billTo`) and, when a card is sent, a new
+/// vault for the subscription's contact.
 #[derive(Debug)]
 pub struct Change {
     pub recurring: Map<String, Json>,
+    pub contact: Map<String, Json>,
     pub vault: Option<Map<String, Json>>,
 }
 
 pub fn update(sub: &Map<String, Json>, location_id: &str) -> Result<Change, Refusal> {
     no_trial(sub)?;
     let t = |path: &str| tree::text(sub, path);
-    for fixed in [
-        "paymentSchedule.interval.length",
-        "paymentSchedule.interval.unit",
-        "paymentSchedule.startDate",
-        "paymentSchedule.totalOccurrences",
-    ] {
+    if tree::at(sub, "paymentSchedule.interval").is_some() {
+        let (code, text) = api::INTERVAL_FIXED;
+        return Err((code, text.to_string()));
+    }
+    for fixed in ["paymentSchedule.startDate", "paymentSchedule.totalOccurrences"] {
         if t(fixed).is_some() {
             return Err(invalid(format!(
                 "{fixed} cannot be changed here: cancel the subscription and create another."
@@ -136,6 +163,7 @@ pub fn update(sub: &Map<String, Json>, location_id: &str) -> Result<Change, Refu
     }
     Ok(Change {
         recurring,
+        contact: bill_to(sub),
         vault: card(sub, location_id)?,
     })
 }
@@ -220,8 +248,34 @@ pub fn status(recurring: &Json) -> &'static str {
 /// Our `ended_reason` for a subscription canceled through ARB.
 pub const CANCELED: &str = "canceled";
 
-/// `ARBGetSubscriptionResponse`'s `subscription`.
-pub fn subscription(recurring: &Json, vault: &Json, contact: &Json, vault_number: i64) -> Out {
+/// The numbers a subscription's records answer as: their
+/// `customerProfileId` (the contact) and `customerPaymentProfileId` (the
+/// card's vault).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct ProfileNumbers {
+    pub contact: i64,
+    pub vault: i64,
+}
+
+impl ProfileNumbers {
+    /// `customerProfileIdType`, as create and update answer it.
+    pub fn to_out(self) -> Out {
+        Out::Node(vec![
+            ("customerProfileId", Out::text(self.contact.to_string())),
+            ("customerPaymentProfileId", Out::text(self.vault.to_string())),
+        ])
+    }
+}
+
+/// `ARBGetSubscriptionResponse`'s `subscription` (`ARBSubscriptionMaskedType`),
+/// with `arbTransactions` when `payments` are asked for.
+pub fn subscription(
+    recurring: &Json,
+    vault: &Json,
+    contact: &Json,
+    numbers: ProfileNumbers,
+    payments: Option<&[Payment]>,
+) -> Out {
     let s = |v: &Json, k: &str| v[k].as_str().unwrap_or_default().to_string();
     let unit = if recurring["interval_type"] == json!("d") {
         "days"
@@ -242,10 +296,19 @@ pub fn subscription(recurring: &Json, vault: &Json, contact: &Json, vault_number
         fields.push(("name", Out::text(name)));
     }
     let mut bill = Vec::new();
-    if !s(contact, "first_name").is_empty() {
-        bill.push(("firstName", Out::text(s(contact, "first_name"))));
+    for (theirs, ours) in [
+        ("firstName", "first_name"),
+        ("lastName", "last_name"),
+        ("company", "company_name"),
+        ("address", "address"),
+        ("city", "city"),
+        ("state", "state"),
+        ("zip", "zip"),
+    ] {
+        if !s(contact, ours).is_empty() {
+            bill.push((theirs, Out::text(s(contact, ours))));
+        }
     }
-    bill.push(("lastName", Out::text(s(contact, "last_name"))));
     fields.extend([
         (
             "paymentSchedule",
@@ -267,30 +330,99 @@ pub fn subscription(recurring: &Json, vault: &Json, contact: &Json, vault_number
         ("status", Out::text(status(recurring))),
         (
             "profile",
-            Out::Node(vec![(
-                "paymentProfile",
-                Out::Node(vec![
-                    ("billTo", Out::Node(bill)),
-                    ("customerPaymentProfileId", Out::text(vault_number.to_string())),
-                    (
-                        "payment",
-                        Out::Node(vec![(
-                            "creditCard",
-                            Out::Node(vec![
-                                ("cardNumber", Out::text(format!("XXXX{}", s(vault, "last_four")))),
-                                ("expirationDate", Out::text("XXXX")),
-                                (
-                                    "cardType",
-                                    Out::text(super::codes::card_type(vault["account_type"].as_str())),
-                                ),
-                            ]),
-                        )]),
-                    ),
-                ]),
-            )]),
+            Out::Node(vec![
+                ("customerProfileId", Out::text(numbers.contact.to_string())),
+                (
+                    "paymentProfile",
+                    Out::Node(vec![
+                        ("billTo", Out::Node(bill)),
+                        ("customerPaymentProfileId", Out::text(numbers.vault.to_string())),
+                        (
+                            "payment",
+                            Out::Node(vec![(
+                                "creditCard",
+                                Out::Node(vec![
+                                    ("cardNumber", Out::text(format!("XXXX{}", s(vault, "last_four")))),
+                                    ("expirationDate", Out::text("XXXX")),
+                                    (
+                                        "cardType",
+                                        Out::text(super::codes::card_type(vault["account_type"].as_str())),
+                                    ),
+                                ]),
+                            )]),
+                        ),
+                    ]),
+                ),
+            ]),
         ),
     ]);
+    if let Some(payments) = payments {
+        fields.push(("arbTransactions", arb_transactions(payments)));
+    }
     Out::Node(fields)
+}
+
+/// One payment of a subscription (a run of our recurring), oldest first.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Payment {
+    pub trans_id: i64,
+    /// Our "yyyy-mm-dd hh:mm:ss" UTC.
+    pub timestamp: String,
+    pub status_id: i64,
+    pub reason_code_id: i64,
+}
+
+impl Payment {
+    /// Went through (later voids and refunds included): the next
+    /// payment is the next `payNum`; a declined one is retried under its
+    /// own.
+    fn went_through(&self) -> bool {
+        self.status_id != 301
+    }
+}
+
+/// Each payment's (`payNum`, `attemptNum`): the payment of the schedule
+/// it is, from 1, and which try at it (a declined run is tried again).
+pub fn pay_numbers(payments: &[Payment]) -> Vec<(i64, i64)> {
+    let (mut pay_num, mut attempt) = (1, 0);
+    payments
+        .iter()
+        .map(|p| {
+            attempt += 1;
+            let numbers = (pay_num, attempt);
+            if p.went_through() {
+                pay_num += 1;
+                attempt = 0;
+            }
+            numbers
+        })
+        .collect()
+}
+
+/// `arbTransactions`: the subscription's payments in the schema's
+/// (`arbTransaction`) order.
+pub fn arb_transactions(payments: &[Payment]) -> Out {
+    let items = payments
+        .iter()
+        .zip(pay_numbers(payments))
+        .map(|(p, (pay_num, attempt))| {
+            let mut reason = super::codes::of_reason(p.reason_code_id);
+            if p.status_id == 301 && reason.response == super::codes::ResponseCode::Approved {
+                reason = super::codes::DECLINED;
+            }
+            Out::Node(vec![
+                ("transId", Out::text(p.trans_id.to_string())),
+                ("response", Out::text(reason.text)),
+                (
+                    "submitTimeUTC",
+                    Out::text(format!("{}Z", p.timestamp.replacen(' ', "T", 1))),
+                ),
+                ("payNum", Out::text(pay_num.to_string())),
+                ("attemptNum", Out::text(attempt.to_string())),
+            ])
+        })
+        .collect();
+    Out::List("arbTransaction", items)
 }
 
 #[cfg(test)]
@@ -344,6 +476,25 @@ mod tests {
             let want = if ok { Ok(()) } else { Err("E00022") };
             assert_eq!(got, want, "{length} {unit}");
         }
+    }
+
+    #[test]
+    fn payments_are_numbered_by_the_payment_they_make() {
+        let payment = |status_id| Payment {
+            trans_id: 1,
+            timestamp: String::new(),
+            status_id,
+            reason_code_id: 1000,
+        };
+        // Approved, declined and retried, voided later, approved.
+        let runs = [
+            payment(101),
+            payment(301),
+            payment(101),
+            payment(201),
+            payment(101),
+        ];
+        assert_eq!(pay_numbers(&runs), vec![(1, 1), (2, 1), (2, 2), (3, 1), (4, 1)]);
     }
 
     #[test]

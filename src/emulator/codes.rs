@@ -226,7 +226,6 @@ pub fn card_type(account_type: Option<&str>) -> &'static str {
 /// The top-level messages (`messages.message.code`).
 pub mod api {
     pub const OK: (&str, &str) = ("I00001", "Successful.");
-    pub const ALREADY_CANCELED: (&str, &str) = ("I00002", "The subscription has already been canceled.");
     pub const UNREADABLE: &str = "E00003";
     pub const UNKNOWN_METHOD: (&str, &str) = ("E00004", "The name of the requested API method is invalid.");
     pub const BAD_AUTH: (&str, &str) = (
@@ -250,8 +249,12 @@ pub mod api {
         "The interval length must be 7 to 365 days or 1 to 12 months.",
     );
     pub const FAILED: (&str, &str) = ("E00027", "The transaction was unsuccessful.");
+    /// A subscription's interval is fixed once created.
+    pub const INTERVAL_FIXED: (&str, &str) = ("E00034", "The interval information cannot be changed.");
     pub const NO_SUBSCRIPTION: (&str, &str) = ("E00035", "The subscription cannot be found.");
     pub const CANCELED: (&str, &str) = ("E00037", "Subscriptions that are canceled cannot be updated.");
+    /// Canceling a subscription that already ended (canceled or expired).
+    pub const ALREADY_CANCELED: (&str, &str) = ("E00038", "The subscription has already been canceled.");
     pub const NO_RECORD: (&str, &str) = ("E00040", "The record cannot be found.");
     pub const INTERNAL: (&str, &str) = ("E00001", "An error occurred during processing. Please try again.");
 }

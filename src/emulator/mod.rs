@@ -12,6 +12,7 @@ pub mod arb;
 pub mod codes;
 pub mod credentials;
 pub mod numbers;
+pub mod sent;
 pub mod transaction;
 pub mod tree;
 

@@ -15,6 +15,10 @@ pub enum Kind {
     Subscription,
     /// A subscription's card (their `customerPaymentProfileId`).
     Vault,
+    /// A subscription's contact (their `customerProfileId`).
+    Contact,
+    /// A settlement batch (their `batchId`).
+    Batch,
     /// The split tender a partial approval opens (their `splitTenderId`),
     /// by the partially approved transaction.
     SplitTender,
@@ -26,6 +30,8 @@ impl Kind {
             Kind::Transaction => "transaction",
             Kind::Subscription => "subscription",
             Kind::Vault => "vault",
+            Kind::Contact => "contact",
+            Kind::Batch => "batch",
             Kind::SplitTender => "split_tender",
         }
     }

@@ -3,6 +3,7 @@
 //! and our stored transaction as their `transactionResponse`.
 
 use super::codes::{self, Reason, ResponseCode};
+use super::sent::Sent;
 use super::tree::{self, Out};
 use crate::money;
 use crate::resources::transactions::MAX_AMOUNT;
@@ -198,6 +199,16 @@ pub fn plan(request: &Map<String, Json>) -> Result<Plan, Refusal> {
                 body.insert("auth_code".into(), json!(code));
             }
             customer(request, &mut body);
+            if kind != Kind::Refund {
+                // Their tax is part of the amount, as ours is; one that
+                // does not fit it is left out rather than refused.
+                if let Some(tax) = t("tax.amount")
+                    .and_then(|raw| money::parse_text(&raw, MAX_AMOUNT).ok())
+                    .filter(|tax| (1..=cents).contains(tax))
+                {
+                    body.insert("tax".into(), json!(money::format(tax)));
+                }
+            }
         }
     }
     Ok(Plan {
@@ -609,26 +620,90 @@ pub fn user_fields(request: &Map<String, Json>) -> Vec<(String, String)> {
         .collect()
 }
 
-/// `getTransactionDetailsResponse`'s `transaction`, from our stored
-/// transaction.
-pub fn details(tx: &Json, trans_id: i64, ref_trans_id: Option<i64>) -> Out {
-    let s = |k: &str| tx[k].as_str().unwrap_or_default().to_string();
-    let status = tx["status_id"].as_i64().unwrap_or(0);
-    let type_id = tx["type_id"].as_i64().unwrap_or(0);
-    let reason_code = tx["reason_code_id"].as_i64().unwrap_or(0);
-    let settled = tx["settle_date"]
-        .as_str()
-        .is_some_and(|d| !d.is_empty() && d != "0000-00-00");
-    let refund = type_id == 30;
-    let kind = if refund {
+/// What `getTransactionDetails` shows besides our transaction row, looked
+/// up beside it.
+#[derive(Clone, Debug, Default)]
+pub struct DetailFacts {
+    pub trans_id: i64,
+    pub ref_trans_id: Option<i64>,
+    /// What the client sent, for a payment the emulator made.
+    pub sent: Option<Sent>,
+    /// An ARB payment's subscription number and its payment number.
+    pub subscription: Option<(i64, i64)>,
+    /// A settled transaction's batch: its number and when it closed.
+    pub batch: Option<(i64, Option<i64>)>,
+    /// The transaction's Level 3 data (`level3_data`).
+    pub level3: Option<Json>,
+}
+
+/// Their `transactionType` of a transaction the emulator did not record:
+/// what its state still shows.
+fn inferred_kind(tx: &Json) -> Kind {
+    if tx["type_id"].as_i64() == Some(30) {
         Kind::Refund
-    } else if reason_code == 1002 {
+    } else if tx["reason_code_id"].as_i64() == Some(1002) {
         Kind::CaptureOnly
-    } else if status == 102 {
+    } else if tx["status_id"].as_i64() == Some(102) {
         Kind::AuthOnly
     } else {
         Kind::AuthCapture
-    };
+    }
+}
+
+/// The schema's dateTime of our "yyyy-mm-dd hh:mm:ss" UTC text: UTC
+/// (with `Z`) and local (we keep no merchant time zone: the same time).
+fn date_times(utc: &str) -> (String, String) {
+    let local = utc.replacen(' ', "T", 1);
+    (format!("{local}Z"), local)
+}
+
+/// `extendedAmountType`: an amount (our money text) and nothing else.
+fn extended_amount(amount: &str) -> Out {
+    Out::Node(vec![("amount", Out::text(amount))])
+}
+
+/// A stored amount worth showing: present and not zero.
+fn nonzero(amount: Option<&str>) -> Option<&str> {
+    amount.filter(|a| !a.is_empty() && money::parse_text(a, i64::MAX / 100).is_ok_and(|c| c > 0))
+}
+
+/// Level 3 line items as their `lineItem`s (the fields both have).
+fn line_items(items: &[Json]) -> Vec<Out> {
+    let text = |item: &Json, k: &str| item[k].as_str().unwrap_or_default().to_string();
+    items
+        .iter()
+        .map(|item| {
+            let description = text(item, "description");
+            let mut fields = vec![
+                ("itemId", Out::text(fit(&text(item, "product_code"), 31))),
+                ("name", Out::text(fit(&description, 31))),
+                ("description", Out::text(description)),
+                ("quantity", Out::text(text(item, "quantity"))),
+                ("unitPrice", Out::text(text(item, "unit_cost"))),
+            ];
+            if !text(item, "unit_code").is_empty() {
+                fields.push(("unitOfMeasure", Out::text(text(item, "unit_code"))));
+            }
+            if !text(item, "tax_amount").is_empty() {
+                fields.push(("taxAmount", Out::text(text(item, "tax_amount"))));
+            }
+            Out::Node(fields)
+        })
+        .collect()
+}
+
+/// `getTransactionDetailsResponse`'s `transaction`, from our stored
+/// transaction and what was looked up beside it, in the schema's
+/// (`transactionDetailsType`) order, each optional element only where we
+/// have its data.
+pub fn details(tx: &Json, facts: &DetailFacts) -> Out {
+    let s = |k: &str| tx[k].as_str().unwrap_or_default().to_string();
+    let status = tx["status_id"].as_i64().unwrap_or(0);
+    let settled = tx["settle_date"]
+        .as_str()
+        .is_some_and(|d| !d.is_empty() && d != "0000-00-00");
+    let refund = tx["type_id"].as_i64() == Some(30);
+    let kind = facts.sent.map_or_else(|| inferred_kind(tx), |sent| sent.kind);
     let status_name = match status {
         301 => "declined",
         201 => "voided",
@@ -638,9 +713,8 @@ pub fn details(tx: &Json, trans_id: i64, ref_trans_id: Option<i64>) -> Out {
         _ if settled => "settledSuccessfully",
         _ => "capturedPendingSettlement",
     };
-    let outcome = Outcome::of(kind, tx, trans_id, ref_trans_id);
-    // The schema's dateTime: our "yyyy-mm-dd hh:mm:ss" UTC.
-    let when = s("timestamp").replacen(' ', "T", 1);
+    let outcome = Outcome::of(kind, tx, facts.trans_id, facts.ref_trans_id);
+    let (submitted_utc, submitted_local) = date_times(&s("timestamp"));
     let amount = if s("transaction_amount").is_empty() {
         "0.00".to_string()
     } else {
@@ -655,13 +729,14 @@ pub fn details(tx: &Json, trans_id: i64, ref_trans_id: Option<i64>) -> Out {
     } else {
         amount.clone()
     };
-    let mut fields = vec![("transId", Out::text(trans_id.to_string()))];
-    if let Some(r) = ref_trans_id {
+    let level3 = facts.level3.as_ref().unwrap_or(&Json::Null);
+    let mut fields = vec![("transId", Out::text(facts.trans_id.to_string()))];
+    if let Some(r) = facts.ref_trans_id {
         fields.push(("refTransId", Out::text(r.to_string())));
     }
     fields.extend([
-        ("submitTimeUTC", Out::text(format!("{when}Z"))),
-        ("submitTimeLocal", Out::text(when.clone())),
+        ("submitTimeUTC", Out::text(submitted_utc)),
+        ("submitTimeLocal", Out::text(submitted_local)),
         ("transactionType", Out::text(kind.api_name())),
         ("transactionStatus", Out::text(status_name)),
         (
@@ -669,8 +744,17 @@ pub fn details(tx: &Json, trans_id: i64, ref_trans_id: Option<i64>) -> Out {
             Out::text(outcome.reason.response.code().to_string()),
         ),
         ("responseReasonCode", Out::text(outcome.reason.code.to_string())),
-        ("responseReasonDescription", Out::text(outcome.reason.text)),
     ]);
+    if let Some((id, pay_num)) = facts.subscription {
+        fields.push((
+            "subscription",
+            Out::Node(vec![
+                ("id", Out::text(id.to_string())),
+                ("payNum", Out::text(pay_num.to_string())),
+            ]),
+        ));
+    }
+    fields.push(("responseReasonDescription", Out::text(outcome.reason.text)));
     if !outcome.auth_code.is_empty() {
         fields.push(("authCode", Out::text(&outcome.auth_code)));
     }
@@ -678,33 +762,77 @@ pub fn details(tx: &Json, trans_id: i64, ref_trans_id: Option<i64>) -> Out {
     if !outcome.cvv.is_empty() {
         fields.push(("cardCodeResponse", Out::text(outcome.cvv)));
     }
-    let invoice = s("order_num");
-    let description = s("description");
-    if !invoice.is_empty() || !description.is_empty() {
-        let mut order = Vec::new();
-        if !invoice.is_empty() {
-            order.push(("invoiceNumber", Out::text(invoice)));
+    if let (true, Some((batch_id, closed))) = (settled, facts.batch) {
+        let mut batch = vec![("batchId", Out::text(batch_id.to_string()))];
+        if let Some(closed) = closed {
+            let (utc, local) = date_times(&crate::clock::timestamp_text(closed));
+            batch.push(("settlementTimeUTC", Out::text(utc)));
+            batch.push(("settlementTimeLocal", Out::text(local)));
         }
-        if !description.is_empty() {
-            order.push(("description", Out::text(description)));
+        batch.push(("settlementState", Out::text("settledSuccessfully")));
+        fields.push(("batch", Out::Node(batch)));
+    }
+    // The core numbers an order sent without an invoice number, and a
+    // subscription's payments never carry one of the client's.
+    let invoice_sent = match facts.sent {
+        Some(sent) => sent.invoice_sent,
+        None => tx["recurring_id"].as_str().is_none_or(str::is_empty),
+    };
+    let mut order = Vec::new();
+    for (name, value, shown) in [
+        ("invoiceNumber", s("order_num"), invoice_sent),
+        ("description", s("description"), true),
+        ("purchaseOrderNumber", s("po_number"), true),
+    ] {
+        if shown && !value.is_empty() {
+            order.push((name, Out::text(value)));
         }
+    }
+    if !order.is_empty() {
         fields.push(("order", Out::Node(order)));
     }
     fields.extend([
         ("authAmount", Out::text(auth_amount)),
         ("settleAmount", Out::text(settle_amount)),
-        (
-            "payment",
-            Out::Node(vec![(
-                "creditCard",
-                Out::Node(vec![
-                    ("cardNumber", Out::text(&outcome.account_number)),
-                    ("expirationDate", Out::text("XXXX")),
-                    ("cardType", Out::text(&outcome.account_type)),
-                ]),
-            )]),
-        ),
     ]);
+    for (name, value) in [
+        ("tax", nonzero(tx["tax"].as_str())),
+        ("shipping", nonzero(level3["freight_amount"].as_str())),
+        ("duty", nonzero(level3["duty_amount"].as_str())),
+    ] {
+        if let Some(amount) = value {
+            fields.push((name, extended_amount(amount)));
+        }
+    }
+    if let Some(items) = level3["line_items"].as_array().filter(|i| !i.is_empty()) {
+        fields.push(("lineItems", Out::List("lineItem", line_items(items))));
+    }
+    if let Some(exempt) = level3["tax_exempt"].as_str() {
+        fields.push(("taxExempt", Out::text((exempt == "1").to_string())));
+    }
+    fields.push((
+        "payment",
+        Out::Node(vec![(
+            "creditCard",
+            Out::Node(vec![
+                ("cardNumber", Out::text(&outcome.account_number)),
+                ("expirationDate", Out::text("XXXX")),
+                ("cardType", Out::text(&outcome.account_type)),
+            ]),
+        )]),
+    ));
+    let mut customer = Vec::new();
+    for (name, value) in [
+        ("id", s("customer_id")),
+        ("email", s("notification_email_address")),
+    ] {
+        if !value.is_empty() {
+            customer.push((name, Out::text(value)));
+        }
+    }
+    if !customer.is_empty() {
+        fields.push(("customer", Out::Node(customer)));
+    }
     let holder = s("account_holder_name");
     if !holder.is_empty() || !s("billing_zip").is_empty() {
         let (first, last) = match holder.rsplit_once(' ') {
@@ -725,6 +853,9 @@ pub fn details(tx: &Json, trans_id: i64, ref_trans_id: Option<i64>) -> Out {
             }
         }
         fields.push(("billTo", Out::Node(bill)));
+    }
+    if let Some(zip) = level3["shipto_zip_code"].as_str().filter(|z| !z.is_empty()) {
+        fields.push(("shipTo", Out::Node(vec![("zip", Out::text(zip))])));
     }
     let recurring = tx["is_recurring"].as_i64() == Some(1) || tx["is_recurring"] == json!(true);
     fields.push(("recurringBilling", Out::text(recurring.to_string())));
@@ -769,6 +900,138 @@ mod tests {
         assert_eq!(p.body["exp_date"], "1230");
         assert_eq!(p.body["account_holder_name"], "Pat Doe");
         assert!(!p.body.contains_key("billing_state"));
+        assert!(!p.body.contains_key("tax"));
+    }
+
+    #[test]
+    fn their_tax_is_ours_where_it_fits_the_amount() {
+        let tax_of = |tax: &str| {
+            plan(&request(json!({
+                "transactionType": "authCaptureTransaction", "amount": "10.00",
+                "payment": {"creditCard": {"cardNumber": "4111111111111111", "expirationDate": "2030-12"}},
+                "tax": {"amount": tax, "name": "state"}
+            })))
+            .unwrap()
+            .body
+            .get("tax")
+            .cloned()
+        };
+        assert_eq!(tax_of("0.80"), Some(json!("0.80")));
+        assert_eq!(tax_of("10.01"), None, "more than the amount");
+        assert_eq!(tax_of("x"), None);
+    }
+
+    /// The element names of `transactionDetailsType`, in the schema's order.
+    const DETAILS_ORDER: &[&str] = &[
+        "transId",
+        "refTransId",
+        "splitTenderId",
+        "submitTimeUTC",
+        "submitTimeLocal",
+        "transactionType",
+        "transactionStatus",
+        "responseCode",
+        "responseReasonCode",
+        "subscription",
+        "responseReasonDescription",
+        "authCode",
+        "AVSResponse",
+        "cardCodeResponse",
+        "CAVVResponse",
+        "FDSFilterAction",
+        "FDSFilters",
+        "batch",
+        "order",
+        "requestedAmount",
+        "authAmount",
+        "settleAmount",
+        "tax",
+        "shipping",
+        "duty",
+        "lineItems",
+        "prepaidBalanceRemaining",
+        "taxExempt",
+        "payment",
+        "customer",
+        "billTo",
+        "shipTo",
+        "recurringBilling",
+        "customerIP",
+    ];
+
+    #[test]
+    fn details_keep_their_type_and_the_schemas_order() {
+        let tx = json!({
+            "status_id": 101, "type_id": 20, "reason_code_id": 1000, "transaction_amount": "10.00",
+            "auth_amount": "10.00", "timestamp": "2030-01-02 03:04:05", "settle_date": "2030-01-03",
+            "order_num": "123456789012", "description": "Tea", "po_number": "PO-9", "tax": "0.80",
+            "customer_id": "C-7", "notification_email_address": "pat@example.com", "last_four": "1111",
+            "account_type": "visa", "account_holder_name": "Pat Doe", "billing_zip": "32606",
+            "recurring_id": "r1", "is_recurring": 1, "auth_code": "abc123"
+        });
+        let facts = DetailFacts {
+            trans_id: 12345678901,
+            ref_trans_id: None,
+            sent: Some(Sent {
+                kind: Kind::AuthOnly,
+                invoice_sent: false,
+            }),
+            subscription: Some((22222222222, 3)),
+            batch: Some((33333333333, Some(1_893_639_600))),
+            level3: Some(json!({
+                "freight_amount": "1.50", "duty_amount": "0.25", "tax_exempt": "0", "shipto_zip_code": "10001",
+                "line_items": [{ "description": "Widget", "product_code": "WID-1", "quantity": "2",
+                    "unit_code": "EA", "unit_cost": "4.25", "tax_amount": "0.80" }]
+            })),
+        };
+        let out = details(&tx, &facts);
+        let Out::Node(fields) = &out else { panic!("a node") };
+        let names: Vec<&str> = fields.iter().map(|(n, _)| *n).collect();
+        let positions: Vec<usize> = names
+            .iter()
+            .map(|n| {
+                DETAILS_ORDER
+                    .iter()
+                    .position(|o| o == n)
+                    .unwrap_or_else(|| panic!("{n} not in the schema"))
+            })
+            .collect();
+        assert!(positions.windows(2).all(|w| w[0] < w[1]), "{names:?}");
+        let v = tree::to_json(&out);
+        assert_eq!(
+            v["transactionType"], "authOnlyTransaction",
+            "the type sent, not the status's"
+        );
+        assert_eq!(
+            v["order"],
+            json!({"description": "Tea", "purchaseOrderNumber": "PO-9"}),
+            "no invoice sent"
+        );
+        assert_eq!(v["subscription"], json!({"id": "22222222222", "payNum": "3"}));
+        assert_eq!(
+            v["batch"],
+            json!({"batchId": "33333333333", "settlementTimeUTC": "2030-01-03T03:00:00Z",
+                "settlementTimeLocal": "2030-01-03T03:00:00", "settlementState": "settledSuccessfully"})
+        );
+        assert_eq!(v["tax"], json!({"amount": "0.80"}));
+        assert_eq!(v["shipping"], json!({"amount": "1.50"}));
+        assert_eq!(v["duty"], json!({"amount": "0.25"}));
+        assert_eq!(
+            v["lineItems"],
+            json!([{"itemId": "WID-1", "name": "Widget", "description": "Widget", "quantity": "2",
+                "unitPrice": "4.25", "unitOfMeasure": "EA", "taxAmount": "0.80"}])
+        );
+        assert_eq!(v["customer"], json!({"id": "C-7", "email": "pat@example.com"}));
+        assert_eq!(v["shipTo"], json!({"zip": "10001"}));
+        assert_eq!(v["payment"]["creditCard"]["cardNumber"], "XXXX1111");
+        // Without a record of what was sent: the status's guess, and a
+        // subscription's payment carries no client invoice.
+        let guessed = tree::to_json(&details(
+            &json!({"status_id": 102, "order_num": "1", "recurring_id": "r"}),
+            &DetailFacts::default(),
+        ));
+        assert_eq!(guessed["transactionType"], "authOnlyTransaction");
+        assert!(guessed.get("order").is_none(), "{guessed}");
     }
 
     #[test]

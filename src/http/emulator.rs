@@ -12,8 +12,10 @@ use super::extract::query_pairs;
 use super::AppState;
 use crate::auth::{authenticate, Caller, Credentials};
 use crate::billing::{self, transitions};
+use crate::db::Sql;
 use crate::emulator::codes::{self, api, ResponseCode};
 use crate::emulator::numbers::{self, Kind as Number};
+use crate::emulator::sent::{self, Sent};
 use crate::emulator::transaction::{self, Kind, Outcome, Refusal};
 use crate::emulator::tree::{self, Format, Out};
 use crate::emulator::{aim, arb, envelope, response_name};
@@ -394,10 +396,19 @@ async fn run_transaction(app: &AppState, caller: &Caller, request: &Map<String, 
     let tx = reply.transaction().clone();
     let id = tx["id"].as_str().unwrap_or_default().to_string();
     let partial = tx["reason_code_id"].as_i64() == Some(i64::from(ReasonCode::PARTIAL_APPROVAL.code()));
+    // A new payment keeps what our row cannot tell: their type, and
+    // whether the invoice number is the client's or the core's.
+    let sent = (!kind.follows_up()).then(|| Sent {
+        kind,
+        invoice_sent: body.contains_key("order_num"),
+    });
     let numbered = app
         .store
         .write(move |conn| {
             let number = numbers::number_of(conn, Number::Transaction, &id)?;
+            if let Some(sent) = sent {
+                sent::record(conn, &id, sent)?;
+            }
             // A partial approval opens a split tender for the balance.
             let split_tender = if partial {
                 Some(numbers::number_of(conn, Number::SplitTender, &id)?)
@@ -536,22 +547,88 @@ async fn transaction_details(
             let Some(tx) = query::find(conn, &TRANSACTION, &cx2.scope, &id)? else {
                 return Ok(None);
             };
-            let own = numbers::number_of(conn, Number::Transaction, tx.id())?;
             let previous = match tx.text("previous_transaction_id") {
                 Some(p) => Some(numbers::number_of(conn, Number::Transaction, p)?),
                 None => None,
             };
-            Ok(Some((Json::Object(engine::render(&cx2, &tx)), own, previous)))
+            let subscription = match tx.text("recurring_id") {
+                Some(recurring_id) => {
+                    let payments = subscription_payments(conn, recurring_id)?;
+                    let own = payments.iter().position(|(id, _)| id == tx.id());
+                    let numbers: Vec<_> = payments.into_iter().map(|(_, p)| p).collect();
+                    match own {
+                        Some(i) => Some((
+                            numbers::number_of(conn, Number::Subscription, recurring_id)?,
+                            arb::pay_numbers(&numbers)[i].0,
+                        )),
+                        None => None,
+                    }
+                }
+                None => None,
+            };
+            let batch = match tx.text("transaction_batch_id") {
+                Some(batch_id) => {
+                    let closed = conn
+                        .query_one(&Sql::with(
+                            "SELECT batch_close_ts FROM transaction_batches WHERE id = ?",
+                            vec![batch_id.into()],
+                        ))?
+                        .and_then(|r| r.first().and_then(|v| v.as_int()));
+                    Some((numbers::number_of(conn, Number::Batch, batch_id)?, closed))
+                }
+                None => None,
+            };
+            let level3 = conn
+                .query_one(&Sql::with(
+                    "SELECT level3_data FROM transaction_level3s WHERE transaction_id = ?",
+                    vec![tx.id().into()],
+                ))?
+                .and_then(|r| r.first().and_then(|v| v.as_str()).map(str::to_string))
+                .and_then(|data| serde_json::from_str(&data).ok());
+            let facts = transaction::DetailFacts {
+                trans_id: numbers::number_of(conn, Number::Transaction, tx.id())?,
+                ref_trans_id: previous,
+                sent: sent::of(conn, tx.id())?,
+                subscription,
+                batch,
+                level3,
+            };
+            Ok(Some((Json::Object(engine::render(&cx2, &tx)), facts)))
         })
         .await?;
     Ok(match found {
-        Some((tx, own, previous)) => (
+        Some((tx, facts)) => (
             message(api::OK),
             true,
-            vec![("transaction", transaction::details(&tx, own, previous))],
+            vec![("transaction", transaction::details(&tx, &facts))],
         ),
         None => (message(api::NO_RECORD), false, Vec::new()),
     })
+}
+
+/// A recurring's finished runs (a subscription's payments), oldest
+/// first, each by our id and as their ARB payment.
+fn subscription_payments(
+    conn: &mut dyn crate::db::Conn,
+    recurring_id: &str,
+) -> Result<Vec<(String, arb::Payment)>, ApiError> {
+    let rows = conn.query(&Sql::with(
+        "SELECT id, timestamp, status_id, reason_code_id FROM transactions \
+         WHERE recurring_id = ? AND state = ? ORDER BY created_ts, id",
+        vec![recurring_id.into(), crate::payments::state::DONE.into()],
+    ))?;
+    let mut payments = Vec::new();
+    for row in rows {
+        let id = row[0].as_str().unwrap_or_default().to_string();
+        let payment = arb::Payment {
+            trans_id: numbers::number_of(conn, Number::Transaction, &id)?,
+            timestamp: row[1].as_str().unwrap_or_default().to_string(),
+            status_id: row[2].as_int().unwrap_or(0),
+            reason_code_id: row[3].as_int().unwrap_or(0),
+        };
+        payments.push((id, payment));
+    }
+    Ok(payments)
 }
 
 // ---------------------------------------------------------------------
@@ -618,10 +695,17 @@ async fn arb_create(app: &AppState, caller: &Caller, body: &Map<String, Json>) -
             recurring_body.insert("account_vault_id".into(), Json::String(vault.id().to_string()));
             let (recurring, _) =
                 engine::create(&cx, conn, &RECURRING, create_input(&RECURRING, &recurring_body)?)?;
-            numbers::number_of(conn, Number::Subscription, recurring.id())
+            let profile = arb::ProfileNumbers {
+                contact: numbers::number_of(conn, Number::Contact, contact.id())?,
+                vault: numbers::number_of(conn, Number::Vault, vault.id())?,
+            };
+            Ok((
+                numbers::number_of(conn, Number::Subscription, recurring.id())?,
+                profile,
+            ))
         })
         .await;
-    let number = match created {
+    let (number, profile) = match created {
         Ok(n) => n,
         Err(e) => return arb_error(e),
     };
@@ -629,7 +713,10 @@ async fn arb_create(app: &AppState, caller: &Caller, body: &Map<String, Json>) -
     Ok((
         message(api::OK),
         true,
-        vec![("subscriptionId", Out::text(number.to_string()))],
+        vec![
+            ("subscriptionId", Out::text(number.to_string())),
+            ("profile", profile.to_out()),
+        ],
     ))
 }
 
@@ -653,6 +740,7 @@ async fn arb_get(
 ) -> Result<Answer, ApiError> {
     caller.perms.require("recurrings.read")?;
     let number = tree::text(body, "subscriptionId").unwrap_or_default();
+    let with_payments = tree::text(body, "includeTransactions").is_some_and(|v| v == "true" || v == "1");
     let cx = app.cx(caller);
     let found = app
         .store
@@ -670,18 +758,26 @@ async fn arb_get(
             let vault = query::find(conn, &ACCOUNT_VAULT, &cx.scope, &vault_id)?
                 .map(|v| Json::Object(engine::render(&cx, &v)))
                 .unwrap_or(Json::Null);
-            let contact = match r.text("contact_id") {
-                Some(c) => query::find(conn, &CONTACT, &cx.scope, c)?
-                    .map(|c| Json::Object(engine::render(&cx, &c)))
-                    .unwrap_or(Json::Null),
-                None => Json::Null,
+            let contact_id = r.text("contact_id").unwrap_or_default().to_string();
+            let contact = query::find(conn, &CONTACT, &cx.scope, &contact_id)?
+                .map(|c| Json::Object(engine::render(&cx, &c)))
+                .unwrap_or(Json::Null);
+            let profile = arb::ProfileNumbers {
+                contact: numbers::number_of(conn, Number::Contact, &contact_id)?,
+                vault: numbers::number_of(conn, Number::Vault, &vault_id)?,
             };
-            let vault_number = numbers::number_of(conn, Number::Vault, &vault_id)?;
+            let payments = if with_payments {
+                let payments = subscription_payments(conn, r.id())?;
+                Some(payments.into_iter().map(|(_, p)| p).collect::<Vec<_>>())
+            } else {
+                None
+            };
             Ok(Some(arb::subscription(
                 &recurring,
                 &vault,
                 &contact,
-                vault_number,
+                profile,
+                payments.as_deref(),
             )))
         })
         .await?;
@@ -709,6 +805,9 @@ async fn arb_update(app: &AppState, caller: &Caller, body: &Map<String, Json>) -
     if change.vault.is_some() {
         caller.perms.require("accountvaults.create")?;
     }
+    if !change.contact.is_empty() {
+        caller.perms.require("contacts.update")?;
+    }
     let done = app
         .store
         .write(move |conn| {
@@ -718,6 +817,16 @@ async fn arb_update(app: &AppState, caller: &Caller, body: &Map<String, Json>) -
             if old.text("status") == Some(transitions::ENDED) {
                 return Ok(Err(message(api::CANCELED)));
             }
+            let contact_id = old.text("contact_id").unwrap_or_default().to_string();
+            // The name and address the subscription shows are its contact's.
+            if !change.contact.is_empty() {
+                if let Some(contact) = query::find(conn, &CONTACT, &cx.scope, &contact_id)? {
+                    let input =
+                        validate::for_update(&CONTACT, &change.contact).map_err(ApiError::Validation)?;
+                    engine::update_record(&cx, conn, contact, input)?;
+                }
+            }
+            let mut vault_id = old.text("account_vault_id").unwrap_or_default().to_string();
             let mut changes = change.recurring;
             if let Some(mut vault_body) = change.vault {
                 if let Some(contact) = old.text("contact_id") {
@@ -730,18 +839,22 @@ async fn arb_update(app: &AppState, caller: &Caller, body: &Map<String, Json>) -
                     create_input(&ACCOUNT_VAULT, &vault_body)?,
                 )?;
                 changes.insert("account_vault_id".into(), Json::String(vault.id().to_string()));
+                vault_id = vault.id().to_string();
             }
             if !changes.is_empty() {
                 let input = validate::for_update(&RECURRING, &changes).map_err(ApiError::Validation)?;
                 engine::update_record(&cx, conn, old, input)?;
             }
-            Ok(Ok(()))
+            Ok(Ok(arb::ProfileNumbers {
+                contact: numbers::number_of(conn, Number::Contact, &contact_id)?,
+                vault: numbers::number_of(conn, Number::Vault, &vault_id)?,
+            }))
         })
         .await;
     match done {
-        Ok(Ok(())) => {
+        Ok(Ok(profile)) => {
             app.schedules.wake();
-            Ok((message(api::OK), true, Vec::new()))
+            Ok((message(api::OK), true, vec![("profile", profile.to_out())]))
         }
         Ok(Err(m)) => Ok((m, false, Vec::new())),
         Err(e) => arb_error(e),
@@ -758,18 +871,18 @@ async fn arb_cancel(app: &AppState, caller: &Caller, body: &Map<String, Json>) -
             let Some(old) = find_subscription(conn, &cx, &number)? else {
                 return Ok((message(api::NO_SUBSCRIPTION), false));
             };
+            // Their E00038 for any subscription that already ended; an
+            // expired one says so.
             if old.text("status") == Some(transitions::ENDED) {
-                return Ok(if old.text("ended_reason") == Some(arb::CANCELED) {
-                    (message(api::ALREADY_CANCELED), true)
+                let m = if old.text("ended_reason") == Some(arb::CANCELED) {
+                    message(api::ALREADY_CANCELED)
                 } else {
                     (
-                        (
-                            api::INVALID_FIELD,
-                            "The subscription has expired; it cannot be canceled.".into(),
-                        ),
-                        false,
+                        api::ALREADY_CANCELED.0,
+                        "The subscription has already expired; it cannot be canceled.".into(),
                     )
-                });
+                };
+                return Ok((m, false));
             }
             let mut new = old.clone();
             transitions::end(&mut new, arb::CANCELED);

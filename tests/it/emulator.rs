@@ -28,6 +28,8 @@ engine_tests!(
     repeated_follow_ups_and_unknown_types,
     refunds_need_the_referenced_card,
     duplicates_by_type_with_or_without_invoice,
+    transaction_details_keep_what_was_sent,
+    subscriptions_as_authorize_net_keeps_them,
 );
 
 /// The full card numbers these tests (and the SDK scripts) send: none may
@@ -1522,5 +1524,375 @@ fn duplicates_by_type_with_or_without_invoice(app: &TestApp) {
         .filter(|tx| tx["transaction_amount"] == "4.40")
         .count();
     assert_eq!(charged, 1);
+    no_card_in_log(app);
+}
+
+/// Asserts that the named elements appear in `xml` in this order (the
+/// schema's sequence); each name's first occurrence counts.
+#[track_caller]
+fn in_schema_order(xml: &str, names: &[&str]) {
+    let mut last = 0;
+    for name in names {
+        let at = xml
+            .find(&format!("<{name}>"))
+            .unwrap_or_else(|| panic!("<{name}> missing: {xml}"));
+        assert!(at >= last, "<{name}> out of the schema's order: {xml}");
+        last = at;
+    }
+}
+
+/// A JSON request of `method` with the tenant's credentials and `fields`.
+fn api(app: &TestApp, t: &Tenant, method: &str, fields: Value) -> Value {
+    let mut body = fields;
+    body["merchantAuthentication"] = authentication(t);
+    post_json(app, t, &json!({ method: body }))
+}
+
+/// getTransactionDetails answers the transaction type the client sent (an
+/// authorization stays one when voided, declined or captured), an
+/// invoice number only when one was sent, and the order's, tax, Level 3,
+/// customer and batch details we keep, in the schema's order.
+fn transaction_details_keep_what_was_sent(app: &TestApp) {
+    let t = app.bootstrap();
+    let transact = |request: Value| {
+        api(
+            app,
+            &t,
+            "createTransactionRequest",
+            json!({ "transactionRequest": request }),
+        )
+    };
+    let request_of = |v: Value| v["createTransactionRequest"]["transactionRequest"].clone();
+    let trans_id = |v: &Value| v["transactionResponse"]["transId"].as_str().unwrap().to_string();
+    let details = |id: &str| {
+        api(app, &t, "getTransactionDetailsRequest", json!({ "transId": id }))["transaction"].clone()
+    };
+
+    // Authorizations, without an invoice number: voided, declined (the
+    // sandbox's 5.00) and captured.
+    let authorized = transact(request_of(json_sale_without_invoice(
+        &t,
+        "authOnlyTransaction",
+        "6.40",
+        &[],
+    )));
+    assert_eq!(
+        authorized["transactionResponse"]["responseCode"], "1",
+        "{authorized}"
+    );
+    let voided = trans_id(&authorized);
+    let void = transact(json!({ "transactionType": "voidTransaction", "refTransId": voided }));
+    assert_eq!(void["transactionResponse"]["responseCode"], "1", "{void}");
+    let declined = trans_id(&transact(request_of(json_sale_without_invoice(
+        &t,
+        "authOnlyTransaction",
+        "5.00",
+        &[],
+    ))));
+    let captured = trans_id(&transact(request_of(json_sale_without_invoice(
+        &t,
+        "authOnlyTransaction",
+        "7.20",
+        &[],
+    ))));
+    let capture =
+        transact(json!({ "transactionType": "priorAuthCaptureTransaction", "refTransId": captured }));
+    assert_eq!(capture["transactionResponse"]["responseCode"], "1", "{capture}");
+    for (id, status) in [
+        (&voided, "voided"),
+        (&declined, "declined"),
+        (&captured, "capturedPendingSettlement"),
+    ] {
+        let d = details(id);
+        assert_eq!(
+            (d["transactionType"].as_str(), d["transactionStatus"].as_str()),
+            (Some("authOnlyTransaction"), Some(status)),
+            "{d}"
+        );
+        assert!(
+            d["order"]["invoiceNumber"].is_null(),
+            "no invoice number was sent: {d}"
+        );
+    }
+
+    // A sale with an invoice, a purchase order, tax, a customer and Level
+    // 3 data, then settled.
+    let sale = transact(
+        json!({ "transactionType": "authCaptureTransaction", "amount": "12.80",
+        "payment": { "creditCard": { "cardNumber": "4111111111111111", "expirationDate": "2035-12", "cardCode": "999" } },
+        "order": { "invoiceNumber": "INV-9", "description": "Tea" },
+        "tax": { "amount": "0.80", "name": "state" },
+        "poNumber": "PO-7",
+        "customer": { "id": "C-42" },
+        "billTo": { "firstName": "Pat", "lastName": "Doe", "zip": "32606" } }),
+    );
+    assert_eq!(sale["transactionResponse"]["responseCode"], "1", "{sale}");
+    let sale_id = trans_id(&sale);
+    let ours = emulated(&t)
+        .into_iter()
+        .find(|tx| tx["transaction_amount"] == "12.80")
+        .expect("the sale");
+    assert_eq!(ours["tax"], "0.80");
+    t.post(
+        "/v2/transactionlevel3s",
+        json!({ "transactionlevel3": { "transaction_id": ours["id"], "level3_data": {
+            "tax_rate": "8.00", "freight_amount": "1.50", "duty_amount": "0.25", "shipto_zip_code": "10001",
+            "line_items": [{ "description": "Widget", "product_code": "WID-1", "quantity": "2", "unit_code": "EA",
+                "unit_cost": "6.00", "tax_amount": "0.80", "tax_rate": "8", "commodity_code": "4410" }] } } }),
+    )
+    .expect(201);
+    let batch = ours["transaction_batch_id"]
+        .as_str()
+        .expect("a batch")
+        .to_string();
+    t.post(&format!("/v2/transactionbatches/{batch}/settle"), json!({}))
+        .expect(200);
+    let d = details(&sale_id);
+    assert_eq!(d["transactionType"], "authCaptureTransaction", "{d}");
+    assert_eq!(d["transactionStatus"], "settledSuccessfully", "{d}");
+    assert_eq!(
+        d["order"],
+        json!({ "invoiceNumber": "INV-9", "description": "Tea", "purchaseOrderNumber": "PO-7" })
+    );
+    assert_eq!(d["tax"], json!({ "amount": "0.80" }));
+    assert_eq!(d["shipping"], json!({ "amount": "1.50" }));
+    assert_eq!(d["duty"], json!({ "amount": "0.25" }));
+    assert_eq!(d["lineItems"][0]["itemId"], "WID-1", "{d}");
+    assert_eq!(d["lineItems"][0]["unitPrice"], "6.00", "{d}");
+    assert_eq!(d["customer"], json!({ "id": "C-42" }));
+    assert_eq!(d["shipTo"], json!({ "zip": "10001" }));
+    assert_eq!(d["batch"]["settlementState"], "settledSuccessfully", "{d}");
+    let batch_id = d["batch"]["batchId"].as_str().unwrap();
+    assert!(
+        batch_id.len() == 11 && batch_id.bytes().all(|b| b.is_ascii_digit()),
+        "{batch_id}"
+    );
+    assert!(
+        d["batch"]["settlementTimeUTC"].as_str().unwrap().ends_with('Z'),
+        "{d}"
+    );
+
+    // In XML, in transactionDetailsType's order.
+    let xml = format!(
+        "<getTransactionDetailsRequest xmlns=\"AnetApi/xml/v1/schema/AnetApiSchema.xsd\"><merchantAuthentication>\
+         <name>{}</name><transactionKey>{}</transactionKey></merchantAuthentication><transId>{sale_id}</transId>\
+         </getTransactionDetailsRequest>",
+        t.user_id(),
+        t.cred("user_api_key")
+    );
+    let (_, _, text) = post_raw(app, &json_path(&t), "text/xml", &xml);
+    in_schema_order(
+        &text,
+        &[
+            "transId",
+            "submitTimeUTC",
+            "submitTimeLocal",
+            "transactionType",
+            "transactionStatus",
+            "responseCode",
+            "responseReasonCode",
+            "responseReasonDescription",
+            "authCode",
+            "AVSResponse",
+            "cardCodeResponse",
+            "batch",
+            "order",
+            "authAmount",
+            "settleAmount",
+            "tax",
+            "shipping",
+            "duty",
+            "lineItems",
+            "payment",
+            "customer",
+            "billTo",
+            "shipTo",
+            "recurringBilling",
+        ],
+    );
+    in_schema_order(
+        &text,
+        &[
+            "batchId",
+            "settlementTimeUTC",
+            "settlementTimeLocal",
+            "settlementState",
+            "order",
+        ],
+    );
+    in_schema_order(
+        &text,
+        &[
+            "invoiceNumber",
+            "description",
+            "purchaseOrderNumber",
+            "authAmount",
+        ],
+    );
+    assert!(!text.contains("4111111111111111"));
+    no_card_in_log(app);
+}
+
+/// ARB as Authorize.Net answers it: create names the customer profile and
+/// payment profile, a billTo update changes the name and address shown,
+/// the interval cannot change (E00034), the payments are listed with
+/// includeTransactions and name their subscription in their details, and
+/// canceling twice is E00038.
+fn subscriptions_as_authorize_net_keeps_them(app: &TestApp) {
+    let t = app.bootstrap();
+    let now = t.get("/v2/developer/testclock").expect(200).body["testclock"]["now"]
+        .as_i64()
+        .unwrap();
+    let start = chrono::DateTime::from_timestamp(now + 86_400, 0)
+        .unwrap()
+        .date_naive()
+        .to_string();
+    let code = |v: &Value| {
+        v["messages"]["message"][0]["code"]
+            .as_str()
+            .unwrap_or_default()
+            .to_string()
+    };
+    let created = api(
+        app,
+        &t,
+        "ARBCreateSubscriptionRequest",
+        json!({ "subscription": { "name": "Tea club", "paymentSchedule": { "interval": { "length": 1, "unit": "months" },
+            "startDate": start, "totalOccurrences": 12 }, "amount": "10.00",
+            "payment": { "creditCard": { "cardNumber": "4111111111111111", "expirationDate": "2035-12" } },
+            "billTo": { "firstName": "Ann", "lastName": "Lee" } } }),
+    );
+    assert_eq!(code(&created), "I00001", "{created}");
+    let id = created["subscriptionId"].as_str().unwrap().to_string();
+    let profile = created["profile"].clone();
+    for key in ["customerProfileId", "customerPaymentProfileId"] {
+        let n = profile[key].as_str().unwrap_or_default();
+        assert!(
+            n.len() == 11 && n.bytes().all(|b| b.is_ascii_digit()),
+            "{key}: {created}"
+        );
+    }
+    let update = |subscription: Value| {
+        api(
+            app,
+            &t,
+            "ARBUpdateSubscriptionRequest",
+            json!({ "subscriptionId": id, "subscription": subscription }),
+        )
+    };
+    let interval = update(json!({ "paymentSchedule": { "interval": { "length": 2, "unit": "months" } } }));
+    assert_eq!(code(&interval), "E00034", "{interval}");
+    let moved = update(
+        json!({ "billTo": { "firstName": "Ann", "lastName": "Kim", "company": "Tea Co",
+        "address": "1 Main St", "city": "Gainesville", "state": "FL", "zip": "32606", "country": "US" } }),
+    );
+    assert_eq!(code(&moved), "I00001", "{moved}");
+    assert_eq!(moved["profile"], profile, "the same profiles");
+    let get = |include: bool| {
+        api(
+            app,
+            &t,
+            "ARBGetSubscriptionRequest",
+            json!({ "subscriptionId": id, "includeTransactions": include }),
+        )["subscription"]
+            .clone()
+    };
+    let shown = get(false);
+    assert_eq!(
+        shown["profile"]["paymentProfile"]["billTo"],
+        json!({ "firstName": "Ann", "lastName": "Kim", "company": "Tea Co", "address": "1 Main St",
+            "city": "Gainesville", "state": "FL", "zip": "32606" })
+    );
+    assert_eq!(
+        shown["profile"]["customerProfileId"],
+        profile["customerProfileId"]
+    );
+    assert_eq!(
+        shown["profile"]["paymentProfile"]["customerPaymentProfileId"],
+        profile["customerPaymentProfileId"]
+    );
+    assert!(shown.get("arbTransactions").is_none(), "only when asked for");
+
+    // Two days on, the first payment has run.
+    t.post(
+        "/v2/developer/testclock/advance",
+        json!({ "testclock": { "seconds": 2 * 86_400 } }),
+    )
+    .expect(200);
+    let listed = get(true);
+    let payments = listed["arbTransactions"].as_array().expect("arbTransactions");
+    assert_eq!(payments.len(), 1, "{listed}");
+    assert_eq!(payments[0]["payNum"], "1");
+    assert_eq!(payments[0]["attemptNum"], "1");
+    assert_eq!(payments[0]["response"], "This transaction has been approved.");
+    let paid = payments[0]["transId"].as_str().unwrap().to_string();
+    let d = api(
+        app,
+        &t,
+        "getTransactionDetailsRequest",
+        json!({ "transId": paid }),
+    )["transaction"]
+        .clone();
+    assert_eq!(d["subscription"], json!({ "id": id, "payNum": "1" }), "{d}");
+    assert_eq!(d["recurringBilling"], "true");
+    assert!(d["order"]["invoiceNumber"].is_null(), "{d}");
+    // In XML, in ARBSubscriptionMaskedType's and arbTransaction's order.
+    let xml = format!(
+        "<ARBGetSubscriptionRequest xmlns=\"AnetApi/xml/v1/schema/AnetApiSchema.xsd\"><merchantAuthentication>\
+         <name>{}</name><transactionKey>{}</transactionKey></merchantAuthentication><subscriptionId>{id}</subscriptionId>\
+         <includeTransactions>true</includeTransactions></ARBGetSubscriptionRequest>",
+        t.user_id(),
+        t.cred("user_api_key")
+    );
+    let (_, _, text) = post_raw(app, &json_path(&t), "text/xml", &xml);
+    in_schema_order(
+        &text,
+        &[
+            "name",
+            "paymentSchedule",
+            "amount",
+            "trialAmount",
+            "status",
+            "profile",
+            "customerProfileId",
+            "paymentProfile",
+            "arbTransactions",
+            "arbTransaction",
+            "transId",
+            "response",
+            "submitTimeUTC",
+            "payNum",
+            "attemptNum",
+        ],
+    );
+    in_schema_order(
+        &text,
+        &[
+            "firstName",
+            "lastName",
+            "company",
+            "address",
+            "city",
+            "state",
+            "zip",
+            "customerPaymentProfileId",
+        ],
+    );
+
+    let cancel = || {
+        api(
+            app,
+            &t,
+            "ARBCancelSubscriptionRequest",
+            json!({ "subscriptionId": id }),
+        )
+    };
+    assert_eq!(code(&cancel()), "I00001");
+    let again = cancel();
+    assert_eq!(
+        (again["messages"]["resultCode"].as_str(), code(&again)),
+        (Some("Error"), "E00038".to_string()),
+        "{again}"
+    );
     no_card_in_log(app);
 }
