@@ -391,7 +391,7 @@ impl http_body::Body for ChannelBody {
     }
 }
 
-async fn update(
+pub async fn update(
     res: &'static Resource,
     State(app): State<AppState>,
     caller: Caller,
@@ -438,7 +438,7 @@ async fn update(
     ))
 }
 
-async fn delete(
+pub async fn delete(
     res: &'static Resource,
     State(app): State<AppState>,
     caller: Caller,

@@ -13,6 +13,7 @@ pub mod extract;
 mod hosted;
 mod json_body;
 pub mod metrics;
+mod notes;
 mod postbacks;
 mod quickinvoices;
 pub mod ratelimit;
@@ -154,6 +155,7 @@ pub fn app(state: AppState) -> Router {
         .merge(bins::routes())
         .merge(transactions::routes())
         .merge(postbacks::routes())
+        .merge(notes::routes())
         .merge(recurrings::routes())
         .merge(boarding::routes())
         .merge(hosted::routes())

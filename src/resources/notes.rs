@@ -1,6 +1,6 @@
 //! Notes: free text attached to any record through resource + resource_id.
 
-use crate::db::Conn;
+use crate::db::{Conn, Sql};
 use crate::engine::record::Record;
 use crate::engine::resource::{Api, Cascade, Expand, Field, Resource, Scope};
 use crate::engine::rules::Rules;
@@ -47,7 +47,8 @@ pub static NOTE: Resource = Resource {
         Expand::Custom("visibility_group"),
         Expand::Changelogs { users: &USER },
     ],
-    list_params: &[],
+    // The reference's list links name a note's record so.
+    list_params: &["model_id", "model_name"],
     computed: &[],
     rules: &NoteRules,
     search: None,
@@ -100,12 +101,48 @@ impl Rules for NoteRules {
         Ok(None)
     }
 
+    fn check_list_params(&self, extra: &[(String, String)]) -> ApiResult<()> {
+        for (k, v) in extra {
+            if k == "model_name" && target(v).is_none() {
+                return Err(ApiError::field(
+                    "model_name",
+                    "Model Name must be one of Contact, Location, User, AccountVault.",
+                ));
+            }
+        }
+        Ok(())
+    }
+
+    /// `model_id` and `model_name`: the reference's names of
+    /// `resource_id` and `resource`.
+    fn list_conditions(&self, _cx: &Cx, extra: &[(String, String)], sql: &mut Sql) {
+        for (k, v) in extra {
+            match k.as_str() {
+                "model_id" => {
+                    sql.push(" AND t.resource_id = ").bind(v.clone());
+                }
+                "model_name" => {
+                    if let Some(res) = target(v) {
+                        sql.push(" AND t.resource = ").bind(res.model);
+                    }
+                }
+                _ => {}
+            }
+        }
+    }
+
     fn render(&self, cx: &Cx, record: &Record, out: &mut Map<String, Json>) {
         if let (Some(res), Some(parent)) = (
             record.text("resource").and_then(target),
             record.text("resource_id"),
         ) {
+            // Under its record, as the reference links it (http::notes
+            // serves that path).
             if let Some(Json::Object(links)) = out.get_mut("_links") {
+                links.insert(
+                    "self".into(),
+                    json!({ "href": cx.href(&format!("{}/{parent}/notes/{}", res.path(), record.id())) }),
+                );
                 links.insert(
                     "for".into(),
                     json!({ "href": cx.href(&format!("{}/{parent}", res.path())) }),

@@ -244,10 +244,10 @@ fn note_lifecycle_links_and_filters(app: &TestApp) {
     assert_eq!(n1["note"], "about one");
     assert_eq!(n1["created_ts"].as_i64().unwrap().to_string().len(), 10);
     assert_eq!(n1["visibility_group_id"], Value::Null);
-    // _links: self is the note itself, `for` the record it annotates.
+    // _links: self is the note under the record it annotates (as the
+    // reference links it), `for` that record.
     let self_href = str_of(&n1["_links"]["self"]["href"]);
-    assert!(self_href.starts_with(&app.base), "{self_href}");
-    assert!(self_href.ends_with(&id1), "{self_href}");
+    assert_eq!(self_href, format!("{}/v2/contacts/{c1}/notes/{id1}", app.base));
     let via_self = t.get(&self_href[app.base.len()..]).expect(200);
     assert_eq!(via_self.body["note"], n1, "self link leads to the note");
     let for_href = str_of(&n1["_links"]["for"]["href"]);
@@ -288,6 +288,50 @@ fn note_lifecycle_links_and_filters(app: &TestApp) {
         .expect(200);
     assert!(ids(&none).is_empty());
     t.get("/v2/notes?colour=red").expect(422);
+    // The reference's names for the record: model_id and model_name.
+    let by_model = t
+        .get(&format!("/v2/notes?model_id={c1}&model_name=Contact"))
+        .expect(200);
+    assert_eq!(
+        ids(&by_model),
+        [str_of(&n1["id"]), str_of(&n2["id"])].into_iter().collect()
+    );
+    assert!(ids(&t
+        .get(&format!("/v2/notes?model_id={c1}&model_name=Location"))
+        .expect(200))
+    .is_empty());
+    t.get("/v2/notes?model_name=Planet").expect(422);
+    // Under the record: its notes only; another record's note is not
+    // found there.
+    let nested = t.get(&format!("/v2/contacts/{c1}/notes")).expect(200);
+    assert_eq!(
+        ids(&nested),
+        [str_of(&n1["id"]), str_of(&n2["id"])].into_iter().collect()
+    );
+    let id3 = str_of(&n3["id"]);
+    t.get(&format!("/v2/contacts/{c1}/notes/{id3}")).expect(404);
+    t.put(
+        &format!("/v2/contacts/{c1}/notes/{id3}"),
+        json!({ "note": { "note": "moved?" } }),
+    )
+    .expect(404);
+    t.delete(&format!("/v2/contacts/{c1}/notes/{id3}")).expect(404);
+    let edited = t
+        .put(
+            &format!("/v2/contacts/{c2}/notes/{id3}"),
+            json!({ "note": { "note": "about two, edited" } }),
+        )
+        .expect(200);
+    assert_eq!(edited.body["note"]["note"], "about two, edited");
+    assert_eq!(
+        ids(&t
+            .get(&format!("/v2/locations/{}/notes", t.location_id()))
+            .expect(200)),
+        [str_of(&n4["id"])].into_iter().collect()
+    );
+    let other = app.bootstrap();
+    other.get(&format!("/v2/contacts/{c1}/notes")).expect(404);
+    other.get(&format!("/v2/contacts/{c1}/notes/{id1}")).expect(404);
 
     let r = t.delete(&format!("/v2/notes/{id1}")).expect(204);
     assert!(r.text.is_empty());
