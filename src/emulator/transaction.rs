@@ -275,7 +275,7 @@ fn is_on(value: &str) -> bool {
 pub fn duplicate_window(request: &Map<String, Json>) -> i64 {
     setting(request, "duplicateWindow")
         .and_then(|v| v.parse::<i64>().ok())
-        .map(|s| s.clamp(0, 28_800))
+        .map(|s| s.clamp(0, crate::payments::DuplicateGuard::LONGEST_WINDOW_SECS))
         .unwrap_or(120)
 }
 

@@ -248,9 +248,7 @@ pub fn update_record(cx: &Cx, conn: &mut dyn Conn, old: Record, input: UpdateInp
             new.set(field.name, sealed_value(cx, field, value.clone()));
         }
     }
-    if !input.transient.is_empty() {
-        res.rules.update_transient(cx, conn, &old, &mut new, &input)?;
-    }
+    res.rules.update_transient(cx, conn, &old, &mut new, &input)?;
     res.rules.before_update(cx, conn, &old, &mut new)?;
     let new = save_record(cx, conn, &old, new)?;
     if new.values != old.values {

@@ -35,9 +35,10 @@ pub trait Rules: Sync {
         Ok(())
     }
 
-    /// Applies the transient inputs of an update (`input.transient`, never
-    /// empty here) to `new`, before [`Rules::before_update`] checks it.
-    /// The default refuses them: a resource that declares an updatable
+    /// Applies what an update sent (`input`: its transient inputs, which
+    /// may be none, and the stored fields it sent, changed or not) to
+    /// `new`, before [`Rules::before_update`] checks it. The default
+    /// refuses transient inputs: a resource that declares an updatable
     /// transient field resolves it.
     fn update_transient(
         &self,

@@ -217,27 +217,47 @@ pub fn echo_name(key: &str) -> String {
     }
 }
 
-/// A name with a run of seven digits or more in it, every digit of the
-/// run but its last four masked: no field is named so, and a card,
-/// account or social security number sent as a key by mistake must not
-/// come back in the error.
+/// A name with a number of seven digits or more in it (digits, possibly
+/// grouped by spaces, dashes or dots), every digit of it but its last
+/// four masked: no field is named so, and a card, account or social
+/// security number sent as a key by mistake must not come back in the
+/// error.
 fn mask_numbers(key: &str) -> String {
     let chars: Vec<char> = key.chars().collect();
+    let grouping = |c: char| matches!(c, ' ' | '-' | '.');
     let mut out = String::with_capacity(key.len());
     let mut i = 0;
     while i < chars.len() {
-        let run = chars[i..].iter().take_while(|c| c.is_ascii_digit()).count();
-        if run >= 7 {
-            out.extend(std::iter::repeat_n('X', run - 4));
-            out.extend(&chars[i + run - 4..i + run]);
-            i += run;
-        } else if run > 0 {
-            out.extend(&chars[i..i + run]);
-            i += run;
-        } else {
+        if !chars[i].is_ascii_digit() {
             out.push(chars[i]);
             i += 1;
+            continue;
         }
+        // The number: digits, and single separators between digits.
+        let mut end = i;
+        let mut j = i;
+        while j < chars.len() {
+            if chars[j].is_ascii_digit() {
+                j += 1;
+                end = j;
+            } else if grouping(chars[j]) && chars.get(j + 1).is_some_and(|c| c.is_ascii_digit()) {
+                j += 1;
+            } else {
+                break;
+            }
+        }
+        let number = &chars[i..end];
+        let digits = number.iter().filter(|c| c.is_ascii_digit()).count();
+        let mut left = digits;
+        for &c in number {
+            if c.is_ascii_digit() {
+                out.push(if digits >= 7 && left > 4 { 'X' } else { c });
+                left -= 1;
+            } else {
+                out.push(c);
+            }
+        }
+        i = end;
     }
     out
 }
@@ -558,6 +578,10 @@ mod tests {
         assert_eq!(echo_name("123456789"), "XXXXX6789");
         assert_eq!(echo_name("transaction_c3"), "transaction_c3");
         assert_eq!(echo_name("zip_123456"), "zip_123456");
+        assert_eq!(echo_name("4111 1111 1111 1111"), "XXXX XXXX XXXX 1111");
+        assert_eq!(echo_name("4111-1111-1111-1111"), "XXXX-XXXX-XXXX-1111");
+        assert_eq!(echo_name("123-45-6789"), "XXX-XX-6789");
+        assert_eq!(echo_name("v2.1 x"), "v2.1 x");
     }
     use serde_json::json;
 

@@ -4,11 +4,12 @@
 //! `resources::quickinvoices`; mail is written by [`mail`]; the pay page
 //! is served by `http::quickinvoices` and pays through `payments`.
 //!
-//! Where the reference is silent (ADR 0017):
-//! - `status_id`: 1 open, 2 closed (paid in full), 3 inactive
-//!   (`is_active` 0, or past its `expire_date`).
-//! - `payment_status_id`: 1 unpaid, 2 paid in full, 3 partially paid,
-//!   4 overpaid.
+//! Statuses and what counts (ADR 0017):
+//! - `status_id` (the reference's values): 1 open, 0 closed (paid in
+//!   full, `is_active` 0, or past its `expire_date`).
+//! - `payment_status_id` (the reference's values): 1 unpaid, 2 paid (in
+//!   full or more), 3 partially paid.
+//! - A payment pays its goods: a card's surcharge is not counted.
 //! - A payment counts while it is approved or on its way (card sales
 //!   101, ACH debits 131 to 134); voids, declines, returns and rejects do
 //!   not. Refunds are the merchant's business and leave the invoice as is.
@@ -73,16 +74,21 @@ pub fn amount_due(item_list: &Json) -> Result<i64, String> {
         .ok_or_else(|| "item_list adds up to more than an amount can be.".into())
 }
 
+/// What a payment pays an invoice: its amount without the card's
+/// surcharge (a surcharge outside 0 to the amount, which no payment can
+/// store now, counts as none).
+const GOODS: &str = "CASE WHEN surcharge_amount BETWEEN 0 AND transaction_amount \
+     THEN transaction_amount - surcharge_amount ELSE transaction_amount END";
+
 /// What the invoice's payments have paid, in cents, and how many payments
 /// of any status are linked to it. A card's surcharge pays the card's
 /// cost, not the invoice: it is not counted.
 pub fn paid(conn: &mut dyn Conn, invoice_id: &str) -> ApiResult<(i64, i64)> {
     let mut sql = Sql::new("SELECT CAST(COALESCE(SUM(CASE WHEN type_id IN (20, 50) AND status_id IN (");
     sql.bind_list(PAID_STATUSES.iter().copied())
-        .push(
-            ") THEN transaction_amount - COALESCE(surcharge_amount, 0) ELSE 0 END), 0) AS BIGINT), COUNT(*) \
-             FROM transactions WHERE quick_invoice_id = ",
-        )
+        .push(") THEN ")
+        .push(GOODS)
+        .push(" ELSE 0 END), 0) AS BIGINT), COUNT(*) FROM transactions WHERE quick_invoice_id = ")
         .bind(invoice_id.to_string());
     let row = conn.query_one(&sql)?;
     Ok(row
@@ -350,8 +356,9 @@ pub fn check_new_payment(
         errors.add("quick_invoice_id", "The invoice does not exist at this location.");
         return Ok(());
     };
-    let mut sql =
-        Sql::new("SELECT CAST(COALESCE(SUM(transaction_amount - COALESCE(surcharge_amount, 0)), 0) AS BIGINT) FROM transactions WHERE quick_invoice_id = ");
+    let mut sql = Sql::new(&format!(
+        "SELECT CAST(COALESCE(SUM({GOODS}), 0) AS BIGINT) FROM transactions WHERE quick_invoice_id = "
+    ));
     sql.bind(id.to_string())
         .push(" AND (state = 'pending' OR (type_id IN (20, 50) AND status_id IN (")
         .bind_list(PAID_STATUSES.iter().copied())
@@ -359,13 +366,14 @@ pub fn check_new_payment(
     let paid = conn.query_int(&sql)?;
     let (tz, _) = crate::billing::location_zone(conn, location_id)?;
     let today = crate::clock::date_text(now, tz);
-    let (remaining, _, status) = balance(
+    let (remaining, payment_status, status) = balance(
         invoice.int("amount_due").unwrap_or(0),
         paid,
         invoice.int("is_active") != Some(0),
         expired(&invoice, &today),
     );
     invoice.set("remaining_balance", remaining);
+    invoice.set("payment_status_id", payment_status);
     invoice.set("status_id", status);
     if let Err(found) = check_payment(&invoice, amount, &today) {
         for (field, messages) in found.0 {

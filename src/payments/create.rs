@@ -380,6 +380,12 @@ pub fn precheck(
 /// Tax and tip are parts of the amount charged, never more than it.
 fn check_parts(record: &Record, errors: &mut FieldErrors) {
     let amount = record.int("transaction_amount").unwrap_or(0);
+    if record.int("surcharge_amount").is_some_and(|s| s > amount) {
+        errors.add(
+            "surcharge_amount",
+            "Surcharge Amount is part of Transaction Amount and cannot exceed it.",
+        );
+    }
     let tax = record.int("tax").unwrap_or(0);
     if tax > amount {
         errors.add("tax", "Tax is part of Transaction Amount and cannot exceed it.");
@@ -965,7 +971,7 @@ pub fn complete(
                 requested
             };
             if amount < requested {
-                super::surcharge::refit_partial(conn, &mut record, amount)?;
+                super::parts::refit_partial(&mut record, amount);
             }
             record.set("transaction_amount", amount);
             record.set("auth_amount", amount);

@@ -64,7 +64,8 @@ pub fn prepare(
                 .flatten()
         };
         let (tax, tip) = (sent("tax"), sent("tip_amount"));
-        let stored_tax = tx.int("tax").unwrap_or(0).min(new_total);
+        let (stored_tax, _) = super::parts::fit_tax_and_tip(tx.int("tax"), None, new_total);
+        let stored_tax = stored_tax.unwrap_or(0);
         if tax.is_some_and(|tax| tax > new_total) {
             errors.add("tax", "Tax is part of Transaction Amount and cannot exceed it.");
         } else if tip.is_some_and(|tip| tax.unwrap_or(stored_tax) + tip > new_total) {
@@ -561,8 +562,8 @@ pub fn complete(
 }
 
 /// Tax and tip are parts of the amount: a stored one the action did not
-/// set is lowered to fit a smaller amount, the tax first and the tip to
-/// what is left (`prepare` checked the ones it set).
+/// set is lowered to fit a smaller amount (see [`super::parts`];
+/// `prepare` checked the ones it set).
 fn fit_parts(
     old: &Record,
     extra: &[(&'static str, Value)],
@@ -575,18 +576,18 @@ fn fit_parts(
             .find(|(name, _)| *name == part)
             .map(|(_, value)| value.as_int().unwrap_or(0))
     };
-    let tax = match set("tax") {
-        Some(tax) => tax,
-        None => {
-            let stored = old.int("tax");
-            if stored.is_some_and(|tax| tax > amount) {
-                changes.push(("tax", amount.into()));
-            }
-            stored.unwrap_or(0).min(amount)
-        }
+    let (sent_tax, sent_tip) = (set("tax"), set("tip_amount"));
+    let tip = if sent_tip.is_some() {
+        None
+    } else {
+        old.int("tip_amount")
     };
-    if set("tip_amount").is_none() && old.int("tip_amount").is_some_and(|tip| tip > amount - tax) {
-        changes.push(("tip_amount", (amount - tax).into()));
+    let (tax, tip) = super::parts::fit_tax_and_tip(sent_tax.or(old.int("tax")), tip, amount);
+    for (part, fitted) in [("tax", tax), ("tip_amount", tip)] {
+        let sent = if part == "tax" { sent_tax } else { sent_tip };
+        if sent.is_none() && fitted.is_some() && fitted != old.int(part) {
+            changes.push((part, fitted.into()));
+        }
     }
 }
 

@@ -32,6 +32,7 @@ pub mod create;
 pub mod follow_up;
 pub mod idempotency;
 pub mod level3;
+pub mod parts;
 pub mod pending;
 pub mod reconcile;
 pub mod request;

@@ -189,6 +189,14 @@ pub async fn run_once(payments: &Payments, now: i64) -> ApiResult<Report> {
         })
         .await?;
     store.write(move |conn| idempotency::expire(conn, now)).await?;
+    store
+        .write(move |conn| {
+            Ok(conn.execute(&Sql::with(
+                "DELETE FROM duplicate_guards WHERE taken_ts < ?",
+                vec![(now - super::DuplicateGuard::LONGEST_WINDOW_SECS).into()],
+            ))?)
+        })
+        .await?;
     payments.started.store(true, std::sync::atomic::Ordering::Relaxed);
     Ok(report)
 }

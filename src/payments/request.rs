@@ -117,6 +117,10 @@ pub struct DuplicateGuard {
 impl DuplicateGuard {
     /// The field of the `ApiError::Conflict` a repeat is refused with.
     pub const REFUSED_FIELD: &'static str = "duplicate_guard";
+    /// The longest window a guard may have (Authorize.Net's bound on
+    /// `duplicateWindow`, eight hours): a key taken longer ago refuses
+    /// nothing, and the reconciler deletes it.
+    pub const LONGEST_WINDOW_SECS: i64 = 28_800;
 }
 
 /// Where and how a terminal read the card of a card-present payment.

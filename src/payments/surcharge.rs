@@ -115,41 +115,6 @@ pub fn split(total: i64, tax: i64, bp: i64) -> Option<(i64, i64)> {
         .map(|s| (s, amount(s, bp)))
 }
 
-/// The parts of a transaction approved for less than it asked (a partial
-/// approval of `approved` cents): the stored tax, then the tip, lowered
-/// to fit, and a surcharged one's subtotal and surcharge split again at
-/// its product transaction's rate, so the parts add up to what was
-/// charged.
-pub fn refit_partial(conn: &mut dyn Conn, record: &mut Record, approved: i64) -> ApiResult<()> {
-    let tax = record.int("tax").map(|tax| tax.min(approved));
-    if let Some(tax) = tax {
-        record.set("tax", tax);
-    }
-    let tax = tax.unwrap_or(0);
-    if let Some(tip) = record.int("tip_amount") {
-        record.set("tip_amount", tip.min(approved - tax));
-    }
-    if record.int("surcharge_amount").is_some_and(|s| s > 0) {
-        let pt = record
-            .text("product_transaction_id")
-            .unwrap_or_default()
-            .to_string();
-        let bp = product_rate(conn, &pt)?;
-        let goods = approved - tax;
-        let (subtotal, surcharge) = split(approved, tax, bp).unwrap_or_else(|| {
-            // No subtotal gives exactly this total at the rate: the
-            // largest that stays within it, the surcharge the rest.
-            let subtotal = goods * 10_000 / (10_000 + bp);
-            (subtotal, goods - subtotal)
-        });
-        record.set("subtotal_amount", subtotal);
-        record.set("surcharge_amount", surcharge);
-    } else if record.int("subtotal_amount").is_some() {
-        record.set("subtotal_amount", approved - tax);
-    }
-    Ok(())
-}
-
 /// Refuses a `surcharge_amount` other than `expected`, the rate `bp`'s
 /// share of `subtotal` (nothing for a debit card).
 fn refuse_surcharge(errors: &mut FieldErrors, expected: i64, bp: i64, subtotal: i64, debit: bool) {
@@ -194,6 +159,10 @@ pub fn apply(
     let sent_surcharge = record.int("surcharge_amount");
     let subtotal = sent_subtotal.unwrap_or(total - tax);
     if subtotal <= 0 {
+        // Nothing to surcharge, so no surcharge may be claimed.
+        if sent_surcharge.is_some_and(|s| s != 0) {
+            refuse_surcharge(errors, 0, bp, subtotal.max(0), false);
+        }
         return Ok(());
     }
     let debit = is_debit(conn, pan)?;

@@ -77,10 +77,9 @@ pub static LOCATION_INFO: Resource = Resource {
 
 struct LocationInfoRules;
 
-/// `relationship`: direct (default) = the caller's own location; child =
-/// the locations below it; all = both.
-/// Which locations the list shows: the caller's own by default, every
-/// one in scope when looking a location up by its `location_api_id`.
+/// `relationship`: direct = the caller's own location; child = the
+/// locations below it; all = both. Direct unless the list looks a
+/// location up by its `location_api_id`, then all.
 fn relationship(extra: &[(String, String)]) -> &str {
     let default = if location_api_id(extra).is_some() {
         "all"

@@ -351,16 +351,32 @@ impl Rules for QuickInvoiceRules {
                 }
             }
         }
+        // A merchant closes (0) or reopens (1) an invoice through its
+        // status as through is_active, whatever the status is now; the
+        // status itself is then worked out again (a paid invoice stays
+        // closed).
+        let sent_status = input
+            .changes
+            .iter()
+            .find(|(f, _)| f.name == "status_id")
+            .and_then(|(_, v)| v.as_int());
+        if let Some(status) = sent_status {
+            let active = (status == invoices::STATUS_OPEN) as i64;
+            let sent_active = input.changes.iter().any(|(f, _)| f.name == "is_active")
+                || input.transient.contains_key("active");
+            if sent_active && new.int("is_active") != Some(active) {
+                return Err(ApiError::field(
+                    "status_id",
+                    "Status Id and is_active disagree: send one of them.",
+                ));
+            }
+            new.set("is_active", active);
+        }
         Ok(())
     }
 
     fn before_update(&self, cx: &Cx, conn: &mut dyn Conn, old: &Record, new: &mut Record) -> ApiResult<()> {
         let mut errors = FieldErrors::new();
-        // A merchant closes or reopens an invoice through its status as
-        // through is_active; the status itself is then worked out again.
-        if let Some(status) = new.int("status_id").filter(|s| Some(*s) != old.int("status_id")) {
-            new.set("is_active", (status == invoices::STATUS_OPEN) as i64);
-        }
         if new.get("item_list") != old.get("item_list") {
             check_items(new, &mut errors);
         }

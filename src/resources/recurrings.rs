@@ -395,6 +395,24 @@ impl Rules for RecurringRules {
             let v = vault(cx, conn, location_id, None, Some(api_id))?;
             new.set("account_vault_id", v.id().to_string());
         }
+        // PUT active 1 resumes a schedule that placeOnHold held: that
+        // keeps active 1, so the change of the flag `before_update` acts
+        // on is not there to see.
+        let resume = input
+            .changes
+            .iter()
+            .any(|(f, v)| f.name == "active" && v.as_int() == Some(1));
+        let held = old.text("status") == Some(transitions::ON_HOLD) && old.int("active") == Some(1);
+        if resume && held && old.text("recurring_type_id") != Some("i") {
+            if input.changes.iter().any(|(f, _)| f.name == "next_run_date") {
+                return Err(ApiError::field(
+                    "next_run_date",
+                    "The recurring is on hold: resume it (active 1) first, then move its next run.",
+                ));
+            }
+            let today = today(cx, conn, old.text("location_id").unwrap_or_default())?;
+            *new = transitions::activate(new, today)?;
+        }
         Ok(())
     }
 
@@ -455,7 +473,11 @@ impl Rules for RecurringRules {
                 }
             }
         }
-        let moved_to = (new.get("next_run_date") != old.get("next_run_date"))
+        // A schedule this PUT resumed (`update_transient`) took its next
+        // run from the resumption, not from the client.
+        let resumed = old.text("status") == Some(transitions::ON_HOLD)
+            && new.text("status") == Some(transitions::ACTIVE);
+        let moved_to = (!resumed && new.get("next_run_date") != old.get("next_run_date"))
             .then(|| new.text("next_run_date").and_then(parse_date));
         if let Some(date) = moved_to {
             match (date, old.text("status")) {

@@ -1378,4 +1378,29 @@ fn status_closes_and_reopens(app: &TestApp) {
     // Reopening a paid invoice leaves it closed: nothing is owed.
     assert_eq!(put(1).expect(200).body["quickinvoice"]["status_id"], 0);
     put(2).expect(422);
+    // Closing one that is closed already (paid) still closes it for
+    // good: a void of its payment does not reopen it.
+    let closed = put(0).expect(200).body["quickinvoice"].clone();
+    assert_eq!(closed["is_active"], 0);
+    let payment = invoice_transactions(&t, &id)[0]["id"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    t.put(
+        &format!("/v2/transactions/{payment}"),
+        json!({ "transaction": { "action": "void" } }),
+    )
+    .expect(200);
+    let after = t.get(&format!("/v2/quickinvoices/{id}")).expect(200).body["quickinvoice"].clone();
+    assert_eq!(
+        (after["status_id"].clone(), after["remaining_balance"].clone()),
+        (json!(0), json!("21.00")),
+        "{after}"
+    );
+    let r = t.put(
+        &format!("/v2/quickinvoices/{id}"),
+        json!({ "quickinvoice": { "status_id": 1, "is_active": 0 } }),
+    );
+    assert_eq!(r.status, 422, "{}", r.text);
+    assert_eq!(put(1).expect(200).body["quickinvoice"]["status_id"], 1);
 }

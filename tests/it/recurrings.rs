@@ -355,6 +355,15 @@ fn actions_follow_the_state_machine(app: &TestApp) {
     assert!(!has_recurring(&t, &vault));
     let again = act("placeOnHold").expect(422);
     assert!(again.errors("status")[0].contains("already on hold"));
+    // A PUT of active 1 resumes it as activate does (its flag was 1
+    // already), and a PUT without active leaves it held.
+    let put = |body: Value| t.put(&format!("/v2/recurrings/{id}"), json!({ "recurring": body }));
+    let still = put(json!({ "description": "held" })).expect(200).body["recurring"].clone();
+    assert_eq!(still["status"], json!("on hold"));
+    let resumed = put(json!({ "active": 1 })).expect(200).body["recurring"].clone();
+    assert_eq!(resumed["status"], json!("active"));
+    assert_eq!(resumed["next_run_date"], json!(text(start)));
+    act("placeOnHold").expect(200);
     assert!(error_fields(&act("skipPayment?skip_count=1").expect(422)).contains("status"));
     // Activate before the first run: back to the first period.
     let back = act("activate").expect(200).body["recurring"].clone();

@@ -720,6 +720,20 @@ fn surcharges_on_credit_cards_only(app: &TestApp) {
     );
     assert_eq!(r.status, 422, "{}", r.text);
     assert!(r.body["errors"]["transaction_amount"].is_array(), "{}", r.text);
+    // Nothing to surcharge, no surcharge: a zero subtotal cannot carry
+    // one, and no transaction's surcharge exceeds its amount.
+    let r = sale(
+        &t,
+        json!({ "transaction_amount": "0.50", "subtotal_amount": "0.00", "surcharge_amount": "0.50" }),
+    );
+    assert_eq!(r.status, 422, "{}", r.text);
+    assert!(r.body["errors"]["surcharge_amount"].is_array(), "{}", r.text);
+    let r = sale(
+        &t,
+        json!({ "action": "force", "auth_code": "abc123", "transaction_amount": "5.00", "surcharge_amount": "9.00" }),
+    );
+    assert_eq!(r.status, 422, "{}", r.text);
+    assert!(r.body["errors"]["surcharge_amount"].is_array(), "{}", r.text);
     // An authorization carries it too.
     let r = sale(&t, json!({ "action": "authonly", "transaction_amount": "10.00" })).expect(201);
     assert_eq!(r.body["transaction"]["transaction_amount"], "10.30");
