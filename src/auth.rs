@@ -17,6 +17,11 @@ pub struct Perms {
 }
 
 impl Perms {
+    /// Whether the user holds any permission at all (a role).
+    pub fn has_some(&self) -> bool {
+        self.admin || !self.granted.is_empty()
+    }
+
     pub fn allows(&self, permission: &str) -> bool {
         self.admin || self.granted.contains(permission)
     }

@@ -49,6 +49,17 @@ impl Kind {
     pub fn makes_payment(self) -> bool {
         matches!(self, Kind::PayForm | Kind::PaymentPage)
     }
+
+    /// What the form's user must be allowed to do, when the form opens and
+    /// again when the payer submits it (the user's role may have changed
+    /// in between).
+    pub fn permission(self) -> &'static str {
+        if self.makes_payment() {
+            "transactions.create"
+        } else {
+            "accountvaults.create"
+        }
+    }
 }
 
 /// How the payer enters the account.

@@ -410,7 +410,10 @@ pub async fn update(
     }
     // A user may change what the declaration allows on their own record
     // (their password) without the permission to update others.
+    // (A user with no role has no permission at all, on its own record
+    // neither.)
     let own = id == caller.user_id
+        && caller.perms.has_some()
         && !res.api.own_record_fields.is_empty()
         && input
             .keys()

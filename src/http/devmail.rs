@@ -2,8 +2,9 @@
 //! outbox of the caller's locations (newest first) and shows each
 //! message, plain text and HTML; `?format=json` (or `Accept:
 //! application/json`) answers JSON. Authenticated like the API (headers,
-//! or HTTP Basic with the user id and api key plus `?developer-id=`);
-//! served only with the sandbox processor.
+//! or HTTP Basic with the user id and api key plus `?developer-id=`),
+//! for users who may read quick invoices; served only with the sandbox
+//! processor.
 
 use super::extract::{query_pairs, IdPath};
 use super::AppState;
@@ -126,6 +127,9 @@ fn refused(e: ApiError, json_wanted: bool) -> Response {
         .into_response()
 }
 
+/// The permission the mailbox needs.
+const MAILBOX_PERMISSION: &str = "quickinvoices.read";
+
 /// The caller, whether JSON was asked for, and the query to carry into
 /// links; or the refusal page.
 fn signed_in(
@@ -135,7 +139,10 @@ fn signed_in(
 ) -> Result<(Caller, bool, String), Box<Response>> {
     let pairs = query_pairs(q.as_deref());
     let json_wanted = wants_json(headers, &pairs);
-    match caller {
+    // Mail holds customers' addresses and invoices' pay links: the
+    // mailbox is for users who may read quick invoices (a role without
+    // it, or none, is refused).
+    match caller.and_then(|c| c.perms.require(MAILBOX_PERMISSION).map(|_| c)) {
         Ok(c) => Ok((c, json_wanted, carry(&pairs))),
         Err(e) => Err(Box::new(refused(e, json_wanted))),
     }

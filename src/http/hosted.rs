@@ -650,11 +650,7 @@ async fn open_form_inner(
         .store
         .write(move |conn| {
             let (caller, timestamp) = authenticate_hash_key(conn, &keyring, &creds, &clock)?;
-            caller.perms.require(if kind.makes_payment() {
-                "transactions.create"
-            } else {
-                "accountvaults.create"
-            })?;
+            caller.perms.require(kind.permission())?;
             let cx = app2.cx(&caller);
             let digest = hash_key::digest(creds.hash_key.as_deref().unwrap_or_default());
             let data = decode_data(&data_hex, kind.envelope())?;
@@ -1055,6 +1051,9 @@ async fn submit_inner(app: &AppState, id: String, body: &[u8]) -> ApiResult<Resp
             // A payment page acts as its user without a developer id.
             let developer = Some(session.developer_id.as_str()).filter(|d| !d.is_empty());
             let caller = caller_of_user(conn, developer, &session.user_id)?;
+            if session.result.is_none() {
+                caller.perms.require(session.kind.permission())?;
+            }
             let cx = app2.cx(&caller);
             let prepared = prepare_session(conn, &cx, &keyring, &session)?;
             Ok((session, prepared, cx))
@@ -1366,6 +1365,8 @@ async fn create_ticket_inner(
         .store
         .write(move |conn| {
             let (caller, timestamp) = authenticate_hash_key(conn, &keyring, &creds, &clock)?;
+            // A ticket is a vault made later by a form: both permissions.
+            caller.perms.require("tickets.create")?;
             caller.perms.require("accountvaults.create")?;
             let cx = app2.cx(&caller);
             let location = resolve_location(conn, &cx, &caller, location)?;

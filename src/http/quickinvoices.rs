@@ -614,6 +614,13 @@ fn open(app: &AppState, conn: &mut dyn Conn, token: &str, wanted: Option<&str>) 
     let id = row[0].as_str().unwrap_or_default().to_string();
     let user = row[1].as_str().map(str::to_string).ok_or_else(gone)?;
     let caller = caller_of_user(conn, None, &user)?;
+    // The page pays as the invoice's user: one who may no longer take
+    // payments cannot take this one either.
+    if !caller.perms.allows("transactions.create") {
+        return Err(ApiError::Forbidden(
+            "This invoice cannot be paid online at the moment; contact the merchant.".into(),
+        ));
+    }
     let cx = app.cx(&caller);
     let invoice = query::find(conn, &QUICK_INVOICE, &cx.scope, &id)?.ok_or_else(gone)?;
     // The link expires with the invoice.

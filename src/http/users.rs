@@ -54,7 +54,7 @@ async fn generate_emulator_key(
 /// A user has no permission at all until a role is attached, not even on
 /// its own record.
 fn require_some_role(caller: &Caller) -> ApiResult<()> {
-    if caller.perms.admin || !caller.perms.granted.is_empty() {
+    if caller.perms.has_some() {
         Ok(())
     } else {
         Err(ApiError::Forbidden(

@@ -159,7 +159,11 @@ impl Rules for ContactRules {
             ));
         }
         match existing_by_api_id(conn, cx, &input.record)? {
-            Some(existing) if upsert => Ok(Some(existing)),
+            // An upsert that updates needs what an update needs.
+            Some(existing) if upsert => {
+                cx.perms.require("contacts.update")?;
+                Ok(Some(existing))
+            }
             Some(existing) => Err(ApiError::field(
                 "contact_api_id",
                 format!(

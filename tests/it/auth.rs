@@ -527,9 +527,16 @@ fn user_without_role_is_forbidden_everywhere(app: &TestApp) {
     let nobody = t.as_user(&u, &k);
     let before = snapshot(&t);
 
-    // Not even its own record: no permission until a role is attached.
+    // Not even its own record: no permission until a role is attached,
+    // to read it or to change what one may change on one's own record.
     let me = nobody.get("/v2/users/me").expect(403);
     assert!(me.body["message"].is_string());
+    nobody
+        .put(
+            &format!("/v2/users/{u}"),
+            json!({ "user": { "ui_prefs": { "page_size": 7 } } }),
+        )
+        .expect(403);
     nobody
         .post(&format!("/v2/users/{u}/generateuserapikey"), json!({}))
         .expect(403);

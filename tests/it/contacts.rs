@@ -138,6 +138,37 @@ fn update_if_exists_updates_instead(app: &TestApp) {
         .expect(422);
     assert!(!r.errors("last_name").is_empty(), "{}", r.text);
     assert_eq!(t.get("/v2/contacts").body["meta"]["pagination"]["totalCount"], 1);
+    // An upsert that would update needs the update permission too: a
+    // role that may create contacts but not change them (an operator's
+    // own role) creates, and is refused the update.
+    let mut db = crate::support::db::db(app);
+    let role = format!("9{}", uuid::Uuid::new_v4().as_u128() % 1_000_000_000);
+    db.exec(
+        "INSERT INTO roles (id, title, is_admin) VALUES (?, 'Create only', 0)",
+        &[&role],
+    );
+    for permission in ["contacts.create", "contacts.read"] {
+        db.exec(
+            "INSERT INTO role_permissions (role_id, permission) VALUES (?, ?)",
+            &[&role, permission],
+        );
+    }
+    let (id, key) = t.user(&loc, Some(&role));
+    let creator = t.as_user(&id, &key);
+    creator
+        .post("/v2/contacts", json!({ "contact": { "location_id": loc, "last_name": "C", "contact_api_id": "u3", "update_if_exists": 1 } }))
+        .expect(201);
+    creator
+        .post("/v2/contacts", json!({ "contact": { "location_id": loc, "city": "Elko", "contact_api_id": "u1", "update_if_exists": 1 } }))
+        .expect(403);
+    assert_eq!(
+        t.get(&format!(
+            "/v2/contacts/{}",
+            partial.body["contact"]["id"].as_str().unwrap()
+        ))
+        .body["contact"]["city"],
+        "Reno"
+    );
 }
 
 /// `email_trx_receipt` is always a boolean: unsent, the location's

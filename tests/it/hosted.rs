@@ -24,7 +24,8 @@ engine_tests!(
     authonly_and_avsonly_save_the_account,
     a_partial_approval_is_shown_approved,
     results_go_to_the_parent_origin_only,
-    flags_change_the_form
+    flags_change_the_form,
+    a_form_pays_only_while_its_user_may,
 );
 
 fn now() -> i64 {
@@ -1112,4 +1113,36 @@ fn two_links_of_one_second_never_share_a_form(app: &TestApp) {
     assert_eq!(by_api_id(&t, "order-a").len(), 1);
     assert!(by_api_id(&t, "order-b").is_empty());
     get_page(app, &second).expect(403);
+}
+
+/// A form charges as the user whose link opened it: if that user may no
+/// longer take payments when the payer submits (its role was taken away
+/// meanwhile), nothing is charged.
+fn a_form_pays_only_while_its_user_may(app: &TestApp) {
+    let t = app.bootstrap();
+    let link = form_link(&t, "/v2/payform", fresh_ts() - 60, &sale_data("revoked-1"));
+    let form = get_page(app, &link).expect(200);
+    let action = form_action(&form);
+    // Another administrator takes the first one's role away.
+    let (admin, key) = t.user(&t.location_id(), Some("1"));
+    let other = t.as_user(&admin, &key);
+    let roles = other
+        .get(&format!("/v2/authroleusers?user_id={}", t.user_id()))
+        .expect(200);
+    let role = roles.body["authroleusers"][0]["id"].as_str().unwrap().to_string();
+    other.delete(&format!("/v2/authroleusers/{role}")).expect(204);
+    let r = submit(
+        app,
+        &action,
+        &[
+            ("account_holder_name", "Pat Payer"),
+            ("account_number", "4111 1111 1111 1111"),
+            ("exp_date", "12/39"),
+            ("cvv", "999"),
+            ("billing_street", "1 Main St"),
+            ("billing_zip", "12345"),
+        ],
+    );
+    assert_eq!(r.status, 403, "{}", r.text);
+    assert!(by_api_id(&other, "revoked-1").is_empty(), "nothing charged");
 }

@@ -28,6 +28,8 @@ engine_tests!(
     concurrent_full_payments_approve_once,
     a_surcharge_does_not_pay_the_invoice,
     status_closes_and_reopens,
+    the_mailbox_needs_quick_invoice_reads,
+    a_pay_link_pays_only_while_its_user_may,
 );
 
 const PDF: &str = "%PDF-1.4\n1 0 obj << /Type /Catalog >> endobj\ntrailer << /Root 1 0 R >>\n%%EOF\n";
@@ -1403,4 +1405,40 @@ fn status_closes_and_reopens(app: &TestApp) {
     );
     assert_eq!(r.status, 422, "{}", r.text);
     assert_eq!(put(1).expect(200).body["quickinvoice"]["status_id"], 1);
+}
+
+/// The sandbox mailbox holds customers' addresses and pay links: a user
+/// who may not read quick invoices (a Clerk, or a user with no role) is
+/// refused; a Read-only user may look.
+fn the_mailbox_needs_quick_invoice_reads(app: &TestApp) {
+    let t = app.bootstrap();
+    invoice(&t, json!({ "email": "payer@example.com", "send_email": 1 })).expect(201);
+    let loc = t.location_id();
+    for (role, status) in [(Some("3"), 403), (None, 403), (Some("2"), 200)] {
+        let (id, key) = t.user(&loc, role);
+        let who = t.as_user(&id, &key);
+        let r = who.get("/dev/mail?format=json");
+        assert_eq!(r.status, status, "role {role:?}: {}", r.text);
+        if status == 403 {
+            assert!(!r.text.contains("payer@example.com") && !r.text.contains("/quickinvoice/pay/"));
+        } else {
+            assert!(r.text.contains("payer@example.com"), "{}", r.text);
+        }
+    }
+}
+
+/// The pay page charges as the invoice's user: once that user may no
+/// longer take payments (its role was taken away), the link takes none.
+fn a_pay_link_pays_only_while_its_user_may(app: &TestApp) {
+    let t = app.bootstrap();
+    let (id, key) = t.user(&t.location_id(), Some("132"));
+    let integrator = t.as_user(&id, &key);
+    let q = invoice(&integrator, json!({})).expect(201).body["quickinvoice"].clone();
+    let roles = t.get(&format!("/v2/authroleusers?user_id={id}")).expect(200);
+    let role = roles.body["authroleusers"][0]["id"].as_str().unwrap().to_string();
+    t.delete(&format!("/v2/authroleusers/{role}")).expect(204);
+    let r = page(app, &pay_path(&q), Some(&with_amount("21.00")));
+    assert_eq!(r.status, 403, "{}", r.text);
+    assert!(r.text.contains("cannot be paid online"), "{}", r.text);
+    assert!(invoice_transactions(&t, q["id"].as_str().unwrap()).is_empty());
 }
