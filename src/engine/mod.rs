@@ -99,9 +99,15 @@ fn clear_value(cx: &Cx, field: &Field, value: &Value) -> Value {
 
 /// Checks that every id field naming another resource names a record the
 /// caller can see.
+/// Checks that each reference names a record the caller can see and, for
+/// a record kept at a location (`at`), one kept at the same location: a
+/// parent location's user sees its children's records, but a child's
+/// invoice or vault must not name a sibling's contact, which that
+/// location's own users could then read through it.
 fn check_refs(
     cx: &Cx,
     conn: &mut dyn Conn,
+    at: Option<&str>,
     fields: impl Iterator<Item = (&'static Field, Value)>,
 ) -> ApiResult<()> {
     let mut errors = FieldErrors::new();
@@ -109,11 +115,30 @@ fn check_refs(
         let (Some(target), Some(id)) = (field.refers, value.as_str()) else {
             continue;
         };
-        if query::find(conn, target, &cx.scope, id)?.is_none() {
-            errors.add(field.name, format!("{} provided is not valid", field.name));
+        match query::find(conn, target, &cx.scope, id)? {
+            None => errors.add(field.name, format!("{} provided is not valid", field.name)),
+            Some(found) => {
+                let kept_at_a_location = matches!(target.scope, Scope::Column("location_id"));
+                if let (true, Some(at)) = (kept_at_a_location && field.name != "location_id", at) {
+                    if found.text("location_id").is_some_and(|l| l != at) {
+                        errors.add(
+                            field.name,
+                            format!("{} belongs to another location.", validate::label(field.name)),
+                        );
+                    }
+                }
+            }
         }
     }
     errors.into_result()
+}
+
+/// The location a record is kept at, when its resource keeps records at
+/// one.
+fn kept_at(record: &Record) -> Option<&str> {
+    matches!(record.res.scope, Scope::Column("location_id"))
+        .then(|| record.text("location_id"))
+        .flatten()
 }
 
 /// The reference check a create makes first, on its own: every id field
@@ -125,7 +150,7 @@ pub fn check_references(cx: &Cx, conn: &mut dyn Conn, record: &Record) -> ApiRes
         .filter(|(f, v)| f.refers.is_some() && !v.is_null())
         .map(|(f, v)| (f, v.clone()))
         .collect();
-    check_refs(cx, conn, refs.into_iter())
+    check_refs(cx, conn, kept_at(record), refs.into_iter())
 }
 
 /// Maps a unique-constraint failure (a race the rules' own check lost) to
@@ -241,7 +266,7 @@ pub fn update_record(cx: &Cx, conn: &mut dyn Conn, old: Record, input: UpdateInp
         .filter(|(f, v)| f.refers.is_some() && !v.is_null() && old.get(f.name) != v)
         .map(|(f, v)| (*f, v.clone()))
         .collect();
-    check_refs(cx, conn, changed_refs.into_iter())?;
+    check_refs(cx, conn, kept_at(&old), changed_refs.into_iter())?;
     let mut new = old.clone();
     for (field, value) in &input.changes {
         if clear_value(cx, field, old.get(field.name)) != *value {

@@ -477,10 +477,15 @@ fn locate(
     method: PaymentMethod,
     errors: &mut FieldErrors,
 ) -> ApiResult<Place> {
-    let location_id = record
-        .text("location_id")
-        .map(str::to_string)
-        .unwrap_or_else(|| cx.scope.location_id.clone());
+    // A follow-up payment (a refund) is made where its original was,
+    // unless the request names the location.
+    let location_id = match (record.text("location_id"), record.text("previous_transaction_id")) {
+        (Some(id), _) => id.to_string(),
+        (None, Some(original)) => query::find(conn, &TRANSACTION, &cx.scope, original)?
+            .and_then(|t| t.text("location_id").map(str::to_string))
+            .unwrap_or_else(|| cx.scope.location_id.clone()),
+        (None, None) => cx.scope.location_id.clone(),
+    };
     // One look: the location is the caller's, and its default product
     // transaction for the method.
     let default_column = if method == PaymentMethod::Ach {
@@ -527,8 +532,12 @@ fn identify_payer(
     let contact = match (record.text("contact_id"), parsed.text("contact_api_id")) {
         (Some(id), _) => {
             let c = query::find(conn, &CONTACT, &cx.scope, id)?;
-            if c.is_none() {
-                errors.add("contact_id", "contact_id provided is not valid");
+            match &c {
+                None => errors.add("contact_id", "contact_id provided is not valid"),
+                Some(c) if c.text("location_id") != Some(place.location_id.as_str()) => {
+                    errors.add("contact_id", "The contact belongs to another location.")
+                }
+                Some(_) => {}
             }
             c
         }

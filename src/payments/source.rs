@@ -107,11 +107,20 @@ pub fn previous(
 ) -> ApiResult<Option<Record>> {
     if let Some(id) = parsed.input.record.text("previous_transaction_id") {
         let found = query::find(conn, &TRANSACTION, &cx.scope, id)?;
-        if found.is_none() {
-            errors.add(
+        match &found {
+            None => errors.add(
                 "previous_transaction_id",
                 "previous_transaction_id provided is not valid",
-            );
+            ),
+            // The original's location keeps its refunds and its batch.
+            Some(prev) if prev.text("location_id") != Some(location_id) => {
+                errors.add(
+                    "previous_transaction_id",
+                    "The previous transaction belongs to another location.",
+                );
+                return Ok(None);
+            }
+            Some(_) => {}
         }
         return Ok(found);
     }
@@ -190,6 +199,10 @@ pub fn resolve(
                 errors.add(kind, format!("{kind} provided is not valid"));
                 return Ok(None);
             };
+            if vault.text("location_id") != Some(location_id) {
+                errors.add(kind, "The account vault belongs to another location.");
+                return Ok(None);
+            }
             if vault.text("payment_method") != Some(method) {
                 errors.add(kind, format!("The account vault is not a {method} account."));
                 return Ok(None);

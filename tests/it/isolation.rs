@@ -17,6 +17,7 @@ engine_tests!(
     cross_tenant_matrix,
     cross_tenant_api_id_and_upsert,
     hierarchy_child_sees_its_subtree_only,
+    references_stay_at_their_location,
 );
 
 /// One tenant with a record of every resource.
@@ -2386,4 +2387,74 @@ fn hierarchy_child_sees_its_subtree_only(app: &TestApp) {
         "the C1 user is shown the parent's admin {admin_name}:\n{}",
         leaks.join("\n")
     );
+}
+
+/// A parent location's user sees its children's records, but a record
+/// kept at one location cannot name another location's contact, vault
+/// or transaction: a child's invoice or vault would show a sibling's
+/// customer to the child's users, and a refund made elsewhere than its
+/// sale escapes the sale's location. A refund without a location is made
+/// at its sale's.
+fn references_stay_at_their_location(app: &TestApp) {
+    let t = app.bootstrap();
+    let own = t.location_id();
+    let c1 = t.location(&own, "C1");
+    let c2 = t.location(&own, "C2");
+    let sibling_contact = t.contact(json!({ "location_id": c2, "email": "sib@example.com" }))["id"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    let r = t.post(
+        "/v2/quickinvoices",
+        json!({ "quickinvoice": { "location_id": c1, "title": "x", "due_date": "2030-01-15",
+            "item_list": { "a": "1.00" }, "contact_id": sibling_contact,
+            "cc_product_transaction_id": t.cred("cc_product_transaction_id") } }),
+    );
+    assert_eq!(r.status, 422, "{}", r.text);
+    let r = t.post(
+        "/v2/accountvaults",
+        json!({ "accountvault": { "location_id": c1, "payment_method": "cc", "contact_id": sibling_contact,
+            "account_number": "4111111111111111", "exp_date": "1239" } }),
+    );
+    assert_eq!(r.status, 422, "{}", r.text);
+    assert!(!r.errors("contact_id").is_empty(), "{}", r.text);
+
+    let pt = crate::locations::insert_product_transaction(app, &c1, "cc");
+    let sale = t
+        .post(
+            "/v2/transactions",
+            json!({ "transaction": { "action": "sale", "payment_method": "cc", "location_id": c1,
+                "product_transaction_id": pt, "account_number": "4111111111111111",
+                "exp_date": "1239", "transaction_amount": "9.00" } }),
+        )
+        .expect(201);
+    let sale_id = sale.body["transaction"]["id"].as_str().unwrap().to_string();
+    let batch = sale.body["transaction"]["transaction_batch_id"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    t.post(&format!("/v2/transactionbatches/{batch}/settle"), json!({}))
+        .expect(200);
+    let r = t.post(
+        "/v2/transactions",
+        json!({ "transaction": { "action": "sale", "payment_method": "cc", "location_id": c1,
+            "product_transaction_id": pt, "contact_id": sibling_contact, "account_number": "4111111111111111",
+            "exp_date": "1239", "transaction_amount": "3.00" } }),
+    );
+    assert_eq!(r.status, 422, "{}", r.text);
+    assert!(!r.errors("contact_id").is_empty(), "{}", r.text);
+    let refund = |extra: Value| {
+        let mut tx = json!({ "action": "refund", "payment_method": "cc",
+            "previous_transaction_id": sale_id, "transaction_amount": "4.00" });
+        for (k, v) in extra.as_object().unwrap() {
+            tx[k] = v.clone();
+        }
+        t.post("/v2/transactions", json!({ "transaction": tx }))
+    };
+    let r = refund(json!({ "location_id": own }));
+    assert_eq!(r.status, 422, "{}", r.text);
+    assert!(!r.errors("previous_transaction_id").is_empty(), "{}", r.text);
+    let r = refund(json!({ "product_transaction_id": pt })).expect(201);
+    assert_eq!(r.body["transaction"]["location_id"], c1.as_str());
+    assert_eq!(r.body["transaction"]["product_transaction_id"], pt.as_str());
 }
