@@ -14,20 +14,36 @@ use std::collections::BTreeSet;
 pub struct Perms {
     pub admin: bool,
     pub granted: BTreeSet<String>,
+    /// Every `<resource>.read` permission, and nothing else by it.
+    pub every_read: bool,
 }
 
 impl Perms {
     /// Whether the user holds any permission at all (a role).
     pub fn has_some(&self) -> bool {
-        self.admin || !self.granted.is_empty()
+        self.admin || self.every_read || !self.granted.is_empty()
+    }
+
+    /// What a location's own read-only user holds (the Read only role):
+    /// every read, no change. Postback payloads are rendered with it, so
+    /// that they show no more than the location's users may read
+    /// (ADR 0027).
+    pub fn reader() -> Perms {
+        Perms {
+            every_read: true,
+            ..Perms::default()
+        }
     }
 
     pub fn allows(&self, permission: &str) -> bool {
-        self.admin || self.granted.contains(permission)
+        self.admin || self.granted.contains(permission) || (self.every_read && permission.ends_with(".read"))
     }
     /// Whether these permissions include all of `other` (no escalation).
     pub fn covers(&self, other: &Perms) -> bool {
-        self.admin || (!other.admin && other.granted.is_subset(&self.granted))
+        self.admin
+            || (!other.admin
+                && (self.every_read || !other.every_read)
+                && other.granted.iter().all(|p| self.allows(p)))
     }
     pub fn require(&self, permission: &str) -> ApiResult<()> {
         if self.allows(permission) {

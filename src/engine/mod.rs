@@ -490,6 +490,14 @@ pub fn render_expanded(cx: &Cx, conn: &mut dyn Conn, record: &Record, expand: &[
         let Some(spec) = record.res.expand(name) else {
             continue;
         };
+        // Records the caller may not read are withheld as records out of
+        // scope are: null, or [] for a list (the request still succeeds).
+        if let Some((permission, many)) = spec.reads() {
+            if !cx.perms.allows(&permission) {
+                out.insert(name.clone(), if many { json!([]) } else { Json::Null });
+                continue;
+            }
+        }
         let value = match spec {
             Expand::BelongsTo { target, column, .. } => {
                 match record
@@ -519,7 +527,9 @@ pub fn render_expanded(cx: &Cx, conn: &mut dyn Conn, record: &Record, expand: &[
                 )
             }
             Expand::Changelogs { users } => changelogs(cx, conn, record, users)?,
-            Expand::Custom(name) => record.res.rules.expand(cx, conn, record, name)?,
+            Expand::Custom(name) | Expand::CustomRecords { name, .. } => {
+                record.res.rules.expand(cx, conn, record, name)?
+            }
         };
         out.insert(name.clone(), value);
     }
@@ -527,7 +537,8 @@ pub fn render_expanded(cx: &Cx, conn: &mut dyn Conn, record: &Record, expand: &[
 }
 
 /// The change log of a record in the spec's shape, each entry with the
-/// `users` record of who made it, newest first (as the reference's batch
+/// `users` record of who made it (null when the caller may not read or
+/// see it), newest first (as the reference's batch
 /// postback shows it; the spec gives no order). Details of hidden fields
 /// (logged before they were left out) are not shown.
 pub fn changelogs(
@@ -540,6 +551,7 @@ pub fn changelogs(
         "SELECT id, created_ts, action, model, model_id, user_id FROM changelogs WHERE model_id = ? ORDER BY id DESC LIMIT 500",
         vec![record.id().into()],
     ))?;
+    let may_read_users = cx.perms.allows(&users.permission("read"));
     let mut out = Vec::with_capacity(logs.len());
     for log in logs {
         let id = log[0].as_str().unwrap_or_default().to_string();
@@ -557,8 +569,9 @@ pub fn changelogs(
             })
             .map(|d| json!({ "id": value_json(&d[0]), "changelog_id": value_json(&d[1]), "field": value_json(&d[2]), "old_value": value_json(&d[3]) }))
             .collect();
-        // Only users the caller may see are embedded.
+        // Only users the caller may see and read are embedded.
         let user = match log[5].as_str() {
+            Some(_) if !may_read_users => Json::Null,
             Some(uid) => match query::find(conn, users, &cx.scope, uid)? {
                 Some(u) => json!({
                     "id": value_json(u.get("id")),

@@ -34,6 +34,25 @@ impl TenantScope {
     }
 }
 
+/// The scope of a location's own users: it and every location below it,
+/// in its time zone. `None` when there is no such location.
+pub fn location_scope(conn: &mut dyn Conn, location_id: &str) -> Result<Option<TenantScope>, DbError> {
+    let row = conn.query_one(&Sql::with(
+        "SELECT l.path, l.tz, EXISTS (SELECT 1 FROM locations c WHERE c.parent_id = l.id) \
+         FROM locations l WHERE l.id = ?",
+        vec![location_id.into()],
+    ))?;
+    Ok(row.map(|row| TenantScope {
+        location_id: location_id.to_string(),
+        path: row[0].as_str().unwrap_or_default().to_string(),
+        tz: row[1]
+            .as_str()
+            .and_then(|t| t.parse().ok())
+            .unwrap_or(chrono_tz::UTC),
+        leaf: row[2].as_int() == Some(0),
+    }))
+}
+
 /// `SELECT <stored columns> FROM <table> t [JOIN locations s] WHERE <scope>`
 pub fn select(res: &'static Resource, scope: &TenantScope) -> Sql {
     select_with(res, scope, false)

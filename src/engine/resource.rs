@@ -287,8 +287,17 @@ pub enum Expand {
     /// The change log of the record, each entry with the `users` record
     /// of who made it (when the caller can see it).
     Changelogs { users: &'static Resource },
-    /// Resolved by the resource's rules.
+    /// Resolved by the resource's rules from the record itself (codes,
+    /// flags, its own tags), no other resource's records.
     Custom(&'static str),
+    /// Resolved by the resource's rules from records of another resource,
+    /// which a caller reads with `permission`: without it the expand is
+    /// null, or [] when `many`, as for records out of scope.
+    CustomRecords {
+        name: &'static str,
+        permission: &'static str,
+        many: bool,
+    },
 }
 
 impl Expand {
@@ -296,7 +305,19 @@ impl Expand {
         match self {
             Expand::BelongsTo { name, .. } | Expand::HasMany { name, .. } => name,
             Expand::Changelogs { .. } => "changelogs",
-            Expand::Custom(name) => name,
+            Expand::Custom(name) | Expand::CustomRecords { name, .. } => name,
+        }
+    }
+
+    /// The permission that reads the records this expand embeds, and
+    /// whether it embeds many (`None`: it embeds only the record's own
+    /// data; a change log checks its users itself).
+    pub fn reads(&self) -> Option<(String, bool)> {
+        match self {
+            Expand::BelongsTo { target, .. } => Some((target.permission("read"), false)),
+            Expand::HasMany { target, .. } => Some((target.permission("read"), true)),
+            Expand::CustomRecords { permission, many, .. } => Some((permission.to_string(), *many)),
+            Expand::Changelogs { .. } | Expand::Custom(_) => None,
         }
     }
 }

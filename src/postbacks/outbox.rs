@@ -2,10 +2,12 @@
 //! the transaction of the change. A committed change cannot lose its
 //! event; a rolled-back change takes its rows with it.
 
+use crate::auth::Perms;
 use crate::clock::Clock;
 use crate::db::{Conn, Row, Sql, Value};
 use crate::engine::events::{Action, EventSink};
 use crate::engine::kept::Kept;
+use crate::engine::query::{self, TenantScope};
 use crate::engine::record::Record;
 use crate::engine::{location_of, render_expanded, Cx};
 use crate::error::ApiResult;
@@ -23,6 +25,7 @@ pub struct Outbox {
     clock: Clock,
     wake: Arc<Notify>,
     configs: Arc<KeptSubscriptions>,
+    scopes: Arc<KeptScopes>,
 }
 
 /// The active configs that want one kind of event, kept under the epoch
@@ -33,6 +36,10 @@ type KeptSubscriptions = Kept<ConfigsKey, Vec<Row>>;
 /// Location, resource, the event's flag column, and the product
 /// transaction for resources whose configs name one.
 type ConfigsKey = (String, &'static str, &'static str, Option<String>);
+
+/// The scope of each location whose events configs want, kept under the
+/// epoch (locations move it): a payload is rendered in it.
+type KeptScopes = Kept<String, TenantScope>;
 
 impl std::fmt::Debug for Outbox {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
@@ -47,13 +54,18 @@ impl Outbox {
             clock,
             wake,
             configs: Arc::default(),
+            scopes: Arc::default(),
         }
     }
 }
 
 impl EventSink for Outbox {
     fn record(&self, conn: &mut dyn Conn, cx: &Cx, action: Action, record: &Record) -> ApiResult<()> {
-        if enqueue(conn, cx, action, record, self.clock.now_ms(), &self.configs)? {
+        let kept = Subscriptions {
+            configs: &self.configs,
+            scopes: &self.scopes,
+        };
+        if enqueue(conn, cx, action, record, self.clock.now_ms(), &kept)? {
             self.wake.notify_one();
         }
         Ok(())
@@ -74,17 +86,28 @@ impl EventSink for Outbox {
     }
 }
 
+/// What [`enqueue`] keeps under the epoch between events.
+pub struct Subscriptions<'a> {
+    configs: &'a KeptSubscriptions,
+    scopes: &'a KeptScopes,
+}
+
 /// Writes the delivery rows of one event. Records of resources that
 /// declare no `postback` cost nothing; events no active config wants, one
 /// indexed lookup, or none when the configs are kept under the request's
 /// epoch (`kept`). Returns whether any row was written.
+///
+/// The payload is rendered as the config's location sees the record, not
+/// as whoever made the change does (ADR 0027): in that location's scope,
+/// with [`Perms::reader`]. A parent's admin, the system's own jobs and the
+/// location's clerks all give it the same payload.
 pub fn enqueue(
     conn: &mut dyn Conn,
     cx: &Cx,
     action: Action,
     record: &Record,
     now_ms: i64,
-    kept: &KeptSubscriptions,
+    kept: &Subscriptions,
 ) -> ApiResult<bool> {
     let res = record.res;
     let Some(postback) = res.postback else {
@@ -103,7 +126,7 @@ pub fn enqueue(
         .then(|| record.text("product_transaction_id").map(str::to_string))
         .flatten();
     let key = (location_id.clone(), res.name, wanted, product_transaction.clone());
-    let configs = kept.get_or_read(key, cx.epoch, || {
+    let configs = kept.configs.get_or_read(key, cx.epoch, || {
         let mut sql = Sql::new("SELECT id, expands FROM postback_configs WHERE location_id = ");
         sql.bind(location_id.clone())
             .push(" AND resource = ")
@@ -121,6 +144,24 @@ pub fn enqueue(
     if configs.is_empty() {
         return Ok(false);
     }
+    // Configs live at the record's location: one viewer for all of them.
+    let scope = kept
+        .scopes
+        .get_or_find(location_id.clone(), cx.epoch, || {
+            query::location_scope(conn, &location_id)
+        })?
+        // A location gone in this very change: nothing beyond it.
+        .unwrap_or_else(|| TenantScope {
+            location_id: location_id.clone(),
+            path: String::new(),
+            tz: cx.scope.tz,
+            leaf: true,
+        });
+    let viewer = Cx {
+        scope,
+        perms: Arc::new(Perms::reader()),
+        ..cx.clone()
+    };
     // Configs asking for the same expands share one rendering.
     let mut rendered: Vec<(String, String)> = Vec::new();
     for config in configs {
@@ -129,7 +170,7 @@ pub fn enqueue(
         let payload = match rendered.iter().find(|(e, _)| *e == expands) {
             Some((_, p)) => p.clone(),
             None => {
-                let p = data(cx, conn, record, &expands)?;
+                let p = data(&viewer, conn, record, &expands)?;
                 rendered.push((expands, p.clone()));
                 p
             }
@@ -187,10 +228,8 @@ fn strip_links(json: &mut Json) {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::auth::Perms;
     use crate::crypto::Keyring;
     use crate::db::{DbError, Dialect, Row, Store};
-    use crate::engine::query::TenantScope;
     use crate::engine::{self, validate};
     use crate::error::ApiError;
     use crate::ids::ROOT_LOCATION_ID;

@@ -82,7 +82,11 @@ pub static DEVICE_TERM: Resource = Resource {
             column: "terminal_id",
         },
         Expand::Custom("reason_code"),
-        Expand::Custom("signature"),
+        Expand::CustomRecords {
+            name: "signature",
+            permission: "signatures.read",
+            many: false,
+        },
     ],
     list_params: &[],
     computed: &[(

@@ -102,7 +102,11 @@ pub static LOCATION: Resource = Resource {
             column: "created_user_id",
         },
         Expand::Custom("developer_company"),
-        Expand::Custom("product_transactions"),
+        Expand::CustomRecords {
+            name: "product_transactions",
+            permission: "producttransactions.read",
+            many: true,
+        },
         Expand::Custom("product_recurring"),
         Expand::Custom("product_file"),
         Expand::BelongsTo {
@@ -110,7 +114,11 @@ pub static LOCATION: Resource = Resource {
             target: &LOCATION,
             column: "parent_id",
         },
-        Expand::Custom("terminal"),
+        Expand::CustomRecords {
+            name: "terminal",
+            permission: "terminals.read",
+            many: true,
+        },
         Expand::Changelogs { users: &USER },
     ],
     list_params: &[],

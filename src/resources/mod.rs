@@ -104,6 +104,24 @@ mod tests {
         }
     }
 
+    /// An expand of another resource's records names the read permission
+    /// of a resource that exists (or of Level 3 data, which has its own),
+    /// so that callers without it get null or [] (ADR 0027).
+    #[test]
+    fn custom_record_expands_name_read_permissions_that_exist() {
+        use crate::engine::resource::Expand;
+        for res in ALL {
+            for expand in res.expands {
+                let Expand::CustomRecords { name, permission, .. } = expand else {
+                    continue;
+                };
+                let known = permission == &"transactionlevel3s.read"
+                    || ALL.iter().any(|r| r.permission("read") == *permission);
+                assert!(known, "{}.{name}: {permission}", res.name);
+            }
+        }
+    }
+
     /// The postback config messages and docs name the subscribable
     /// resources in words: they must match the declarations.
     #[test]

@@ -127,7 +127,11 @@ pub static QUICK_INVOICE: Resource = Resource {
             target: &USER,
             column: "created_user_id",
         },
-        Expand::Custom("transactions"),
+        Expand::CustomRecords {
+            name: "transactions",
+            permission: "transactions.read",
+            many: true,
+        },
         Expand::Custom("tags"),
         Expand::Custom("files"),
         Expand::Changelogs { users: &USER },

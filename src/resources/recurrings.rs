@@ -156,7 +156,11 @@ pub static RECURRING: Resource = Resource {
             target: &TRANSACTION,
             column: "recurring_id",
         },
-        Expand::Custom("signature"),
+        Expand::CustomRecords {
+            name: "signature",
+            permission: "signatures.read",
+            many: false,
+        },
         Expand::BelongsTo {
             name: "location",
             target: &LOCATION,

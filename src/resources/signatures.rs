@@ -149,8 +149,11 @@ impl Rules for SignatureRules {
 
 /// The newest signature of a record, rendered (null when it has none):
 /// the `signature` expand of vaults, transactions, recurrings and device
-/// terms.
+/// terms. Null too for a caller who may not read signatures.
 pub fn latest(cx: &Cx, conn: &mut dyn Conn, resource: &str, id: &str) -> ApiResult<Json> {
+    if !cx.perms.allows(&SIGNATURE.permission("read")) {
+        return Ok(Json::Null);
+    }
     let mut sql = query::select(&SIGNATURE, &cx.scope);
     sql.push(" AND t.resource = ")
         .bind(resource.to_string())

@@ -18,6 +18,7 @@ engine_tests!(
     known_callers_follow_changes_made_by_another_process,
     user_without_role_is_forbidden_everywhere,
     read_only_role_reads_but_never_writes,
+    expands_withhold_records_the_caller_may_not_read,
     integration_role_does_crud,
     authroleusers_grant_read_list_revoke,
     roles_cannot_be_escalated,
@@ -607,6 +608,105 @@ fn read_only_role_reads_but_never_writes(app: &TestApp) {
         wrong.join("\n")
     );
     assert_eq!(snapshot(&t), before, "nothing changed");
+}
+
+/// An expand answers null (one record) or [] (a list) where the caller
+/// may not read the records it would embed, as for records out of scope:
+/// a clerk reads no notes, signatures, users or locations through
+/// contacts, transactions and vaults, and the request still succeeds.
+fn expands_withhold_records_the_caller_may_not_read(app: &TestApp) {
+    let t = app.bootstrap();
+    let loc = t.location_id();
+    let f = fixture(&t);
+    let tx = id_of(
+        &t.post(
+            "/v2/transactions",
+            json!({ "transaction": { "action": "sale", "payment_method": "cc", "contact_id": f.contact,
+                "account_number": "4111111111111111", "exp_date": "1239",
+                "transaction_amount": "3.00", "product_transaction_id": f.cc } }),
+        )
+        .expect(201),
+        "transaction",
+    );
+    let vault = id_of(
+        &t.post(
+            "/v2/accountvaults",
+            json!({ "accountvault": { "location_id": loc, "payment_method": "cc",
+                "account_number": "4111111111111111", "exp_date": "1239" } }),
+        )
+        .expect(201),
+        "accountvault",
+    );
+    for (resource, id) in [("Transaction", &tx), ("AccountVault", &vault)] {
+        t.post(
+            "/v2/signatures",
+            json!({ "signature": { "resource": resource, "resource_id": id,
+                "signature": "iVBORw0KGgoAAAANSUhEUg==" } }),
+        )
+        .expect(201);
+    }
+    let (u, k) = t.user(&loc, Some("3"));
+    let clerk = t.as_user(&u, &k);
+    for list in ["/v2/notes", "/v2/signatures", "/v2/users", "/v2/locations"] {
+        assert_json_error(&clerk.get(list), 403, list);
+    }
+    let contact_path = format!(
+        "/v2/contacts/{}?expand=notes,created_user,location,changelogs",
+        f.contact
+    );
+    let tx_path =
+        format!("/v2/transactions/{tx}?expand=signature,created_user,changelogs,location,contact,status");
+    let vault_path = format!("/v2/accountvaults/{vault}?expand=signature,created_user,location");
+
+    // The admin sees every one of them.
+    let c = &t.get(&contact_path).expect(200).body["contact"];
+    assert_eq!(c["notes"].as_array().map(Vec::len), Some(1), "{c}");
+    assert!(c["created_user"].is_object() && c["location"].is_object(), "{c}");
+    assert!(c["changelogs"][0]["user"].is_object(), "{c}");
+    let x = &t.get(&tx_path).expect(200).body["transaction"];
+    for key in ["signature", "created_user", "location", "contact"] {
+        assert!(x[key].is_object(), "admin {key}: {x}");
+    }
+    assert!(x["changelogs"][0]["user"].is_object(), "{x}");
+    let v = &t.get(&vault_path).expect(200).body["accountvault"];
+    assert!(v["signature"].is_object(), "{v}");
+
+    // The clerk: 200, with what he may not read withheld.
+    let c = &clerk.get(&contact_path).expect(200).body["contact"];
+    assert_eq!(c["id"], f.contact.as_str());
+    assert_eq!(c["notes"], json!([]), "{c}");
+    assert_eq!(c["created_user"], Value::Null, "{c}");
+    assert_eq!(c["location"], Value::Null, "{c}");
+    let logs = c["changelogs"].as_array().expect("the contact's own change log");
+    assert!(!logs.is_empty());
+    assert!(logs.iter().all(|l| l["user"].is_null()), "{c}");
+    let x = &clerk.get(&tx_path).expect(200).body["transaction"];
+    for key in ["signature", "created_user", "location"] {
+        assert_eq!(x[key], Value::Null, "clerk {key}: {x}");
+    }
+    assert!(
+        x["changelogs"]
+            .as_array()
+            .is_some_and(|l| l.iter().all(|l| l["user"].is_null())),
+        "{x}"
+    );
+    // What he may read still comes: the contact, the transaction's status.
+    assert_eq!(x["contact"]["id"], f.contact.as_str(), "{x}");
+    assert!(x["status"].is_object(), "{x}");
+    let v = &clerk.get(&vault_path).expect(200).body["accountvault"];
+    for key in ["signature", "created_user", "location"] {
+        assert_eq!(v[key], Value::Null, "clerk vault {key}: {v}");
+    }
+    // Lists expand the same way.
+    let listed = &clerk
+        .get(&format!(
+            "/v2/contacts?id={}&expand=notes,created_user",
+            f.contact
+        ))
+        .expect(200)
+        .body["contacts"][0];
+    assert_eq!(listed["notes"], json!([]), "{listed}");
+    assert_eq!(listed["created_user"], Value::Null, "{listed}");
 }
 
 fn integration_role_does_crud(app: &TestApp) {

@@ -51,6 +51,8 @@ engine_tests!(
     private_targets_are_refused_unless_allowed,
     a_hanging_receiver_does_not_stall_others,
     undelivered_events_survive_sigkill,
+    payloads_hide_what_the_location_s_readers_may_not_see,
+    payloads_of_a_child_show_only_what_the_child_sees,
 );
 
 fn configs_are_validated_and_keep_credentials_sealed(app: &mut TestApp) {
@@ -728,4 +730,127 @@ fn undelivered_events_survive_sigkill(app: &mut TestApp) {
     let acked: std::collections::BTreeSet<String> =
         rx.received().iter().map(|r| str_of(&r.data()["id"])).collect();
     assert!(ids.iter().all(|id| acked.contains(id)));
+}
+
+/// A payload is rendered as the config's location's read-only users see
+/// the record, whoever made the change: an admin's sale does not put the
+/// location's keys (shown only to those who may update locations) in the
+/// payload, where any reader of deliveries would see them.
+fn payloads_hide_what_the_location_s_readers_may_not_see(app: &mut TestApp) {
+    let t = app.bootstrap();
+    let loc = t.location_id();
+    let hook = Receiver::start("/keys");
+    let cfg = config(
+        &t,
+        json!({ "resource": "transaction", "url": hook.url, "product_transaction_id": t.cred("cc_product_transaction_id"),
+            "expands": "location,created_user,changelogs" }),
+    );
+    let admin_view = t.get(&format!("/v2/locations/{loc}")).expect(200).body["location"].clone();
+    assert!(
+        admin_view["location_api_key"].is_string(),
+        "the admin sees the keys"
+    );
+    sale(&t, "5.00");
+    let sent = hook.wait_for(1, WAIT)[0].data();
+    let (reader, key) = t.user(&loc, Some("2"));
+    let reader = t.as_user(&reader, &key);
+    let stored = reader
+        .get(&format!(
+            "/v2/postbackconfigs/{}/deliveries?expand=data",
+            str_of(&cfg["id"])
+        ))
+        .expect(200)
+        .body["postbackdeliveries"][0]["data"]
+        .clone();
+    let reader_view = reader.get(&format!("/v2/locations/{loc}")).expect(200).body["location"].clone();
+    for key in ["location_api_key", "ticket_hash_key"] {
+        assert_eq!(reader_view[key], Value::Null, "{key}: the reader's own read");
+        assert_eq!(sent["location"][key], Value::Null, "{key} sent: {sent}");
+        assert_eq!(stored["location"][key], Value::Null, "{key} stored: {stored}");
+    }
+    assert_eq!(
+        sent["location"]["id"],
+        loc.as_str(),
+        "the location is still embedded"
+    );
+    // The admin is the location's own user: readers see who made it.
+    assert_eq!(sent["created_user"]["id"], t.user_id().as_str());
+    assert_eq!(sent["changelogs"][0]["user"]["id"], t.user_id().as_str());
+    assert_eq!(stored, sent);
+}
+
+/// A parent's admin acting at a child: the child's payloads embed only
+/// records in the child's scope, as the child's own users read them (the
+/// parent's admin and the parent's contact are null there too).
+fn payloads_of_a_child_show_only_what_the_child_sees(app: &mut TestApp) {
+    let t = app.bootstrap();
+    let child = t.location(&t.location_id(), "Branch");
+    let contacts = Receiver::start("/child-contacts");
+    let vaults = Receiver::start("/child-vaults");
+    config(
+        &t,
+        json!({ "location_id": child, "resource": "contact", "url": contacts.url,
+            "expands": "changelogs,created_user,location" }),
+    );
+    config(
+        &t,
+        json!({ "location_id": child, "resource": "accountvault", "url": vaults.url,
+            "expands": "contact,created_user" }),
+    );
+    let (child_user, key) = t.user(&child, Some("2"));
+    let child_reader = t.as_user(&child_user, &key);
+
+    let contact = t.contact(json!({ "location_id": child, "first_name": "Ada" }));
+    let id = str_of(&contact["id"]);
+    t.put(
+        &format!("/v2/contacts/{id}"),
+        json!({ "contact": { "first_name": "Grace" } }),
+    )
+    .expect(200);
+    let got = contacts.wait_for(2, WAIT);
+    let own = child_reader
+        .get(&format!("/v2/contacts/{id}?expand=changelogs,created_user"))
+        .expect(200)
+        .body["contact"]
+        .clone();
+    assert_eq!(own["created_user"], Value::Null, "{own}");
+    assert_eq!(own["changelogs"][0]["user"], Value::Null, "{own}");
+    for r in &got {
+        let data = r.data();
+        assert_eq!(data["created_user"], Value::Null, "{data}");
+        let logs = data["changelogs"].as_array().expect("changelogs");
+        assert!(!logs.is_empty());
+        for log in logs {
+            assert_eq!(log["user_id"], t.user_id().as_str(), "ids are the record's own");
+            assert_eq!(log["user"], Value::Null, "{data}");
+        }
+        assert_eq!(data["location"]["id"], child.as_str());
+        assert_eq!(data["location"]["location_api_key"], Value::Null, "{data}");
+    }
+
+    // A vault at the child for the parent's contact.
+    let parents = t.contact(json!({ "first_name": "Parent" }));
+    let vault = t
+        .post(
+            "/v2/accountvaults",
+            json!({ "accountvault": { "location_id": child, "payment_method": "cc",
+                "account_number": "4111111111111111", "exp_date": "1239", "contact_id": parents["id"] } }),
+        )
+        .expect(201)
+        .body["accountvault"]
+        .clone();
+    let data = vaults.wait_for(1, WAIT)[0].data();
+    assert_eq!(data["id"], vault["id"]);
+    assert_eq!(data["contact_id"], parents["id"], "the id is the record's own");
+    assert_eq!(data["contact"], Value::Null, "{data}");
+    assert_eq!(data["created_user"], Value::Null, "{data}");
+    let own = child_reader
+        .get(&format!(
+            "/v2/accountvaults/{}?expand=contact",
+            str_of(&vault["id"])
+        ))
+        .expect(200)
+        .body["accountvault"]
+        .clone();
+    assert_eq!(own["contact"], Value::Null);
 }
