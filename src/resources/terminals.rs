@@ -248,9 +248,9 @@ impl Rules for TerminalRules {
     }
 }
 
-/// A location's terminals as whole records (a location's `terminal`
-/// expand: an embed carries the related resource's default fields).
-pub fn records_of_location(cx: &Cx, conn: &mut dyn Conn, location_id: &str) -> ApiResult<Vec<Json>> {
+/// A location's terminals in the caller's scope, newest first (at most
+/// 500).
+fn at_location(cx: &Cx, conn: &mut dyn Conn, location_id: &str) -> ApiResult<Vec<Record>> {
     let mut sql = crate::engine::query::select(&TERMINAL, &cx.scope);
     sql.push(" AND t.location_id = ")
         .bind(location_id.to_string())
@@ -258,22 +258,25 @@ pub fn records_of_location(cx: &Cx, conn: &mut dyn Conn, location_id: &str) -> A
     Ok(conn
         .query(&sql)?
         .into_iter()
-        .map(|row| Json::Object(crate::engine::render(cx, &Record::from_row(&TERMINAL, row))))
+        .map(|row| Record::from_row(&TERMINAL, row))
+        .collect())
+}
+
+/// A location's terminals as whole records (a location's `terminal`
+/// expand: an embed carries the related resource's default fields).
+pub fn records_of_location(cx: &Cx, conn: &mut dyn Conn, location_id: &str) -> ApiResult<Vec<Json>> {
+    Ok(at_location(cx, conn, location_id)?
+        .iter()
+        .map(|r| Json::Object(crate::engine::render(cx, r)))
         .collect())
 }
 
 /// The terminals of a location as location infos list them: id,
 /// local_ip_address, port, title and `_links`.
 pub fn of_location(cx: &Cx, conn: &mut dyn Conn, location_id: &str) -> ApiResult<Vec<Json>> {
-    let mut sql = crate::engine::query::select(&TERMINAL, &cx.scope);
-    sql.push(" AND t.location_id = ")
-        .bind(location_id.to_string())
-        .push(" ORDER BY t.id DESC LIMIT 500");
-    Ok(conn
-        .query(&sql)?
-        .into_iter()
-        .map(|row| {
-            let r = Record::from_row(&TERMINAL, row);
+    Ok(at_location(cx, conn, location_id)?
+        .iter()
+        .map(|r| {
             json!({
                 "id": r.id(),
                 "local_ip_address": r.text("local_ip_address"),
