@@ -446,14 +446,13 @@ fn cross_checks(answers: &Answers, errors: &mut FieldErrors) {
         }
     }
     if let Some(sales) = answers.get("salesInformation") {
-        let cents = |k: &str| {
-            sales
-                .get(k)
-                .and_then(Json::as_str)
-                .and_then(|t| crate::money::parse_text(t, MAX_SALES_CENTS).ok())
-        };
-        if let (Some(avg), Some(high)) = (cents("averageTicket"), cents("highestTicket")) {
-            if avg > high {
+        let bounds = |k: &str| sales.get(k).and_then(Json::as_str).and_then(ticket_bounds);
+        // An average surely above the highest: its least is above the
+        // highest's most (a range counts by its bounds).
+        if let (Some((avg_least, _)), Some((_, high_most))) =
+            (bounds("averageTicket"), bounds("highestTicket"))
+        {
+            if avg_least > high_most {
                 errors.add(
                     "salesInformation.averageTicket",
                     "Average ticket cannot exceed the highest ticket.",
@@ -739,6 +738,19 @@ fn sales_band(t: &str) -> Option<String> {
     (lo < hi).then(|| format!("{lo}-{hi}"))
 }
 
+/// The least and the most a stored ticket answer may be, in cents: an
+/// amount is both; a range `lo-hi` its bounds; `>n` above n, unbounded.
+fn ticket_bounds(t: &str) -> Option<(i64, i64)> {
+    let whole = |n: &str| n.parse::<i64>().ok().map(|n| n * 100);
+    if let Some(n) = t.strip_prefix('>') {
+        return whole(n).map(|n| (n + 1, i64::MAX));
+    }
+    if let Some((lo, hi)) = t.split_once('-') {
+        return Some((whole(lo)?, whole(hi)?));
+    }
+    crate::money::parse_text(t, MAX_SALES_CENTS).ok().map(|c| (c, c))
+}
+
 /// All but the last four characters as `X` (values shorter than eight
 /// are masked whole), as card numbers are shown.
 pub fn mask(plain: &str) -> String {
@@ -834,6 +846,9 @@ mod tests {
         bad(Kind::Sales, json!(1.234));
         assert_eq!(ok(Kind::Sales, json!("0 - 5,000")), "0-5000");
         assert_eq!(ok(Kind::Sales, json!(">500000")), ">500000");
+        assert_eq!(ticket_bounds("0-500"), Some((0, 50_000)));
+        assert_eq!(ticket_bounds(">500000"), Some((50_000_001, i64::MAX)));
+        assert_eq!(ticket_bounds("600.00"), Some((60_000, 60_000)));
         bad(Kind::Sales, json!("5000-100"));
         assert_eq!(ok(Kind::SecCodes, json!("web, ccd")), "WEB,CCD");
         bad(Kind::SecCodes, json!("XYZ"));

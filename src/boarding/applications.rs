@@ -359,13 +359,15 @@ fn parse_signature(input: &Map<String, Json>, now: i64) -> ApiResult<Json> {
         }
     }
     let get = |k: &str| input.get(k).filter(|v| !v.is_null());
-    match get("eConsent").map(crate::engine::validate::parse_flag) {
-        Some(Some(true)) => {}
+    // A boolean, as the spec types it: consent is not read into "1".
+    match get("eConsent") {
+        Some(Json::Bool(true)) => {}
         None => errors.add("eConsent", "E consent cannot be blank."),
-        _ => errors.add(
+        Some(Json::Bool(false)) => errors.add(
             "eConsent",
             "E consent must be true: the signer consents to sign electronically.",
         ),
+        Some(_) => errors.add("eConsent", "E consent must be the boolean true."),
     }
     let name = super::text_field(get("name").unwrap_or(&Json::Null), "name", 2, 100, &mut errors);
     if name.is_none() && !errors.has("name") {
@@ -387,13 +389,25 @@ fn parse_signature(input: &Map<String, Json>, now: i64) -> ApiResult<Json> {
         }
         Some(Ok(addr)) => Some(addr.to_string()),
     };
-    let ts = get("timestamp").and_then(Json::as_str).map(str::trim);
-    let ts = match ts.map(chrono::DateTime::parse_from_rfc3339) {
+    // ISO 8601: a `T` between date and time (RFC 3339 also takes a
+    // space, which ISO 8601 does not).
+    let iso = |t: &str| {
+        chrono::DateTime::parse_from_rfc3339(t)
+            .ok()
+            .filter(|_| t.as_bytes().get(10) == Some(&b'T'))
+            .ok_or(())
+    };
+    let ts = match get("timestamp") {
+        None => None,
+        Some(Json::String(t)) => Some(t.trim()),
+        Some(_) => Some(""),
+    };
+    let ts = match ts.map(|t| (t, iso(t))) {
         None => {
             errors.add("timestamp", "Timestamp cannot be blank.");
             None
         }
-        Some(Err(_)) => {
+        Some((_, Err(_))) => {
             errors.add(
                 "timestamp",
                 "Timestamp must be an ISO 8601 date-time with its offset, such as 2021-01-15T16:34:41.766Z.",
@@ -401,11 +415,11 @@ fn parse_signature(input: &Map<String, Json>, now: i64) -> ApiResult<Json> {
             None
         }
         // A few minutes of clock skew between the signer and us.
-        Some(Ok(t)) if t.timestamp() > now + 300 => {
+        Some((_, Ok(t))) if t.timestamp() > now + 300 => {
             errors.add("timestamp", "Timestamp cannot be in the future.");
             None
         }
-        Some(Ok(_)) => ts.map(str::to_string),
+        Some((t, Ok(_))) => Some(t.to_string()),
     };
     errors.into_result()?;
     Ok(json!({ "eConsent": true, "name": name, "ipAddress": ip, "timestamp": ts }))

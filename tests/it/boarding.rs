@@ -483,6 +483,22 @@ fn every_group_is_validated_field_by_field(app: &TestApp) {
             "salesInformation.averageTicket"
         ])
     );
+    // Range labels count by their bounds: an average surely above the
+    // highest is refused, one that may be within it is not.
+    for (avg, high, refused) in [
+        ("600", "0-500", true),
+        (">500000", "0-5000", true),
+        ("400", "0-500", false),
+        ("0-500", "450", false),
+        ("100", ">500000", false),
+    ] {
+        let r = put(json!({ "salesInformation": { "averageTicket": avg, "highestTicket": high } }));
+        let refusal = r.status == 422 && error_fields(&r).contains("salesInformation.averageTicket");
+        assert_eq!(refusal, refused, "{avg} against {high}: {}", r.text);
+        if !refused {
+            assert_eq!(r.status, 200, "{avg} against {high}: {}", r.text);
+        }
+    }
 
     // Accepted forms: titles without the period, ownership keys, every
     // ZIP form, territories, separators in phone and SSN, amounts as
@@ -554,6 +570,20 @@ fn every_group_is_validated_field_by_field(app: &TestApp) {
     let r = sign(json!({ "eConsent": true, "name": "Jane Doe", "ipAddress": "8.8.8.8", "timestamp": "2999-01-01T00:00:00Z" }))
         .expect(422);
     assert_eq!(error_fields(&r), fields(&["timestamp"]));
+    // eConsent is a boolean, the timestamp ISO 8601 (a T, not a space)
+    // and a string.
+    for consent in [json!("true"), json!(1)] {
+        let r = sign(json!({ "eConsent": consent, "name": "Jane Doe", "ipAddress": "8.8.8.8", "timestamp": "2021-01-15T16:34:41Z" }))
+            .expect(422);
+        assert!(error_fields(&r).contains("eConsent"), "{consent}: {}", r.text);
+    }
+    for ts in [json!("2021-01-15 16:34:41Z"), json!(1610728481)] {
+        let r =
+            sign(json!({ "eConsent": true, "name": "Jane Doe", "ipAddress": "8.8.8.8", "timestamp": ts }))
+                .expect(422);
+        assert!(error_fields(&r).contains("timestamp"), "{ts}: {}", r.text);
+        assert!(r.text.contains("ISO 8601"), "{}", r.text);
+    }
 }
 
 fn a_put_is_a_whole_resubmission(app: &TestApp) {
