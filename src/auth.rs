@@ -321,15 +321,12 @@ impl UserRows {
         Caller {
             user_id,
             developer_id,
-            scope: TenantScope {
-                location_id: user[2].as_str().unwrap_or_default().to_string(),
-                path: user[3].as_str().unwrap_or_default().to_string(),
-                tz: user[4]
-                    .as_str()
-                    .and_then(|t| t.parse().ok())
-                    .unwrap_or(chrono_tz::UTC),
-                leaf: user[5].as_int() == Some(0),
-            },
+            scope: TenantScope::of_location(
+                user[2].as_str().unwrap_or_default().to_string(),
+                &user[3],
+                &user[4],
+                &user[5],
+            ),
             perms,
             clock_offset_s: self.clock_offset(),
             session: None,
@@ -378,15 +375,12 @@ fn authenticate_token(
     Ok(Caller {
         user_id: row[0].as_str().unwrap_or_default().to_string(),
         developer_id: developer_id.unwrap_or_default().to_string(),
-        scope: TenantScope {
-            location_id: row[3].as_str().unwrap_or_default().to_string(),
-            path: row[4].as_str().unwrap_or_default().to_string(),
-            tz: row[5]
-                .as_str()
-                .and_then(|t| t.parse().ok())
-                .unwrap_or(chrono_tz::UTC),
-            leaf: row[6].as_int() == Some(0),
-        },
+        scope: TenantScope::of_location(
+            row[3].as_str().unwrap_or_default().to_string(),
+            &row[4],
+            &row[5],
+            &row[6],
+        ),
         perms,
         clock_offset_s: offset,
         session: Some(Session {

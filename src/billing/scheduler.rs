@@ -749,15 +749,7 @@ fn load_claimed(conn: &mut dyn Conn, ids: &[String]) -> ApiResult<Vec<Claimed>> 
                 vec![location_id.clone().into()],
             ))?;
             let Some(row) = row else { continue };
-            let scope = TenantScope {
-                location_id: location_id.clone(),
-                path: row[0].as_str().unwrap_or_default().to_string(),
-                tz: row[1]
-                    .as_str()
-                    .and_then(|t| t.parse().ok())
-                    .unwrap_or(chrono_tz::UTC),
-                leaf: row[3].as_int() == Some(0),
-            };
+            let scope = TenantScope::of_location(location_id.clone(), &row[0], &row[1], &row[3]);
             locations.insert(location_id.clone(), (scope, row[2].as_int().unwrap_or(0)));
         }
         let (scope, offset_s) = locations[&location_id].clone();

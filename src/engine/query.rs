@@ -24,6 +24,18 @@ pub struct TenantScope {
 }
 
 impl TenantScope {
+    /// The scope of a location from its stored columns: its path, its
+    /// `tz` (UTC when unset or unknown) and whether it has children (an
+    /// integer flag, as `EXISTS` answers it).
+    pub fn of_location(location_id: String, path: &Value, tz: &Value, has_children: &Value) -> TenantScope {
+        TenantScope {
+            location_id,
+            path: path.as_str().unwrap_or_default().to_string(),
+            tz: tz.as_str().and_then(|t| t.parse().ok()).unwrap_or(chrono_tz::UTC),
+            leaf: has_children.as_int() == Some(0),
+        }
+    }
+
     /// `[lower, upper)` bounds of the paths inside this scope: every path
     /// that starts with ours. '0' is the character after '/'.
     pub fn bounds(&self) -> (String, String) {
@@ -42,15 +54,7 @@ pub fn location_scope(conn: &mut dyn Conn, location_id: &str) -> Result<Option<T
          FROM locations l WHERE l.id = ?",
         vec![location_id.into()],
     ))?;
-    Ok(row.map(|row| TenantScope {
-        location_id: location_id.to_string(),
-        path: row[0].as_str().unwrap_or_default().to_string(),
-        tz: row[1]
-            .as_str()
-            .and_then(|t| t.parse().ok())
-            .unwrap_or(chrono_tz::UTC),
-        leaf: row[2].as_int() == Some(0),
-    }))
+    Ok(row.map(|row| TenantScope::of_location(location_id.to_string(), &row[0], &row[1], &row[2])))
 }
 
 /// `SELECT <stored columns> FROM <table> t [JOIN locations s] WHERE <scope>`

@@ -105,6 +105,16 @@ fn by_api_id(t: &Tenant, api_id: &str) -> Vec<Value> {
         .unwrap_or_default()
 }
 
+/// What a payer types into the sale form of [`sale_data`].
+const PAYFORM_CARD: &[(&str, &str)] = &[
+    ("account_holder_name", "Pat Payer"),
+    ("account_number", "4111 1111 1111 1111"),
+    ("exp_date", "12/39"),
+    ("cvv", "999"),
+    ("billing_street", "1 Main St"),
+    ("billing_zip", "12345"),
+];
+
 fn sale_data(api_id: &str) -> Value {
     json!({ "transaction": { "payment_method": "cc", "action": "sale", "transaction_amount": "13.00",
         "transaction_api_id": api_id, "parent_send_message": 1, "show_street": true,
@@ -133,19 +143,7 @@ fn payform_sale_is_found_by_its_api_id(app: &TestApp) {
     );
     let action = form_action(&form);
 
-    let done = submit(
-        app,
-        &action,
-        &[
-            ("account_holder_name", "Pat Payer"),
-            ("account_number", "4111 1111 1111 1111"),
-            ("exp_date", "12/39"),
-            ("cvv", "999"),
-            ("billing_street", "1 Main St"),
-            ("billing_zip", "12345"),
-        ],
-    )
-    .expect(200);
+    let done = submit(app, &action, PAYFORM_CARD).expect(200);
     assert!(done.text.contains("Payment approved"), "{}", done.text);
     assert!(
         !done.text.contains("4111111111111111"),
@@ -1131,18 +1129,7 @@ fn a_form_pays_only_while_its_user_may(app: &TestApp) {
         .expect(200);
     let role = roles.body["authroleusers"][0]["id"].as_str().unwrap().to_string();
     other.delete(&format!("/v2/authroleusers/{role}")).expect(204);
-    let r = submit(
-        app,
-        &action,
-        &[
-            ("account_holder_name", "Pat Payer"),
-            ("account_number", "4111 1111 1111 1111"),
-            ("exp_date", "12/39"),
-            ("cvv", "999"),
-            ("billing_street", "1 Main St"),
-            ("billing_zip", "12345"),
-        ],
-    );
+    let r = submit(app, &action, PAYFORM_CARD);
     assert_eq!(r.status, 403, "{}", r.text);
     assert!(by_api_id(&other, "revoked-1").is_empty(), "nothing charged");
 }
