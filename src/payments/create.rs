@@ -280,7 +280,14 @@ pub fn prepare(
         record.set("entry_mode_id", read.entry_mode.code());
     }
     if let (Source::Card(card), Action::Sale | Action::AuthOnly) = (&funding.source, action) {
-        super::surcharge::apply(conn, &place.settings, &card.data.pan, &mut record, &mut errors)?;
+        super::surcharge::apply(
+            conn,
+            &place.settings,
+            origin,
+            &card.data.pan,
+            &mut record,
+            &mut errors,
+        )?;
     }
 
     check_requirements(

@@ -140,6 +140,15 @@ impl Origin {
     pub fn api() -> Origin {
         Origin::from(TrxSource::Integration)
     }
+
+    /// Whether a card product transaction's surcharge applies. The
+    /// reference lets consumer fees through the API, PayForms, hosted
+    /// pages, quick invoices and the virtual terminal, not terminals:
+    /// their cardholder approves the amount the device shows. Nor the
+    /// Authorize.Net emulator, whose `amount` is the total to charge.
+    pub fn takes_surcharge(&self) -> bool {
+        self.terminal.is_none() && self.source != TrxSource::Emulator
+    }
 }
 
 impl From<TrxSource> for Origin {

@@ -10,12 +10,17 @@
 //! the surcharge is added to it. Or it may send `subtotal_amount` (and
 //! `surcharge_amount`) itself: then they must agree with the rate and
 //! the total.
+//!
+//! Terminal payments and the Authorize.Net emulator's take no surcharge
+//! ([`Origin::takes_surcharge`]): their amount is the one the cardholder
+//! or the cart approved.
 
 use crate::bins;
 use crate::db::Conn;
 use crate::engine::record::Record;
 use crate::error::{ApiResult, FieldErrors};
 use crate::money::Money;
+use crate::payments::request::Origin;
 use serde_json::{json, Value as Json};
 
 /// The highest rate, in basis points (3.00%).
@@ -139,19 +144,27 @@ fn refuse_surcharge(errors: &mut FieldErrors, expected: i64, bp: i64, subtotal: 
 pub fn apply(
     conn: &mut dyn Conn,
     settings: &Json,
+    origin: &Origin,
     pan: &str,
     record: &mut Record,
     errors: &mut FieldErrors,
 ) -> ApiResult<()> {
-    let Some(bp) = rate_bp(settings) else {
-        // No surcharge is charged here, so none may be claimed.
-        if record.int("surcharge_amount").is_some_and(|s| s != 0) {
-            errors.add(
-                "surcharge_amount",
-                "Surcharge Amount must be 0: this account takes no surcharge.",
-            );
+    let bp = match rate_bp(settings) {
+        Some(bp) if origin.takes_surcharge() => bp,
+        rate => {
+            // No surcharge is charged here, so none may be claimed.
+            if record.int("surcharge_amount").is_some_and(|s| s != 0) {
+                errors.add(
+                    "surcharge_amount",
+                    if rate.is_some() {
+                        "Surcharge Amount must be 0: payments on a terminal or through the Authorize.Net emulator take no surcharge."
+                    } else {
+                        "Surcharge Amount must be 0: this account takes no surcharge."
+                    },
+                );
+            }
+            return Ok(());
         }
-        return Ok(());
     };
     let total = record.int("transaction_amount").unwrap_or(0);
     let tax = record.int("tax").unwrap_or(0);

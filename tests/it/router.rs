@@ -26,6 +26,7 @@ engine_tests!(
     device_terms_are_answered_on_the_device,
     bad_router_requests_prompt_nobody,
     the_reference_router_samples_run,
+    a_terminal_charges_the_amount_it_showed,
 );
 
 fn sale(t: &Tenant, terminal_id: &str, amount: &str, api_id: &str, extra: Value) -> Value {
@@ -962,4 +963,43 @@ fn the_reference_router_samples_run(app: &TestApp) {
         sale(&t, &tid, "1.00", "r-cvv", json!({ "cvv": "123" })),
     );
     assert_eq!(r.status, 422, "{}", r.text);
+}
+
+/// The cardholder approves the amount the device shows: an account's
+/// surcharge is not added to a terminal payment (the reference lists no
+/// consumer fees on terminals), while the same account's API sale takes it.
+fn a_terminal_charges_the_amount_it_showed(app: &TestApp) {
+    let t = app.bootstrap();
+    let cc = t.cred("cc_product_transaction_id");
+    let out = app.cli(&["surcharge", "--product-transaction-id", &cc, "--percent", "3"]);
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let (tid, secret) = terminal(&t, json!({}));
+    let _sim = Sim::start(&app.base, &tid, &secret, &[]);
+    let r = t
+        .post(
+            "/v2/routertransactions",
+            sale(&t, &tid, "10.00", "r-fee", json!({})),
+        )
+        .expect(201);
+    let tx = &r.body["routertransaction"];
+    assert_eq!(tx["status_id"], 101, "{}", r.text);
+    assert_eq!(tx["transaction_amount"], "10.00", "{}", r.text);
+    assert!(
+        tx["surcharge_amount"].is_null() || tx["surcharge_amount"] == "0.00",
+        "{}",
+        r.text
+    );
+    let api = t
+        .post(
+            "/v2/transactions",
+            json!({ "transaction": { "action": "sale", "payment_method": "cc",
+                "account_number": "4111111111111111", "exp_date": "1230",
+                "transaction_amount": "10.00", "location_id": t.location_id() } }),
+        )
+        .expect(201);
+    assert_eq!(
+        api.body["transaction"]["transaction_amount"], "10.30",
+        "{}",
+        api.text
+    );
 }
