@@ -221,6 +221,13 @@ pub const MIGRATIONS: &[Migration] = &[
         "",
         "",
     ),
+    (
+        36,
+        "device_term_claims",
+        include_str!("../../migrations/0036_device_term_claims.sql"),
+        "",
+        "",
+    ),
 ];
 
 /// Applies every migration not yet recorded. Returns how many ran.

@@ -278,6 +278,15 @@ pub fn prepare(
     );
     if let Some(read) = &origin.terminal {
         record.set("entry_mode_id", read.entry_mode.code());
+        // The card was in the terminal's reader (reference: card_present
+        // is 1 for a retail card read, 0 for a no-show charge); a number
+        // keyed on the terminal is not a card read.
+        let read_physically = matches!(
+            read.entry_mode,
+            EntryMode::Chip | EntryMode::Contactless | EntryMode::Swiped | EntryMode::Fallback
+        );
+        let no_show = parsed.flag("no_show") == Some(true);
+        record.set("card_present", i64::from(read_physically && !no_show));
     }
     if let (Source::Card(card), Action::Sale | Action::AuthOnly) = (&funding.source, action) {
         super::surcharge::apply(
@@ -361,9 +370,12 @@ pub fn prepare(
 
 /// The checks of [`prepare`] that need no account, for a payment whose
 /// card a terminal has yet to read: where (location, product
-/// transaction), who (the contact) and the api id. A read job: nothing
-/// is reserved, and [`prepare`] checks everything again once the card is
-/// there.
+/// transaction), who (the contact), the api id and the request's own
+/// rules ([`check_request_rules`]). What is left to [`prepare`] depends
+/// on the card (its number and expiry, the vault it is saved to) or on
+/// the moment (velocity, which records a decline rather than refusing).
+/// A read job: nothing is reserved, and [`prepare`] checks everything
+/// again once the card is there.
 pub fn precheck(
     cx: &Cx,
     conn: &mut dyn Conn,
@@ -380,7 +392,7 @@ pub fn precheck(
     // (see check_save_account).
     identify_payer(cx, conn, parsed, &place, &mut errors)?;
     check_api_id(cx, conn, &record, &place, &mut errors)?;
-    check_parts(&record, &mut errors);
+    check_request_rules(&record, &mut errors);
     errors.into_result()
 }
 
@@ -711,7 +723,20 @@ fn check_requirements(
             errors.add("cvv", blank("cvv"));
         }
     }
+    check_request_rules(record, errors);
+}
+
+/// The rules a request meets on its own, whatever account pays: tax and
+/// tip within the amount, the lodging dates' window. [`prepare`] checks
+/// them with the rest, and [`precheck`] before a terminal prompts anyone:
+/// one list, so a rule added here reaches both.
+fn check_request_rules(record: &Record, errors: &mut FieldErrors) {
     check_parts(record, errors);
+    check_lodging_dates(record, errors);
+}
+
+/// Checkout is 0 to 99 nights after checkin.
+fn check_lodging_dates(record: &Record, errors: &mut FieldErrors) {
     if let (Some(a), Some(b)) = (record.text("checkin_date"), record.text("checkout_date")) {
         let parse = |s: &str| chrono::NaiveDate::parse_from_str(s, "%Y-%m-%d").ok();
         if let (Some(a), Some(b)) = (parse(a), parse(b)) {

@@ -176,15 +176,15 @@ fn release_in(conn: &mut dyn Conn, user: &str, key: &str) -> ApiResult<()> {
 }
 
 /// Settles a claim whose request failed before any money moved: a 4xx
-/// answer is kept (a repeat gets the same refusal); anything else frees
-/// the key for a retry.
-pub async fn fail(store: &Store, cx: &Cx, key: &str, error: &ApiError) {
+/// answer is kept when `keep_refusal` (a repeat gets the same refusal);
+/// anything else frees the key for a retry.
+pub async fn fail(store: &Store, cx: &Cx, key: &str, error: &ApiError, keep_refusal: bool) {
     let (user, key) = (cx.user_id.clone(), key.to_string());
     let status = error.status().as_u16();
     let body = error.body();
     let result = store
         .write(move |conn| {
-            if (400..500).contains(&status) {
+            if keep_refusal && (400..500).contains(&status) {
                 finish(conn, &user, &key, status, &body)
             } else {
                 release_in(conn, &user, &key)

@@ -131,15 +131,26 @@ impl Payments {
     /// A new payment (`POST /v2/transactions` and every other producer).
     /// Answers 201 with the stored transaction, a decline included; a
     /// repeat of an `Idempotency-Key` answers what the first stored.
+    ///
+    /// A terminal's payment keeps only its transaction under the key: a
+    /// refusal once the card is read was caused by that card (expired,
+    /// not a card number), not by the request, whose own faults were
+    /// refused before the terminal was asked. A repeat asks the terminal
+    /// again, where the cardholder may present another card.
     pub fn create(
         &self,
         cx: Cx,
         request: NewPayment,
     ) -> impl Future<Output = ApiResult<Reply>> + Send + 'static {
         let idempotency = request.idempotency.clone();
-        self.operation(cx, idempotency, 201, move |this, cx, key| async move {
-            this.new_payment(&cx, request, key).await
-        })
+        let keep_refusals = request.origin.terminal.is_none();
+        self.operation(
+            cx,
+            idempotency,
+            201,
+            keep_refusals,
+            move |this, cx, key| async move { this.new_payment(&cx, request, key).await },
+        )
     }
 
     /// The checks of a new payment that need no account (see
@@ -161,7 +172,7 @@ impl Payments {
         request: FollowUp,
     ) -> impl Future<Output = ApiResult<Reply>> + Send + 'static {
         let idempotency = request.idempotency.clone();
-        self.operation(cx, idempotency, 200, move |this, cx, key| async move {
+        self.operation(cx, idempotency, 200, true, move |this, cx, key| async move {
             this.follow_up(&cx, request, key).await
         })
     }
@@ -175,19 +186,20 @@ impl Payments {
         request: FollowUp,
     ) -> impl Future<Output = ApiResult<Reply>> + Send + 'static {
         let idempotency = request.idempotency.clone();
-        self.operation(cx, idempotency, 201, move |this, cx, key| async move {
+        self.operation(cx, idempotency, 201, true, move |this, cx, key| async move {
             this.replace_debit(&cx, request, key).await
         })
     }
 
     /// Runs one money-moving operation on a task of its own, under its
     /// `Idempotency-Key` if it has one (`work` gets the key to store its
-    /// answer under).
+    /// answer under; `keep_refusals`: see [`Payments::claim_then`]).
     fn operation<F, Fut>(
         &self,
         cx: Cx,
         idempotency: Option<Idempotency>,
         status: u16,
+        keep_refusals: bool,
         work: F,
     ) -> impl Future<Output = ApiResult<Reply>> + Send + 'static
     where
@@ -197,9 +209,13 @@ impl Payments {
         let this = self.clone();
         self.detached(async move {
             let key = idempotency.as_ref().map(|i| i.key.clone());
-            this.claim_then(&cx, idempotency.as_ref(), status, move |this, cx| {
-                work(this, cx, key)
-            })
+            this.claim_then(
+                &cx,
+                idempotency.as_ref(),
+                status,
+                keep_refusals,
+                move |this, cx| work(this, cx, key),
+            )
             .await
         })
     }
@@ -217,18 +233,20 @@ impl Payments {
         let Some(i) = idempotency else {
             return Err(error);
         };
-        self.claim_then(&cx, Some(&i), 200, |_, _| async move { Err(error) })
+        self.claim_then(&cx, Some(&i), 200, true, |_, _| async move { Err(error) })
             .await
     }
 
     /// Claims the idempotency key (or replays its answer), runs `work`,
     /// and settles the key if the work fails: a refusal (4xx) becomes the
-    /// key's answer, anything else frees the key for a retry.
+    /// key's answer when `keep_refusals`, anything else frees the key for
+    /// a retry.
     async fn claim_then<F, Fut>(
         &self,
         cx: &Cx,
         idempotency: Option<&Idempotency>,
         status: u16,
+        keep_refusals: bool,
         work: F,
     ) -> ApiResult<Reply>
     where
@@ -248,7 +266,7 @@ impl Payments {
         }
         let result = work(self.clone(), cx.clone()).await;
         if let (Err(e), Some(i)) = (&result, idempotency) {
-            idempotency::fail(&self.store, cx, &i.key, e).await;
+            idempotency::fail(&self.store, cx, &i.key, e, keep_refusals).await;
         }
         result.map(|body| Reply {
             status,

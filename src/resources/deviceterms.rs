@@ -89,11 +89,18 @@ pub static DEVICE_TERM: Resource = Resource {
         },
     ],
     list_params: &[],
-    computed: &[(
-        "device_term_api_id",
-        "string",
-        "device_terms_api_id as the reference's answers name it",
-    )],
+    computed: &[
+        (
+            "device_term_api_id",
+            "string",
+            "device_terms_api_id as the reference's answers name it",
+        ),
+        (
+            "signature",
+            "object",
+            "the signature the device captured (id, resource_id, resource DeviceTerm, signature, created_ts, modified_ts, _links); null without one or without signatures.read",
+        ),
+    ],
     rules: &DeviceTermRules,
     search: None,
     cascades: &[],
@@ -179,7 +186,71 @@ pub fn precheck(cx: &Cx, conn: &mut dyn Conn, record: &Record) -> ApiResult<()> 
     Ok(())
 }
 
+/// How long a claim on an api id holds when its request never released
+/// it (its process died): past the longest a request waits on its
+/// location's clock (an overall_timeout of 300 s, the holder's 60 s more).
+const CLAIM_STALE_S: i64 = 600;
+
+/// Claims `api_id` at `location_id` for one request (`claim_id`) until
+/// [`release_api_id`], before its terms are checked and shown: a second
+/// request naming the api id meanwhile is refused before it prompts
+/// anyone. A claim older than [`CLAIM_STALE_S`] is taken over. One
+/// upsert, so of two requests at once exactly one holds the claim.
+pub fn claim_api_id(
+    conn: &mut dyn Conn,
+    location_id: &str,
+    api_id: &str,
+    claim_id: &str,
+    now: i64,
+) -> ApiResult<()> {
+    let taken = conn.execute(&Sql::with(
+        "INSERT INTO device_term_claims (location_id, api_id, claim_id, claimed_ts) VALUES (?, ?, ?, ?) \
+         ON CONFLICT (location_id, api_id) DO UPDATE SET claim_id = excluded.claim_id, \
+         claimed_ts = excluded.claimed_ts WHERE device_term_claims.claimed_ts < ?",
+        vec![
+            location_id.into(),
+            api_id.into(),
+            claim_id.into(),
+            now.into(),
+            (now - CLAIM_STALE_S).into(),
+        ],
+    ))?;
+    if taken == 0 {
+        return Err(ApiError::field(
+            "device_terms_api_id",
+            "Device Terms Api Id is being shown on a terminal by another request; try again once it is answered.",
+        ));
+    }
+    Ok(())
+}
+
+/// Releases a claim of [`claim_api_id`] (only the request's own).
+pub fn release_api_id(conn: &mut dyn Conn, location_id: &str, api_id: &str, claim_id: &str) -> ApiResult<()> {
+    conn.execute(&Sql::with(
+        "DELETE FROM device_term_claims WHERE location_id = ? AND api_id = ? AND claim_id = ?",
+        vec![location_id.into(), api_id.into(), claim_id.into()],
+    ))?;
+    Ok(())
+}
+
 impl Rules for DeviceTermRules {
+    /// The spec lists `signature` among a device term's fields: every
+    /// read shows it (the `signature` expand names the same member).
+    fn render_read(
+        &self,
+        cx: &Cx,
+        conn: &mut dyn Conn,
+        record: &Record,
+        _extra: &[(String, String)],
+        expand: &[String],
+    ) -> ApiResult<Option<Json>> {
+        let mut out = engine::render_expanded(cx, conn, record, expand)?;
+        if out.get("signature").is_none() {
+            out["signature"] = super::signatures::latest(cx, conn, "DeviceTerm", record.id())?;
+        }
+        Ok(Some(out))
+    }
+
     fn before_create(
         &self,
         cx: &Cx,

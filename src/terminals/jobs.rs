@@ -17,6 +17,7 @@ use crate::engine::record::Record;
 use crate::engine::validate::{for_create, CreateInput};
 use crate::engine::{self, Cx};
 use crate::error::{ApiError, ApiResult};
+use crate::payments::actions::Action;
 use crate::payments::{Idempotency, NewPayment, Origin, Payments, TerminalRead};
 use crate::processor::{EntryMode, StatusId};
 use crate::resources::{ACCOUNT_VAULT, DEVICE_TERM, SIGNATURE};
@@ -68,8 +69,8 @@ impl Runner for Jobs {
                     this.payment(session, &terminal, body, idempotency, requester)
                         .await
                 }
-                Work::Store { body } => this.store_card(session, body, requester).await,
-                Work::Terms { body } => this.terms(session, body, requester).await,
+                Work::Store { body } => this.store_card(session, &terminal, body, requester).await,
+                Work::Terms { body } => this.terms(session, &terminal, body, requester).await,
             }
         })
     }
@@ -93,6 +94,16 @@ fn give_up(session: &DeviceSession) -> Outcome {
         request_id: session.request_id.clone(),
     });
     Outcome::Cancelled
+}
+
+/// Gives the device its work, with the terminal's time-outs as they are
+/// now (read for each request, so a change reaches a connected device).
+fn start(session: &DeviceSession, terminal: &Terminal, job: DeviceJob) {
+    session.send(ToDevice::Start {
+        request_id: session.request_id.clone(),
+        job,
+        timeouts: timeouts::all(terminal.timeouts.as_deref()),
+    });
 }
 
 /// Waits for the card, or for the end of the request without one.
@@ -179,13 +190,14 @@ impl Jobs {
             Ok(parsed) => parsed,
             Err(e) => return refused(e),
         };
-        session.send(ToDevice::Start {
-            request_id: session.request_id.clone(),
-            job: DeviceJob::Payment {
+        start(
+            &session,
+            terminal,
+            DeviceJob::Payment {
                 action: shown.action.name().to_string(),
                 amount: crate::money::format(shown.input.record.int("transaction_amount").unwrap_or(0)),
             },
-        });
+        );
         let card = match card(&mut session).await {
             Ok(card) => card,
             Err(outcome) => return outcome,
@@ -246,14 +258,20 @@ impl Jobs {
         let Some(id) = tx["id"].as_str().map(str::to_string) else {
             return refused(ApiError::internal("a payment answered without an id"));
         };
+        // The device shows what status_id says (an AVS-only check's 121
+        // included), as the spec tells integrators to decide.
         let approved = tx["status_id"]
             .as_u64()
             .and_then(|s| StatusId::from_code(s as u16))
-            .is_some_and(|s| matches!(s, StatusId::Approved | StatusId::AuthOnly | StatusId::Refunded));
+            .is_some_and(StatusId::is_approved);
         let message = tx["verbiage"]
             .as_str()
             .unwrap_or(if approved { "APPROVED" } else { "DECLINED" });
-        let sign = approved && card.cvm == Cvm::Signature && terminal.signature_capture;
+        // An AVS-only check moves no money: nothing to sign for.
+        let sign = approved
+            && shown.action != Action::AvsOnly
+            && card.cvm == Cvm::Signature
+            && terminal.signature_capture;
         self.tell(&session, approved, message, sign);
         if sign {
             let limit = Duration::from_secs(
@@ -305,13 +323,11 @@ impl Jobs {
     async fn store_card(
         &self,
         mut session: DeviceSession,
+        terminal: &Terminal,
         body: Map<String, Json>,
         requester: Requester,
     ) -> Outcome {
-        session.send(ToDevice::Start {
-            request_id: session.request_id.clone(),
-            job: DeviceJob::Store,
-        });
+        start(&session, terminal, DeviceJob::Store);
         let card = match card(&mut session).await {
             Ok(card) => card,
             Err(outcome) => return outcome,
@@ -364,6 +380,7 @@ impl Jobs {
     async fn terms(
         &self,
         mut session: DeviceSession,
+        terminal: &Terminal,
         body: Map<String, Json>,
         requester: Requester,
     ) -> Outcome {
@@ -371,9 +388,10 @@ impl Jobs {
             Ok(input) => input,
             Err(e) => return refused(e),
         };
-        session.send(ToDevice::Start {
-            request_id: session.request_id.clone(),
-            job: DeviceJob::Terms {
+        start(
+            &session,
+            terminal,
+            DeviceJob::Terms {
                 terms: input
                     .record
                     .text("terms_conditions")
@@ -381,7 +399,7 @@ impl Jobs {
                     .to_string(),
                 require_signature: input.record.int("require_signature") == Some(1),
             },
-        });
+        );
         let answer = loop {
             match session.next(LONG_WAIT).await {
                 DeviceEvent::Device(FromDevice::Terms {

@@ -63,15 +63,7 @@ pub async fn authenticate(store: &Store, terminal_id: &str, secret: &str) -> Api
         terminal_id: terminal_id.to_string(),
         location_id: row[0].as_str().unwrap_or_default().to_string(),
         signature_capture: row[3].as_int() == Some(1),
-        timeouts: timeouts::TABLE
-            .iter()
-            .filter_map(|(name, ..)| {
-                Some((
-                    name.to_string(),
-                    Json::from(timeouts::get(stored.as_deref(), name)?),
-                ))
-            })
-            .collect(),
+        timeouts: timeouts::all(stored.as_deref()),
     })
 }
 

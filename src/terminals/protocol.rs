@@ -12,7 +12,7 @@
 //! device                               gateway
 //!   register {serial_number, ...} -->
 //!                                 <--  registered {terminal_id, timeouts}
-//!                                 <--  start {request_id, job}
+//!                                 <--  start {request_id, job, timeouts}
 //!   card {request_id, card}       -->  (the payment runs at the gateway)
 //!                                 <--  result {approved, capture_signature}
 //!   signature {request_id, ...}   -->  (only when asked)
@@ -34,8 +34,24 @@ pub enum ToDevice {
         timeouts: Map<String, Json>,
         signature_capture: bool,
     },
-    /// Work for the device.
-    Start { request_id: String, job: DeviceJob },
+    /// Work for the device, with the terminal's time-outs as they stand
+    /// now (all nine, in seconds), so a change made since the device
+    /// registered applies from the next request. The device applies those
+    /// of its own screens: card entry, PIN entry, terms, signature input
+    /// and submit, the status display, tip and cashback, and
+    /// `transaction_timeout` (how long it waits for `result`). The
+    /// gateway applies `overall_timeout`, and backs the device up where a
+    /// device that never reports would hold the request: no card within
+    /// card entry (plus PIN entry for a payment), no answer to terms
+    /// within `device_terms_prompt_timeout`, no signature within its two
+    /// time-outs (ADR 0020). A payment the gateway has begun is finished
+    /// whatever the device's `transaction_timeout` says.
+    Start {
+        request_id: String,
+        job: DeviceJob,
+        #[serde(default)]
+        timeouts: Map<String, Json>,
+    },
     /// The processor's answer, to display; when `capture_signature`, the
     /// device asks the cardholder to sign and sends `signature`.
     Result {
@@ -206,17 +222,21 @@ mod tests {
 
     #[test]
     fn messages_are_tagged_json() {
+        let mut timeouts = Map::new();
+        timeouts.insert("card_entry_timeout".into(), json!(20));
         let start = ToDevice::Start {
             request_id: "r1".into(),
             job: DeviceJob::Payment {
                 action: "sale".into(),
                 amount: "7.15".into(),
             },
+            timeouts,
         };
         assert_eq!(
             serde_json::to_value(&start).unwrap(),
             json!({ "type": "start", "request_id": "r1",
-                "job": { "kind": "payment", "action": "sale", "amount": "7.15" } })
+                "job": { "kind": "payment", "action": "sale", "amount": "7.15" },
+                "timeouts": { "card_entry_timeout": 20 } })
         );
         let failed: FromDevice = serde_json::from_value(
             json!({ "type": "failed", "request_id": "r1", "reason": "card_entry_timeout" }),

@@ -4,7 +4,8 @@
 //! cannot succeed never prompts a cardholder), handed to the router, and
 //! answered from the record the holder made.
 
-use super::router::{refusal, Outcome, Requester, Router, Work};
+use super::protocol::Failure;
+use super::router::{refusal, Limits, Outcome, Requester, Router, Work};
 use super::timeouts;
 use crate::db::Store;
 use crate::engine::record::Record;
@@ -14,7 +15,7 @@ use crate::engine::{self, query, Cx};
 use crate::error::{ApiError, ApiResult, FieldErrors};
 use crate::payments::actions::{self, Action, Parsed};
 use crate::payments::{idempotency, Idempotency, Origin, Payments};
-use crate::resources::{ACCOUNT_VAULT, CONTACT, DEVICE_TERM, TERMINAL, TRANSACTION};
+use crate::resources::{deviceterms, ACCOUNT_VAULT, CONTACT, DEVICE_TERM, TERMINAL, TRANSACTION};
 use serde_json::{json, Map, Value as Json};
 
 /// The fields of a router transaction (spec "Router transaction"), and
@@ -175,13 +176,16 @@ async fn terminal(
     body: &Map<String, Json>,
     errors: &mut FieldErrors,
 ) -> ApiResult<Option<Record>> {
-    let Some(id) = body
-        .get("terminal_id")
-        .and_then(Json::as_str)
-        .filter(|s| !s.is_empty())
-    else {
-        errors.add("terminal_id", blank("terminal_id"));
-        return Ok(None);
+    let id = match body.get("terminal_id") {
+        Some(Json::String(s)) if !s.is_empty() => s.as_str(),
+        None | Some(Json::Null) | Some(Json::String(_)) => {
+            errors.add("terminal_id", blank("terminal_id"));
+            return Ok(None);
+        }
+        Some(_) => {
+            errors.add("terminal_id", "Terminal Id must be a string.");
+            return Ok(None);
+        }
     };
     let Some(t) = find(store, cx, &TERMINAL, id).await? else {
         errors.add("terminal_id", "terminal_id provided is not valid");
@@ -199,8 +203,24 @@ async fn terminal(
     Ok(Some(t))
 }
 
-fn overall_timeout_s(terminal: &Record) -> i64 {
-    timeouts::get(terminal.text("terminal_timeouts"), "overall_timeout").unwrap_or(300)
+/// Added to a device's own prompt time-out before the gateway stops
+/// waiting for it: the device's report of that time-out may be on its way.
+const DEVICE_SLACK_S: i64 = 5;
+
+/// How long the origin waits (ADR 0020): the terminal's
+/// `overall_timeout`, and the device's prompt, made of the time-outs
+/// named in `prompt`, answered as `failure` when nothing came back
+/// within their sum (and a little slack).
+fn limits(terminal: &Record, prompt: &[&str], failure: Failure) -> Limits {
+    let stored = terminal.text("terminal_timeouts");
+    let seconds = |name: &str| timeouts::get(stored, name).unwrap_or(0);
+    Limits {
+        overall_s: timeouts::get(stored, "overall_timeout").unwrap_or(300),
+        prompt: Some((
+            prompt.iter().map(|name| seconds(name)).sum::<i64>() + DEVICE_SLACK_S,
+            failure,
+        )),
+    }
 }
 
 /// The record the holder made, or the refusal the outcome stands for.
@@ -299,7 +319,12 @@ pub async fn transaction(
             terminal.id(),
             work,
             requester(cx, offset_s),
-            overall_timeout_s(&terminal),
+            // The card comes once it is presented and its PIN entered.
+            limits(
+                &terminal,
+                &["card_entry_timeout", "pin_entry_timeout"],
+                Failure::CardEntryTimeout,
+            ),
         )
         .await?;
     let (record, _) = record_of(services.store, cx, &TRANSACTION, outcome).await?;
@@ -381,7 +406,7 @@ pub async fn account_vault(
             terminal.id(),
             Work::Store { body },
             requester(cx, offset_s),
-            overall_timeout_s(&terminal),
+            limits(&terminal, &["card_entry_timeout"], Failure::CardEntryTimeout),
         )
         .await?;
     let (vault, _) = record_of(services.store, cx, &ACCOUNT_VAULT, outcome).await?;
@@ -394,7 +419,13 @@ pub async fn account_vault(
 /// `POST /v2/deviceterms`: terms shown on the terminal, recorded with the
 /// cardholder's answer (1000 accepted, with the signature; 1601
 /// declined, also when the prompt timed out or was cancelled). 201, or
-/// 200 for a declined term tried again by its api id.
+/// 200 for a declined term tried again by its api id. The answer shows
+/// the signature the device captured, as reads do.
+///
+/// A `device_terms_api_id` is claimed before anything is checked or
+/// shown and released when the request ends, so two requests naming the
+/// same api id cannot both prompt a cardholder for a term only one of
+/// them could record.
 pub async fn device_term(
     services: Services<'_>,
     cx: &Cx,
@@ -402,10 +433,59 @@ pub async fn device_term(
     body: Map<String, Json>,
 ) -> ApiResult<(u16, Json)> {
     let input = for_create(&DEVICE_TERM, &body).map_err(ApiError::Validation)?;
-    let (cx2, record) = (cx.clone(), input.record);
+    let claim = match (
+        input.record.text("location_id"),
+        input.record.text("device_terms_api_id").filter(|s| !s.is_empty()),
+    ) {
+        (Some(location), Some(api_id)) => Some(ApiIdClaim {
+            location_id: location.to_string(),
+            api_id: api_id.to_string(),
+            claim_id: crate::ids::new_id(),
+        }),
+        _ => None,
+    };
+    if let Some(c) = claim.clone() {
+        let now = cx.now;
+        services
+            .store
+            .write(move |conn| deviceterms::claim_api_id(conn, &c.location_id, &c.api_id, &c.claim_id, now))
+            .await?;
+    }
+    let answered = prompt_term(&services, cx, offset_s, body, input.record).await;
+    if let Some(c) = claim {
+        let released = services
+            .store
+            .write(move |conn| deviceterms::release_api_id(conn, &c.location_id, &c.api_id, &c.claim_id))
+            .await;
+        if let Err(e) = released {
+            // Taken over once stale (see deviceterms::claim_api_id).
+            tracing::warn!(error = %e, "a device term's api id claim was not released");
+        }
+    }
+    answered
+}
+
+/// A `device_terms_api_id` held by one request.
+#[derive(Clone)]
+struct ApiIdClaim {
+    location_id: String,
+    api_id: String,
+    claim_id: String,
+}
+
+/// The device term's checks, its prompt and the answer (the api id, if
+/// any, is claimed).
+async fn prompt_term(
+    services: &Services<'_>,
+    cx: &Cx,
+    offset_s: i64,
+    body: Map<String, Json>,
+    record: Record,
+) -> ApiResult<(u16, Json)> {
+    let cx2 = cx.clone();
     services
         .store
-        .read(move |conn| crate::resources::deviceterms::precheck(&cx2, conn, &record))
+        .read(move |conn| deviceterms::precheck(&cx2, conn, &record))
         .await?;
     let mut errors = FieldErrors::new();
     let Some(terminal) = terminal(services.store, cx, &body, &mut errors).await? else {
@@ -418,15 +498,17 @@ pub async fn device_term(
             terminal.id(),
             Work::Terms { body },
             requester(cx, offset_s),
-            overall_timeout_s(&terminal),
+            limits(&terminal, &["device_terms_prompt_timeout"], Failure::TermsTimeout),
         )
         .await?;
     let (term, retried) = record_of(services.store, cx, &DEVICE_TERM, outcome).await?;
     let status = if retried { 200 } else { 201 };
-    Ok((
-        status,
-        json!({ "deviceterm": Json::Object(engine::render(cx, &term)) }),
-    ))
+    let cx2 = cx.clone();
+    let shown = services
+        .store
+        .read(move |conn| engine::render_read(&cx2, conn, &term, &[], &[]))
+        .await?;
+    Ok((status, json!({ "deviceterm": shown })))
 }
 
 /// A terminal of the caller's scope, or 404.

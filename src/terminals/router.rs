@@ -71,6 +71,20 @@ pub enum Work {
     Terms { body: Map<String, Json> },
 }
 
+/// How long the origin waits on a request, in seconds of the requester's
+/// location's time (its test clock counts).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Limits {
+    /// The terminal's `overall_timeout`: the whole request.
+    pub overall_s: i64,
+    /// The device's prompt (the card with its PIN, or the answer to
+    /// terms) is due within this many seconds, else the request is
+    /// cancelled and answered as this failure: the gateway's backstop for
+    /// a device that does not apply its own time-out. Ends at the
+    /// holder's commitment (the card arrived). `None`: overall only.
+    pub prompt: Option<(i64, Failure)>,
+}
+
 /// On whose behalf the work runs: the caller of the origin's request.
 #[derive(Clone, Debug, Serialize, Deserialize)]
 pub struct Requester {
@@ -660,19 +674,21 @@ impl Router {
     }
 
     /// Runs `work` on the terminal's device and waits for its outcome, at
-    /// most `overall_timeout_s` of the requester's location's time (its
-    /// test clock counts, the same clock the holder writes the records
-    /// with). An offline or busy device and a request that ended on the
-    /// device are outcomes; errors: the deadline passed with nothing done
-    /// (422), or the holder stopped answering (503: whether something was
-    /// done is not known here, and the answer says so).
+    /// most `limits` of the requester's location's time (its test clock
+    /// counts, the same clock the holder writes the records with). An
+    /// offline or busy device and a request that ended on the device are
+    /// outcomes; errors: a deadline passed with nothing done (422
+    /// `overall_timeout`, or the prompt's failure), or the holder stopped
+    /// answering (503: whether something was done is not known here, and
+    /// the answer says so).
     pub async fn submit(
         &self,
         terminal_id: &str,
         work: Work,
         requester: Requester,
-        overall_timeout_s: i64,
+        limits: Limits,
     ) -> ApiResult<Outcome> {
+        let overall_timeout_s = limits.overall_s;
         let Some(node) = self.holder(terminal_id).await? else {
             return Ok(Outcome::Offline);
         };
@@ -685,7 +701,12 @@ impl Router {
         };
         let location_id = requester.location_id.clone();
         let mut offset = requester.offset_s;
-        let deadline = self.inner.clock.location_now(offset) + overall_timeout_s;
+        let started_at = self.inner.clock.location_now(offset);
+        let deadline = started_at + overall_timeout_s;
+        let prompt_deadline = limits
+            .prompt
+            .map(|(s, failure)| (started_at + s, failure))
+            .filter(|(until, _)| *until < deadline);
         let mut moved = self.inner.clock_moved.subscribe();
         let started = self
             .send(
@@ -704,8 +725,18 @@ impl Router {
             return Ok(Outcome::Offline);
         }
         // Until the deadline: the outcome, or the holder's commitment.
+        let mut expired = overall_timeout(overall_timeout_s);
         let committed = loop {
-            let left = deadline - self.inner.clock.location_now(offset);
+            let now = self.inner.clock.location_now(offset);
+            // The prompt's backstop: cancelled as the device would have
+            // reported it.
+            if let Some((_, failure)) = prompt_deadline.filter(|(until, _)| now >= *until) {
+                expired = refusal(&Outcome::Failed { reason: failure })
+                    .unwrap_or_else(|| overall_timeout(overall_timeout_s));
+                break false;
+            }
+            let next = prompt_deadline.map_or(deadline, |(until, _)| until.min(deadline));
+            let left = next - now;
             if left <= 0 {
                 break false;
             }
@@ -737,9 +768,7 @@ impl Router {
             let limit = if committed { CHARGE_LIMIT } else { CANCEL_GRACE };
             match tokio::time::timeout(limit, heard.recv()).await {
                 Ok(Some(FromHolder::Committed)) => committed = true,
-                Ok(Some(FromHolder::Done(Outcome::Cancelled))) if cancelled => {
-                    return Err(overall_timeout(overall_timeout_s))
-                }
+                Ok(Some(FromHolder::Done(Outcome::Cancelled))) if cancelled => return Err(expired),
                 Ok(Some(FromHolder::Done(outcome))) => return Ok(outcome),
                 Ok(None) | Err(_) => {
                     return Err(ApiError::Unavailable(

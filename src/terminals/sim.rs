@@ -394,11 +394,11 @@ async fn session(args: &SimArgs, url: &str) -> Result<(), SimError> {
                 };
                 match message {
                     ToDevice::Registered { terminal_id, .. } => say(&format!("connected {terminal_id}")),
-                    ToDevice::Start { request_id, job } => {
+                    ToDevice::Start { request_id, job, timeouts } => {
                         if let Some(w) = working.take() {
                             w.task.abort();
                         }
-                        let (task, sign) = start(args, &request_id, job, out_tx.clone());
+                        let (task, sign) = start(args, &request_id, job, &timeouts, out_tx.clone());
                         if let Some(failure) = sign {
                             awaiting_signature.insert(request_id.clone(), failure);
                         }
@@ -449,11 +449,14 @@ async fn send(
 }
 
 /// Starts acting out a request; returns its task and, for a payment that
-/// will be asked for a signature, what the cardholder does then.
+/// will be asked for a signature, what the cardholder does then. The
+/// request's time-outs are printed with it (a device's time-outs are
+/// acted out at once, see the module's notes).
 fn start(
     args: &SimArgs,
     request_id: &str,
     job: DeviceJob,
+    timeouts: &Map<String, Json>,
     out: tokio::sync::mpsc::UnboundedSender<FromDevice>,
 ) -> (tokio::task::JoinHandle<()>, Option<Option<Failure>>) {
     let think = Duration::from_millis(args.think_ms);
@@ -530,7 +533,11 @@ fn start(
         Some(FromDevice::Terms { accepted, .. }) => json!({ "terms_accepted": accepted }),
         _ => json!({ "waiting": true }),
     };
-    say(&json!({ "event": "request", "request_id": request_id, "job": job, "answer": shown }).to_string());
+    say(
+        &json!({ "event": "request", "request_id": request_id, "job": job, "timeouts": timeouts,
+        "answer": shown })
+        .to_string(),
+    );
     let task = tokio::spawn(async move {
         let Some(reply) = reply else {
             return;

@@ -36,6 +36,15 @@ pub fn get(stored: Option<&str>, name: &str) -> Option<i64> {
     Some(value.unwrap_or(*default))
 }
 
+/// All nine of a stored object, each at its default when absent or
+/// damaged: what a device is sent.
+pub fn all(stored: Option<&str>) -> Map<String, Json> {
+    TABLE
+        .iter()
+        .filter_map(|(name, ..)| Some((name.to_string(), Json::from(get(stored, name)?))))
+        .collect()
+}
+
 /// A member's value: a JSON integer or a string of digits.
 fn seconds(v: &Json) -> Option<i64> {
     match v {

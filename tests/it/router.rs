@@ -27,6 +27,10 @@ engine_tests!(
     bad_router_requests_prompt_nobody,
     the_reference_router_samples_run,
     a_terminal_charges_the_amount_it_showed,
+    terminal_timeouts_reach_the_device_and_the_gateway_applies_them,
+    a_device_term_api_id_is_claimed_before_the_prompt,
+    a_card_refusal_is_not_kept_under_the_idempotency_key,
+    an_avs_only_approval_is_shown_as_approved,
 );
 
 fn sale(t: &Tenant, terminal_id: &str, amount: &str, api_id: &str, extra: Value) -> Value {
@@ -88,6 +92,8 @@ fn router_sales_carry_the_card_present_data(app: &TestApp) {
     let tx = &r.body["routertransaction"];
     assert_eq!(tx["status_id"], 101, "{}", r.text);
     assert_eq!(tx["entry_mode_id"], "C");
+    // The card was in the reader.
+    assert_eq!(tx["card_present"], true, "{}", r.text);
     assert_eq!(tx["terminal_id"], json!(tid));
     assert_eq!(tx["terminal_serial_number"], "SN-ROUTER-1");
     assert_eq!(tx["trx_source_id"], 12);
@@ -124,6 +130,7 @@ fn router_sales_carry_the_card_present_data(app: &TestApp) {
         )
         .expect(201);
     assert_eq!(swiped.body["routertransaction"]["entry_mode_id"], "S");
+    assert_eq!(swiped.body["routertransaction"]["card_present"], true);
     assert_eq!(swiped.body["routertransaction"]["account_type"], "visa");
     assert_eq!(swiped.body["routertransaction"]["emv_receipt_data"], Value::Null);
     let keyed_amex = t
@@ -133,6 +140,8 @@ fn router_sales_carry_the_card_present_data(app: &TestApp) {
         )
         .expect(201);
     assert_eq!(keyed_amex.body["routertransaction"]["entry_mode_id"], "K");
+    // Keyed on the terminal: not a card read.
+    assert_eq!(keyed_amex.body["routertransaction"]["card_present"], false);
     assert_eq!(keyed_amex.body["routertransaction"]["account_type"], "amex");
 
     // A router transaction's street takes 64 characters (32 elsewhere).
@@ -642,10 +651,19 @@ fn device_terms_are_answered_on_the_device(app: &TestApp) {
                 "terms_conditions": "I agree to pay.", "device_terms_api_id": api_id } }),
         )
     };
-    // Accepted and signed on the device.
+    // Accepted and signed on the device: the answer shows the signature,
+    // as the spec's field table lists it, and so does a read.
     let r = term(&agree, "dt-1").expect(201);
     let id = r.body["deviceterm"]["id"].as_str().unwrap().to_string();
     assert_eq!(r.body["deviceterm"]["reason_code_id"], 1000, "{}", r.text);
+    let signed = &r.body["deviceterm"]["signature"];
+    assert_eq!(signed["resource"], "DeviceTerm", "{}", r.text);
+    assert_eq!(signed["resource_id"], json!(id));
+    assert!(signed["signature"].as_str().unwrap().starts_with("iVBOR"));
+    let read = t.get(&format!("/v2/deviceterms/{id}")).expect(200);
+    assert_eq!(read.body["deviceterm"]["signature"]["id"], signed["id"]);
+    let listed = t.get(&format!("/v2/deviceterms?id={id}")).expect(200);
+    assert_eq!(listed.body["deviceterms"][0]["signature"]["id"], signed["id"]);
     let e = t
         .get(&format!("/v2/deviceterms/{id}?expand=signature,reason_code"))
         .expect(200);
@@ -660,9 +678,10 @@ fn device_terms_are_answered_on_the_device(app: &TestApp) {
     assert_eq!(r.body["deviceterm"]["id"], json!(declined));
     assert_eq!(r.body["deviceterm"]["reason_code_id"], 1000);
     assert_eq!(r.body["deviceterm"]["terminal_id"], json!(agree));
-    // A prompt that times out is a decline.
+    // A prompt that times out is a decline, with no signature.
     let r = term(&lapse, "dt-3").expect(201);
     assert_eq!(r.body["deviceterm"]["reason_code_id"], 1601);
+    assert_eq!(r.body["deviceterm"]["signature"], Value::Null, "{}", r.text);
     // Taken api ids and an offline terminal: refused, nothing recorded.
     term(&agree, "dt-1").expect(422);
     let (offline, _) = terminal(&t, json!({}));
@@ -713,6 +732,17 @@ fn bad_router_requests_prompt_nobody(app: &TestApp) {
         (json!({ "tax": "9.00" }), "tax"),
         // The spec's router billing_zip is 10 characters (12 elsewhere).
         (json!({ "billing_zip": "12345-67890" }), "billing_zip"),
+        // The lodging dates' window depends on the request alone.
+        (
+            json!({ "checkin_date": "2026-01-01", "checkout_date": "2026-12-31" }),
+            "checkout_date",
+        ),
+        (
+            json!({ "checkin_date": "2026-05-10", "checkout_date": "2026-05-01" }),
+            "checkout_date",
+        ),
+        (json!({ "terminal_id": 12345 }), "terminal_id"),
+        (json!({ "terminal_id": [1] }), "terminal_id"),
     ] {
         let r = t
             .post(
@@ -722,6 +752,33 @@ fn bad_router_requests_prompt_nobody(app: &TestApp) {
             .expect(422);
         assert!(!r.errors(field).is_empty(), "{extra}: {}", r.text);
     }
+    // A terminal id that is not a string is said to be one, not blank.
+    let r = t
+        .post(
+            "/v2/routertransactions",
+            sale(&t, &tid, "1.00", "bad-3", json!({ "terminal_id": 12345 })),
+        )
+        .expect(422);
+    assert_eq!(
+        r.errors("terminal_id"),
+        ["Terminal Id must be a string."],
+        "{}",
+        r.text
+    );
+    let contact = t.contact(json!({ "last_name": "Typed" }));
+    let r = t
+        .post(
+            "/v2/routeraccountvaults",
+            json!({ "routeraccountvault": { "payment_method": "cc", "action": "store",
+                "location_id": t.location_id(), "contact_id": contact["id"], "terminal_id": [1] } }),
+        )
+        .expect(422);
+    assert_eq!(
+        r.errors("terminal_id"),
+        ["Terminal Id must be a string."],
+        "{}",
+        r.text
+    );
     // Another tenant cannot reach the terminal.
     let r = other
         .post(
@@ -1002,4 +1059,143 @@ fn a_terminal_charges_the_amount_it_showed(app: &TestApp) {
         "{}",
         api.text
     );
+}
+
+/// A change of `terminal_timeouts` reaches a connected device with its
+/// next request, and the gateway applies the prompt's time-outs itself to
+/// a device that never reports (the cardholder here takes a minute; the
+/// test clock ends the prompt first).
+fn terminal_timeouts_reach_the_device_and_the_gateway_applies_them(app: &TestApp) {
+    let t = app.bootstrap();
+    let (tid, secret) = terminal(&t, json!({}));
+    let sim = Sim::start(&app.base, &tid, &secret, &["--think-ms", "60000"]);
+    t.put(
+        &format!("/v2/terminals/{tid}"),
+        json!({ "terminal": { "terminal_timeouts": { "card_entry_timeout": 20,
+            "pin_entry_timeout": 20, "device_terms_prompt_timeout": 5 } } }),
+    )
+    .expect(200);
+    let waiting = post_later(
+        &t,
+        "/v2/routertransactions",
+        sale(&t, &tid, "1.00", "slow-card", json!({})),
+    );
+    let shown = sim.wait_events("request", 1);
+    let timeouts = &shown[0]["timeouts"];
+    assert_eq!(timeouts["card_entry_timeout"], 20, "{}", shown[0]);
+    assert_eq!(timeouts["pin_entry_timeout"], 20);
+    assert_eq!(timeouts["device_terms_prompt_timeout"], 5);
+    assert_eq!(timeouts["overall_timeout"], 300);
+    assert_eq!(timeouts["status_display_time"], 7);
+    // No card within card entry and PIN entry (and 5 s for the device's
+    // own report): stopped long before the overall 300 s.
+    advance(&t, 46);
+    let r = waiting.join().unwrap().expect(422);
+    assert_eq!(r.body["terminal_result"], "card_entry_timeout", "{}", r.text);
+    sim.wait_events("cancelled", 1);
+    assert_eq!(count(&t, "slow-card"), 0);
+
+    // Terms unanswered past device_terms_prompt_timeout: declined.
+    let waiting = post_later(
+        &t,
+        "/v2/deviceterms",
+        json!({ "deviceterm": { "location_id": t.location_id(), "terminal_id": tid,
+            "require_signature": 0, "terms_conditions": "Take your time.",
+            "device_terms_api_id": "slow-terms" } }),
+    );
+    let shown = sim.wait_events("request", 2);
+    assert_eq!(shown[1]["job"]["kind"], "terms", "{}", shown[1]);
+    advance(&t, 11);
+    let r = waiting.join().unwrap().expect(201);
+    assert_eq!(r.body["deviceterm"]["reason_code_id"], 1601, "{}", r.text);
+    sim.wait_events("cancelled", 2);
+}
+
+/// Two requests naming the same new `device_terms_api_id`: the second is
+/// refused before its cardholder is asked, and may retry once the first
+/// is recorded declined.
+fn a_device_term_api_id_is_claimed_before_the_prompt(app: &TestApp) {
+    let t = app.bootstrap();
+    let loc = t.location_id();
+    let (slow, slow_secret) = terminal(&t, json!({ "terminal_timeouts": { "overall_timeout": 30 } }));
+    let (quick, quick_secret) = terminal(&t, json!({}));
+    let hesitant = Sim::start(&app.base, &slow, &slow_secret, &["--think-ms", "60000"]);
+    let ready = Sim::start(&app.base, &quick, &quick_secret, &[]);
+    let term = |terminal_id: &str| {
+        json!({ "deviceterm": { "location_id": loc, "terminal_id": terminal_id,
+            "require_signature": 1, "terms_conditions": "I agree.", "device_terms_api_id": "race-1" } })
+    };
+    let waiting = post_later(&t, "/v2/deviceterms", term(&slow));
+    hesitant.wait_events("request", 1);
+    let r = t.post("/v2/deviceterms", term(&quick)).expect(422);
+    assert!(!r.errors("device_terms_api_id").is_empty(), "{}", r.text);
+    assert!(ready.events("request").is_empty(), "{:?}", ready.lines());
+    // The first ends unanswered: declined, and its api id may be retried.
+    advance(&t, 31);
+    let r = waiting.join().unwrap().expect(201);
+    assert_eq!(r.body["deviceterm"]["reason_code_id"], 1601, "{}", r.text);
+    let r = t.post("/v2/deviceterms", term(&quick)).expect(200);
+    assert_eq!(r.body["deviceterm"]["reason_code_id"], 1000, "{}", r.text);
+    assert_eq!(ready.events("request").len(), 1);
+    // Accepted: taken for good, and nobody is asked again.
+    t.post("/v2/deviceterms", term(&slow)).expect(422);
+    assert_eq!(hesitant.events("request").len(), 1);
+    let list = t.get("/v2/deviceterms?device_terms_api_id=race-1").expect(200);
+    assert_eq!(list.body["deviceterms"].as_array().unwrap().len(), 1);
+}
+
+/// A refusal caused by the card the terminal read (here an expired one)
+/// is not kept under the `Idempotency-Key`: the repeat asks the terminal
+/// again, where the cardholder presents another card; the payment it
+/// makes is then what the key replays.
+fn a_card_refusal_is_not_kept_under_the_idempotency_key(app: &TestApp) {
+    let t = app.bootstrap();
+    let (tid, secret) = terminal(&t, json!({}));
+    let mut expired = Sim::start(&app.base, &tid, &secret, &["--exp", "0120"]);
+    let headers = [
+        ("developer-id", t.cred("developer_id")),
+        ("user-id", t.cred("user_id")),
+        ("user-api-key", t.cred("user_api_key")),
+        ("idempotency-key", "router-card-key".to_string()),
+    ];
+    let headers: Vec<(&str, &str)> = headers.iter().map(|(k, v)| (*k, v.as_str())).collect();
+    let body = sale(&t, &tid, "4.00", "r-card-key", json!({})).to_string();
+    let client = Client { base: t.base.clone() };
+    let r = client
+        .send("POST", "/v2/routertransactions", &headers, Some(&body))
+        .expect(422);
+    assert!(r.text.contains("Exp Date is in the past"), "{}", r.text);
+    expired.kill();
+    let valid = Sim::start(&app.base, &tid, &secret, &[]);
+    let r = client
+        .send("POST", "/v2/routertransactions", &headers, Some(&body))
+        .expect(201);
+    assert_eq!(r.body["routertransaction"]["status_id"], 101, "{}", r.text);
+    let again = client
+        .send("POST", "/v2/routertransactions", &headers, Some(&body))
+        .expect(201);
+    assert_eq!(
+        again.body["routertransaction"]["id"],
+        r.body["routertransaction"]["id"]
+    );
+    assert_eq!(valid.events("request").len(), 1);
+    assert_eq!(count(&t, "r-card-key"), 1);
+}
+
+/// An AVS-only check's approval (status 121) is shown on the device as
+/// approved, as status_id says; it moves no money, so nobody signs.
+fn an_avs_only_approval_is_shown_as_approved(app: &TestApp) {
+    let t = app.bootstrap();
+    let (tid, secret) = terminal(&t, json!({}));
+    let sim = Sim::start(&app.base, &tid, &secret, &["--cvm", "signature"]);
+    let r = t
+        .post(
+            "/v2/routertransactions",
+            sale(&t, &tid, "0", "r-avs", json!({ "action": "avsonly" })),
+        )
+        .expect(201);
+    assert_eq!(r.body["routertransaction"]["status_id"], 121, "{}", r.text);
+    let shown = sim.wait_events("result", 1);
+    assert_eq!(shown[0]["approved"], true, "{}", shown[0]);
+    assert_eq!(shown[0]["capture_signature"], false);
 }
