@@ -33,7 +33,13 @@
     }
   }
 
+  // A page may close only a window a script opened, or ask the page
+  // that frames it to: elsewhere the button could do nothing, so it
+  // stays hidden (as it is without this script).
+  var closable = embedded || !!window.opener;
   Array.prototype.forEach.call(document.querySelectorAll("[data-fg-close]"), function (button) {
+    if (!closable) return;
+    button.hidden = false;
     button.addEventListener("click", close);
   });
 

@@ -144,6 +144,8 @@ pub struct ProductDefaults {
     /// e-commerce and MOTO products enter manually; retail, lodging and
     /// restaurant products also offer a terminal.
     pub industry: String,
+    /// The surcharge a credit card pays, in basis points (0 for none).
+    pub surcharge_bp: i64,
 }
 
 impl ProductDefaults {
@@ -160,6 +162,7 @@ impl ProductDefaults {
                 .as_str()
                 .unwrap_or("ecommerce")
                 .to_string(),
+            surcharge_bp: crate::payments::surcharge::rate_bp(settings).unwrap_or(0),
         }
     }
 }
@@ -317,6 +320,15 @@ pub fn take_flags(
     };
     let min_payment_amount = amount("min_payment_amount");
     let max_payment_amount = amount("max_payment_amount");
+    if let (Some(min), Some(max)) = (min_payment_amount, max_payment_amount) {
+        // No amount could be paid: the payer would meet every one refused.
+        if min > max {
+            errors.add(
+                "min_payment_amount",
+                "min_payment_amount cannot be above max_payment_amount.",
+            );
+        }
+    }
     if kind == Kind::AccountForm && taken.contains_key("min_payment_amount") {
         errors.add("min_payment_amount", "An account form takes no payment amount.");
     }
@@ -419,6 +431,58 @@ pub const NEVER_PRESET: &[&str] = &[
     "account_holder_name",
     "routing",
 ];
+
+/// Other sources of the money than the account the payer types: a form
+/// charges what is typed on it, so its data may name none of them.
+pub const OTHER_SOURCES: &[&str] = &[
+    "account_vault_id",
+    "account_vault_api_id",
+    "previous_transaction_id",
+    "previous_transaction_api_id",
+    "track_data",
+    "ticket",
+];
+
+/// The fields the payer fills in (shown and not read-only): mistakes about
+/// them are the payer's to correct; any other is the integrator's.
+pub fn typed_by_payer(form: &[Field]) -> Vec<&'static str> {
+    form.iter()
+        .filter(|f| f.visible && !f.readonly)
+        .map(|f| f.name)
+        .collect()
+}
+
+/// What a payer could type into each field the payer fills in: a valid
+/// test card or bank account, an expiry some years after `now`, and for
+/// an amount the largest the form takes. The payments core's checks run on
+/// the form's data with these when it opens, so that a mistake no payer
+/// could correct is caught before anyone types a card.
+pub fn stand_ins(form: &[Field], flags: &Flags, method: &str, now: i64) -> Vec<(String, String)> {
+    let year = chrono::DateTime::from_timestamp(now, 0)
+        .map(|d| chrono::Datelike::year(&d))
+        .unwrap_or(2030);
+    // Without a maximum, a million (in cents): larger than any tip or tax.
+    let largest = flags.max_payment_amount.unwrap_or(100_000_000);
+    typed_by_payer(form)
+        .into_iter()
+        .map(|name| {
+            let value = match name {
+                "account_number" | "confirm_account_number" if method == "ach" => "123456789".to_string(),
+                "account_number" => "4111111111111111".to_string(),
+                "exp_date" => format!("12{:02}", (year + 5) % 100),
+                "cvv" => "999".to_string(),
+                "routing" => "072000326".to_string(),
+                "account_type" => "checking".to_string(),
+                "transaction_amount" => crate::money::Money::from_cents(largest).to_text(),
+                "billing_zip" | "service_zip" => "12345".to_string(),
+                "billing_state" => "ON".to_string(),
+                "service_state" => "NY".to_string(),
+                _ => "Pat Payer".to_string(),
+            };
+            (name.to_string(), value)
+        })
+        .collect()
+}
 
 fn text_of(v: &Json) -> Option<String> {
     match v {

@@ -41,7 +41,7 @@ pub fn routes() -> Router<AppState> {
             get(|s: State<AppState>, h: HeaderMap, q: RawQuery| open_form(Kind::AccountForm, s, h, q)),
         )
         .route("/hostedpaymentpage", get(open_payment_page))
-        .route("/hosted/{session}", post(submit))
+        .route("/hosted/{session}", get(show_session).post(submit))
         .route("/hosted/assets/form.css", get(stylesheet))
         .route("/hosted/assets/form.js", get(script))
         .route("/v2/tickets", post(create_ticket).options(ticket_preflight))
@@ -144,8 +144,40 @@ struct RefusedPage<'a> {
     status: u16,
 }
 
+/// Who may frame a page.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Framing {
+    /// Any site: the PayForm, AccountForm and payment page are widgets
+    /// for a merchant's iframe.
+    AnySite,
+    /// No site: the quick-invoice pay page is a page of its own, and so
+    /// are its results and refusals.
+    Never,
+}
+
+fn framing_page(
+    framing: Framing,
+    status: StatusCode,
+    html: Result<String, askama::Error>,
+    stylesheet: Option<&str>,
+) -> Response {
+    match framing {
+        Framing::AnySite => page(status, html, stylesheet),
+        Framing::Never => own_page(status, html),
+    }
+}
+
 /// A refusal as a page (the API's message, in words a payer can follow).
 pub fn refused(json: bool, error: ApiError) -> Response {
+    refused_framed(json, error, Framing::AnySite)
+}
+
+/// A refusal as a page no site may frame (the quick-invoice pay page's).
+pub fn refused_unframed(json: bool, error: ApiError) -> Response {
+    refused_framed(json, error, Framing::Never)
+}
+
+fn refused_framed(json: bool, error: ApiError, framing: Framing) -> Response {
     if json || matches!(error, ApiError::Internal(_)) {
         return error.into_response();
     }
@@ -173,7 +205,7 @@ pub fn refused(json: bool, error: ApiError) -> Response {
         status: status.as_u16(),
     }
     .render();
-    let mut response = page(status, body, None);
+    let mut response = framing_page(framing, status, body, None);
     if let ApiError::TooManyRequests(wait) = error {
         if let Ok(v) = HeaderValue::from_str(&wait.to_string()) {
             response.headers_mut().insert(header::RETRY_AFTER, v);
@@ -223,6 +255,7 @@ struct FormPage {
     parent_origin: String,
     send_message: bool,
     nonce: Option<String>,
+    surcharge_note: Option<String>,
 }
 
 #[derive(Template)]
@@ -257,6 +290,9 @@ struct Prepared {
     base: Map<String, Json>,
     /// A payment page's own title.
     title: Option<String>,
+    /// The surcharge a credit card pays here, in basis points (0 for none,
+    /// and for a bank account).
+    surcharge_bp: i64,
 }
 
 fn invalid_data(errors: FieldErrors) -> ApiError {
@@ -334,16 +370,26 @@ fn prepare_form(conn: &mut dyn Conn, cx: &Cx, kind: Kind, data: &Json, opening: 
     match kind {
         Kind::PayForm => {
             let action = base.get("action").and_then(Json::as_str).unwrap_or_default();
+            // The spec's four: a PayForm takes money in, never pays it
+            // out (its data is not signed, so a refund or credit here
+            // would pay whoever edits the link).
             let allowed: &[&str] = if method == "ach" {
-                &["debit", "refund"]
+                &["debit"]
             } else {
-                &["sale", "authonly", "avsonly", "refund"]
+                &["sale", "authonly", "avsonly"]
             };
             if !allowed.contains(&action) {
                 errors.add(
                     "action",
-                    format!("A {method} PayForm takes action {}.", allowed.join(", ")),
+                    format!(
+                        "A {method} PayForm takes action {} only: a PayForm never pays money out.",
+                        allowed.join(", ")
+                    ),
                 );
+            }
+            refuse_other_sources(&base, &mut errors);
+            if method == "cc" {
+                refuse_set_surcharge(&base, defaults.surcharge_bp, &mut errors);
             }
             if action != "avsonly" && base.get("transaction_amount").is_none_or(Json::is_null) {
                 errors.add("transaction_amount", "transaction_amount is required.");
@@ -405,6 +451,7 @@ fn prepare_form(conn: &mut dyn Conn, cx: &Cx, kind: Kind, data: &Json, opening: 
         _ => return Err(invalid_data(errors)),
     };
     let fields = form::fields(kind, &method, &flags, &base);
+    let surcharge_bp = if method == "cc" { defaults.surcharge_bp } else { 0 };
     Ok(Prepared {
         kind,
         flags,
@@ -412,7 +459,83 @@ fn prepare_form(conn: &mut dyn Conn, cx: &Cx, kind: Kind, data: &Json, opening: 
         method,
         base,
         title: None,
+        surcharge_bp,
     })
+}
+
+/// A form charges the account its payer types: no other source of the
+/// money may be named in its data.
+fn refuse_other_sources(base: &Map<String, Json>, errors: &mut FieldErrors) {
+    for field in form::OTHER_SOURCES {
+        if base.get(*field).is_some_and(|v| !v.is_null()) {
+            errors.add(
+                *field,
+                format!(
+                    "{field} cannot be sent in a form's data: the form charges the account its payer types. \
+                     Charge a stored account with POST /v2/transactions."
+                ),
+            );
+        }
+    }
+}
+
+/// On a surcharged card account the surcharge depends on the card the
+/// payer types (none on a debit card): the gateway works it out, so the
+/// form's data may not fix it.
+fn refuse_set_surcharge(base: &Map<String, Json>, surcharge_bp: i64, errors: &mut FieldErrors) {
+    if surcharge_bp <= 0 {
+        return;
+    }
+    for field in ["surcharge_amount", "subtotal_amount"] {
+        if base.get(field).is_some_and(|v| !v.is_null()) {
+            errors.add(
+                field,
+                format!(
+                    "{field} cannot be sent in a form's data on this account: the gateway adds its {}% surcharge \
+                     to credit cards and none to debit cards, and the form shows it to the payer.",
+                    Money::from_cents(surcharge_bp)
+                ),
+            );
+        }
+    }
+}
+
+/// Runs the payments core's own checks on an opening form's data, with
+/// stand-ins for what the payer types ([`form::stand_ins`]). A mistake
+/// about a field the payer fills in is the payer's to correct later; any
+/// other (a missing contact, a tip above the amount, a field the ACH
+/// profile requires but the form does not show) no payer could fix, so
+/// the link is refused to its integrator now.
+fn refuse_what_no_payer_can_fix(
+    conn: &mut dyn Conn,
+    cx: &Cx,
+    payments: &crate::payments::Payments,
+    prepared: &Prepared,
+    origin: &Origin,
+) -> ApiResult<()> {
+    let typed = form::typed_by_payer(&prepared.fields);
+    let posted = form::stand_ins(&prepared.fields, &prepared.flags, &prepared.method, cx.now);
+    let integrators = |found: FieldErrors| {
+        let mut kept = FieldErrors::new();
+        for (field, messages) in found.0 {
+            if !typed.contains(&field.as_str()) {
+                for m in messages {
+                    kept.add(field.clone(), m);
+                }
+            }
+        }
+        kept
+    };
+    let found =
+        match form::merge_submission(&prepared.fields, &prepared.flags, &posted, prepared.base.clone()) {
+            Err(found) => integrators(found),
+            Ok(merged) => match actions::parse(&merged, false) {
+                Err(ApiError::Validation(found)) => integrators(found),
+                Err(other) => return Err(other),
+                Ok(parsed) => integrators(payments.dry_run(cx, conn, &parsed, origin)?),
+            },
+        };
+    found.into_result()
 }
 
 /// A form's api id (how the integrator finds the result): required, and,
@@ -567,6 +690,11 @@ fn prepare_payment_page(
         }
         base.insert(k, v);
     }
+    let mut errors = FieldErrors::new();
+    refuse_other_sources(&base, &mut errors);
+    let surcharge_bp = if method == "cc" { defaults.surcharge_bp } else { 0 };
+    refuse_set_surcharge(&base, surcharge_bp, &mut errors);
+    errors.into_result()?;
     Ok(Prepared {
         kind: Kind::PaymentPage,
         flags,
@@ -574,6 +702,7 @@ fn prepare_payment_page(
         method,
         base,
         title: Some(page.title.clone()),
+        surcharge_bp,
     })
 }
 
@@ -666,6 +795,10 @@ async fn open_form_inner(
                 return Ok((session, prepared));
             }
             let prepared = prepare_form(conn, &cx, kind, &Json::Object(data.clone()), true)?;
+            if kind == Kind::PayForm {
+                let origin = Origin::from(TrxSource::PayForm);
+                refuse_what_no_payer_can_fix(conn, &cx, &app2.payments, &prepared, &origin)?;
+            }
             let session = sessions::open(
                 conn,
                 NewSession {
@@ -781,19 +914,34 @@ async fn open_payment_page_inner(
                     "data was made for another payment page.".into(),
                 ));
             }
-            if let Some(ts) = link.get("timestamp") {
-                let ts = ts
-                    .as_i64()
-                    .or_else(|| ts.as_str().and_then(|s| s.parse().ok()))
-                    .ok_or_else(|| ApiError::field("timestamp", "timestamp must be epoch seconds."))?;
-                if cx.now - ts > PAGE_LINK_S || ts - cx.now > hash_key::TIMESTAMP_WINDOW_S {
-                    return Err(ApiError::Unauthorized(
-                        "This payment link has expired: links work for 15 minutes after they are made."
-                            .into(),
-                    ));
+            let link_timestamp = match link.get("timestamp") {
+                None => None,
+                Some(ts) => {
+                    let ts = ts
+                        .as_i64()
+                        .or_else(|| ts.as_str().and_then(|s| s.parse().ok()))
+                        .ok_or_else(|| ApiError::field("timestamp", "timestamp must be epoch seconds."))?;
+                    if cx.now - ts > PAGE_LINK_S || ts - cx.now > hash_key::TIMESTAMP_WINDOW_S {
+                        return Err(ApiError::Unauthorized(
+                            "This payment link has expired: links work for 15 minutes after they are made."
+                                .into(),
+                        ));
+                    }
+                    Some(ts)
                 }
-            }
+            };
             let prepared = prepare_payment_page(conn, &cx, &page, &link)?;
+            let origin = Origin {
+                hosted_payment_page_id: Some(page.id.clone()),
+                ..Origin::from(TrxSource::HostedPaymentPage)
+            };
+            refuse_what_no_payer_can_fix(conn, &cx, &app2.payments, &prepared, &origin)?;
+            // A link with a timestamp lives 15 minutes from when it was
+            // made, not from when it is opened.
+            let expires_ts = match link_timestamp {
+                Some(ts) => (ts + PAGE_LINK_S).min(cx.now + PAGE_LINK_S),
+                None => cx.now + PAGE_LINK_S,
+            };
             let session = sessions::open(
                 conn,
                 NewSession {
@@ -806,7 +954,7 @@ async fn open_payment_page_inner(
                     data: link,
                     parent_origin: parent,
                     now: cx.now,
-                    expires_ts: cx.now + PAGE_LINK_S,
+                    expires_ts,
                 },
             )?;
             Ok((session, prepared))
@@ -881,18 +1029,28 @@ fn form_parts(
             }
         })
         .collect();
-    let on_form = |name: &str| fields.iter().any(|f| f.name == name && f.visible);
-    let lines = errors
+    // The summary reads in page order (WCAG 1.3.2): what concerns the
+    // whole form first, then each field's problems as the fields come.
+    let shown: Vec<&str> = fields.iter().filter(|f| f.visible).map(|f| f.name).collect();
+    let mut lines: Vec<ErrorLine> = errors
         .0
         .iter()
-        .flat_map(|(field, messages)| {
-            let anchor = on_form(field).then(|| format!("fg-{field}"));
-            messages.iter().map(move |m| ErrorLine {
-                anchor: anchor.clone(),
+        .filter(|(field, _)| !shown.contains(&field.as_str()))
+        .flat_map(|(_, messages)| {
+            messages.iter().map(|m| ErrorLine {
+                anchor: None,
                 message: m.clone(),
             })
         })
         .collect();
+    for name in shown {
+        for m in errors.0.get(name).into_iter().flatten() {
+            lines.push(ErrorLine {
+                anchor: Some(format!("fg-{name}")),
+                message: m.clone(),
+            });
+        }
+    }
     (views, lines)
 }
 
@@ -908,6 +1066,40 @@ fn render_form(
         .get("transaction_amount")
         .and_then(|v| crate::money::parse(v, 99_999_999_999).ok())
         .map(|c| format!("${}", Money::from_cents(c)));
+    let action = prepared
+        .base
+        .get("action")
+        .and_then(Json::as_str)
+        .unwrap_or("sale");
+    let surcharge_note = match prepared.kind {
+        Kind::PayForm if matches!(action, "sale" | "authonly") => {
+            let cents = prepared
+                .base
+                .get("transaction_amount")
+                .and_then(|v| crate::money::parse(v, 99_999_999_999).ok());
+            let tax = prepared
+                .base
+                .get("tax")
+                .and_then(|v| crate::money::parse(v, 99_999_999_999).ok())
+                .unwrap_or(0);
+            cents.and_then(|c| surcharge_note(prepared.surcharge_bp, c, tax))
+        }
+        Kind::PaymentPage => {
+            // A fixed amount (read-only or hidden) is known now; a typed
+            // one only once the payer types it.
+            let fixed = prepared
+                .fields
+                .iter()
+                .find(|f| f.name == "transaction_amount" && (f.readonly || !f.visible))
+                .and_then(|f| f.value.as_deref())
+                .and_then(|v| crate::money::parse_text(v.trim(), 99_999_999_999).ok());
+            match fixed {
+                Some(c) => surcharge_note(prepared.surcharge_bp, c, 0),
+                None => typed_surcharge_note(prepared.surcharge_bp, None),
+            }
+        }
+        _ => None,
+    };
     let (heading, submit_label) = match prepared.kind {
         Kind::AccountForm => ("Save a payment account".to_string(), "Save account".to_string()),
         Kind::PaymentPage => (
@@ -915,14 +1107,10 @@ fn render_form(
             "Pay".to_string(),
         ),
         _ => {
-            let action = prepared
-                .base
-                .get("action")
-                .and_then(Json::as_str)
-                .unwrap_or("sale");
             let label = match (action, &amount) {
                 ("avsonly", _) => "Verify card".to_string(),
-                ("refund", Some(a)) => format!("Refund {a}"),
+                // The total depends on the card: the note says both.
+                (_, Some(_)) if surcharge_note.is_some() => "Pay".to_string(),
                 (_, Some(a)) => format!("Pay {a}"),
                 _ => "Pay".to_string(),
             };
@@ -943,12 +1131,56 @@ fn render_form(
     } else {
         amount
     };
-    render_form_view(&view, amount_text, errors, posted, status)
+    render_form_view(&view, amount_text, surcharge_note, errors, posted, status)
+}
+
+/// What a credit card's surcharge adds to a known `total` (`tax`
+/// included, and not surcharged), said before the payer submits: the
+/// reference's fee is "calculated and displayed". Whether a card is debit
+/// (never surcharged) is known only once it is typed, so both totals.
+pub fn surcharge_note(bp: i64, total: i64, tax: i64) -> Option<String> {
+    let subtotal = total - tax;
+    if bp <= 0 || subtotal <= 0 {
+        return None;
+    }
+    let fee = crate::payments::surcharge::amount(subtotal, bp);
+    Some(format!(
+        "Credit cards: a {}% surcharge of ${} applies, total ${}. Debit cards: ${}, no surcharge.",
+        Money::from_cents(bp),
+        Money::from_cents(fee),
+        Money::from_cents(total + fee),
+        Money::from_cents(total)
+    ))
+}
+
+/// The surcharge of an amount the payer types, with what it comes to on
+/// `example` (an invoice's balance), if there is one.
+pub fn typed_surcharge_note(bp: i64, example: Option<i64>) -> Option<String> {
+    if bp <= 0 {
+        return None;
+    }
+    let rate = Money::from_cents(bp);
+    Some(match example.filter(|c| *c > 0) {
+        Some(c) => {
+            let fee = crate::payments::surcharge::amount(c, bp);
+            format!(
+                "Credit cards: a {rate}% surcharge is added to the amount you pay (on ${}: ${}, total ${}). \
+                 Debit cards: no surcharge.",
+                Money::from_cents(c),
+                Money::from_cents(fee),
+                Money::from_cents(c + fee)
+            )
+        }
+        None => format!(
+            "Credit cards: a {rate}% surcharge is added to the amount you pay. Debit cards: no surcharge."
+        ),
+    })
 }
 
 fn render_form_view(
     view: &FormView,
     amount_text: Option<String>,
+    surcharge_note: Option<String>,
     errors: &FieldErrors,
     posted: &[(String, String)],
     status: StatusCode,
@@ -969,6 +1201,7 @@ fn render_form_view(
         parent_origin: view.parent_origin.clone(),
         send_message: view.flags.parent_send_message,
         nonce: None,
+        surcharge_note,
     }
     .render();
     page(status, body, view.flags.stylesheet_url.as_deref())
@@ -991,11 +1224,13 @@ struct InvoicePage {
     /// A new one each time the form is shown: a double submit of one form
     /// is one payment.
     nonce: Option<String>,
+    surcharge_note: Option<String>,
 }
 
 /// The quick-invoice pay page: the invoice, then its payment form.
 pub fn render_invoice_page(
     view: &FormView,
+    surcharge_note: Option<String>,
     errors: &FieldErrors,
     posted: &[(String, String)],
     status: StatusCode,
@@ -1015,6 +1250,7 @@ pub fn render_invoice_page(
         close_button: false,
         ach: view.method == "ach",
         nonce: Some(crate::crypto::random_secret(32)),
+        surcharge_note,
     }
     .render();
     own_page(status, body)
@@ -1037,15 +1273,12 @@ async fn submit(
     }
 }
 
-async fn submit_inner(app: &AppState, id: String, body: &[u8]) -> ApiResult<Response> {
-    let posted: Vec<(String, String)> = form_urlencoded::parse(body)
-        .map(|(k, v)| (k.into_owned(), v.into_owned()))
-        .collect();
+/// A session and its form, as the user it acts for sees them now.
+async fn load_session(app: &AppState, id: String) -> ApiResult<(Session, Prepared, Cx)> {
     let gone =
         || ApiError::NotFound("This form has expired or does not exist. Start the payment again.".into());
     let (app2, keyring) = (app.clone(), app.keyring.clone());
-    let (session, prepared, cx) = app
-        .store
+    app.store
         .read(move |conn| {
             let session = sessions::find(conn, &id)?.ok_or_else(gone)?;
             // A payment page acts as its user without a developer id.
@@ -1058,7 +1291,48 @@ async fn submit_inner(app: &AppState, id: String, body: &[u8]) -> ApiResult<Resp
             let prepared = prepare_session(conn, &cx, &keyring, &session)?;
             Ok((session, prepared, cx))
         })
-        .await?;
+        .await
+}
+
+fn expired_form() -> ApiError {
+    ApiError::Unauthorized(
+        "This form has expired: a form link works for 15 minutes. Start the payment again.".into(),
+    )
+}
+
+/// `GET /hosted/{session}`: the address a submitted form leaves in the
+/// browser, reloaded (or opened again in a tab). Its result once it has
+/// one; the form while it can still be submitted; else why not, as a
+/// page.
+async fn show_session(State(app): State<AppState>, headers: HeaderMap, Path(id): Path<String>) -> Response {
+    let json = wants_json(&headers);
+    let shown = async {
+        let (session, prepared, cx) = load_session(&app, id).await?;
+        if let Some(result) = &session.result {
+            return Ok(render_result(&session, &prepared, result));
+        }
+        if session.expires_ts < cx.now {
+            return Err(expired_form());
+        }
+        Ok(render_form(
+            &session,
+            &prepared,
+            &FieldErrors::new(),
+            &[],
+            StatusCode::OK,
+        ))
+    };
+    match shown.await {
+        Ok(response) => response,
+        Err(e) => refused(json, e),
+    }
+}
+
+async fn submit_inner(app: &AppState, id: String, body: &[u8]) -> ApiResult<Response> {
+    let posted: Vec<(String, String)> = form_urlencoded::parse(body)
+        .map(|(k, v)| (k.into_owned(), v.into_owned()))
+        .collect();
+    let (session, prepared, cx) = load_session(app, id).await?;
     if let Some(result) = &session.result {
         return Ok(render_result(&session, &prepared, result));
     }
@@ -1094,11 +1368,7 @@ async fn submit_inner(app: &AppState, id: String, body: &[u8]) -> ApiResult<Resp
                 e
             }))
         }
-        Claim::Expired => {
-            return Err(ApiError::Unauthorized(
-                "This form has expired: a form link works for 15 minutes. Start the payment again.".into(),
-            ))
-        }
+        Claim::Expired => return Err(expired_form()),
     }
     let outcome = if prepared.kind.makes_payment() {
         charge(app, &cx, &prepared, session.page_id.clone(), merged).await
@@ -1195,59 +1465,123 @@ fn script_json(value: &Json) -> String {
 }
 
 fn render_result(session: &Session, prepared: &Prepared, result: &Json) -> Response {
-    render_result_page(result, &prepared.flags, session.parent_origin.as_deref())
+    render_result_page(
+        result,
+        &prepared.flags,
+        session.parent_origin.as_deref(),
+        Framing::AnySite,
+    )
+}
+
+/// A stored amount of a transaction, in cents.
+fn cents_of(tx: &Json, field: &str) -> Option<i64> {
+    tx[field]
+        .as_str()
+        .and_then(|t| crate::money::parse_text(t, i64::MAX / 100).ok())
+}
+
+/// What a payment's result page says: approved or not, in words that fit
+/// what was done (a card verified is not a payment), and the amounts: the
+/// total actually charged, with the surcharge that is part of it.
+fn transaction_result(tx: &Json) -> (bool, String, String, Vec<(&'static str, String)>) {
+    // Approval is decided by status_id, as the spec says: a partial
+    // approval (reason 1201) or an ACH debit pending origination went
+    // through too.
+    let approved = tx["status_id"]
+        .as_u64()
+        .and_then(|s| u16::try_from(s).ok())
+        .and_then(crate::processor::StatusId::from_code)
+        .is_some_and(crate::processor::StatusId::is_approved);
+    let verification = tx["type_id"].as_u64() == Some(u64::from(crate::processor::TypeId::AvsOnly.code()));
+    let saved = tx["account_vault_id"].as_str().is_some_and(|v| !v.is_empty());
+    let mut details = Vec::new();
+    if !verification {
+        let surcharge = cents_of(tx, "surcharge_amount");
+        let subtotal = cents_of(tx, "subtotal_amount");
+        match (approved, subtotal, surcharge) {
+            (true, Some(subtotal), Some(surcharge)) => {
+                details.push(("Subtotal", format!("${}", Money::from_cents(subtotal))));
+                let line = if surcharge > 0 {
+                    format!("${}", Money::from_cents(surcharge))
+                } else {
+                    "None".to_string()
+                };
+                details.push(("Card surcharge", line));
+                if let Some(a) = tx["transaction_amount"].as_str() {
+                    details.push(("Total charged", format!("${a}")));
+                }
+            }
+            _ => {
+                if let Some(a) = tx["transaction_amount"].as_str() {
+                    details.push(("Amount", format!("${a}")));
+                }
+            }
+        }
+    }
+    if let Some(l) = tx["last_four"].as_str() {
+        let kind = tx["account_type"].as_str().unwrap_or("Account");
+        details.push(("Account", format!("{kind} ending {l}")));
+    }
+    if let Some(code) = tx["auth_code"].as_str().filter(|_| approved) {
+        details.push(("Authorization", code.to_string()));
+    }
+    if let Some(id) = tx["id"].as_str() {
+        details.push(("Reference", id.to_string()));
+    }
+    let verbiage = tx["verbiage"].as_str().unwrap_or_default().to_string();
+    let why = |fallback: &str| {
+        if verbiage.is_empty() {
+            fallback.to_string()
+        } else {
+            verbiage.clone()
+        }
+    };
+    let (heading, message) = match (verification, approved) {
+        (true, true) if saved => (
+            "Card verified and saved",
+            "The card was verified and stored securely. Nothing was charged.".to_string(),
+        ),
+        (true, true) => (
+            "Card verified",
+            "The card was verified. Nothing was charged.".to_string(),
+        ),
+        (true, false) => (
+            "Card not verified",
+            format!(
+                "The card could not be verified ({}). Nothing was charged.",
+                why("it was declined")
+            ),
+        ),
+        (false, true) if saved => (
+            "Payment approved",
+            "Thank you: the payment went through, and the account was saved for later payments.".to_string(),
+        ),
+        (false, true) => (
+            "Payment approved",
+            "Thank you: the payment went through.".to_string(),
+        ),
+        (false, false) => (
+            "Payment declined",
+            format!(
+                "The payment did not go through ({}). No money was taken.",
+                why("the payment was declined")
+            ),
+        ),
+    };
+    (approved, heading.to_string(), message, details)
 }
 
 /// The page after a payment or a stored vault: what happened, the
 /// redirect and close the flags ask for, and the API's answer for the
 /// embedding page.
-pub fn render_result_page(result: &Json, flags: &Flags, parent_origin: Option<&str>) -> Response {
+pub fn render_result_page(
+    result: &Json,
+    flags: &Flags,
+    parent_origin: Option<&str>,
+    framing: Framing,
+) -> Response {
     let (approved, heading, message, details) = match result.get("transaction") {
-        Some(tx) => {
-            // Approval is decided by status_id, as the spec says: a
-            // partial approval (reason 1201) or an ACH debit pending
-            // origination went through too.
-            let approved = tx["status_id"]
-                .as_u64()
-                .and_then(|s| u16::try_from(s).ok())
-                .and_then(crate::processor::StatusId::from_code)
-                .is_some_and(crate::processor::StatusId::is_approved);
-            let mut details = Vec::new();
-            if let Some(a) = tx["transaction_amount"].as_str() {
-                details.push(("Amount", format!("${a}")));
-            }
-            if let Some(l) = tx["last_four"].as_str() {
-                let kind = tx["account_type"].as_str().unwrap_or("Account");
-                details.push(("Account", format!("{kind} ending {l}")));
-            }
-            if let Some(code) = tx["auth_code"].as_str().filter(|_| approved) {
-                details.push(("Authorization", code.to_string()));
-            }
-            if let Some(id) = tx["id"].as_str() {
-                details.push(("Reference", id.to_string()));
-            }
-            let verbiage = tx["verbiage"].as_str().unwrap_or_default().to_string();
-            if approved {
-                (
-                    true,
-                    "Payment approved".to_string(),
-                    "Thank you: the payment went through.".to_string(),
-                    details,
-                )
-            } else {
-                let why = if verbiage.is_empty() {
-                    "the payment was declined".to_string()
-                } else {
-                    verbiage
-                };
-                (
-                    false,
-                    "Payment declined".to_string(),
-                    format!("The payment did not go through ({why}). No money was taken."),
-                    details,
-                )
-            }
-        }
+        Some(tx) => transaction_result(tx),
         None => {
             let vault = &result["accountvault"];
             let mut details = Vec::new();
@@ -1260,12 +1594,15 @@ pub fn render_result_page(result: &Json, flags: &Flags, parent_origin: Option<&s
                     ),
                 ));
             }
-            (
-                true,
-                "Account saved".to_string(),
-                "The account was stored securely.".to_string(),
-                details,
-            )
+            let (heading, message) = if vault["payment_method"].as_str() == Some("ach") {
+                (
+                    "Bank account saved",
+                    "The bank account was stored securely. Nothing was charged.",
+                )
+            } else {
+                ("Card saved", "The card was stored securely. Nothing was charged.")
+            };
+            (true, heading.to_string(), message.to_string(), details)
         }
     };
     let redirect = if approved {
@@ -1290,7 +1627,7 @@ pub fn render_result_page(result: &Json, flags: &Flags, parent_origin: Option<&s
         close_delay: flags.parent_close_delay,
     }
     .render();
-    let mut response = page(StatusCode::OK, body, flags.stylesheet_url.as_deref());
+    let mut response = framing_page(framing, StatusCode::OK, body, flags.stylesheet_url.as_deref());
     if let Some(url) = redirect {
         if let Ok(v) = HeaderValue::from_str(&format!("{};url={url}", flags.redirect_url_delay)) {
             response.headers_mut().insert(header::REFRESH, v);

@@ -5,7 +5,7 @@
 
 use super::crud::one;
 use super::extract::{envelope, IdPath, RawBody};
-use super::hosted::{render_result_page, FormView};
+use super::hosted::{render_result_page, FormView, Framing};
 use super::AppState;
 use crate::auth::{caller_of_user, Caller};
 use crate::db::{Conn, Sql};
@@ -416,14 +416,14 @@ async fn download(
         .await;
     let file = match found {
         Ok(f) => f,
-        Err(e) => return super::hosted::refused(json, e),
+        Err(e) => return super::hosted::refused_unframed(json, e),
     };
     let store = app.files.clone();
     let key = file.key.clone();
     let bytes = match tokio::task::spawn_blocking(move || store.get(&key)).await {
         Ok(Ok(b)) => b,
         _ => {
-            return super::hosted::refused(
+            return super::hosted::refused_unframed(
                 json,
                 ApiError::NotFound("The file is no longer available.".into()),
             )
@@ -591,6 +591,8 @@ struct Opened {
     fields: Vec<form::Field>,
     product_transaction_id: String,
     files: Vec<attachments::Stored>,
+    /// The surcharge a credit card pays, in basis points (0 for none).
+    surcharge_bp: i64,
 }
 
 /// The payment method the payer chose (`?method=cc|ach`), if any.
@@ -661,7 +663,9 @@ fn open(app: &AppState, conn: &mut dyn Conn, token: &str, wanted: Option<&str>) 
         amount.label = "Amount to pay".into();
     }
     let files = attachments::list(conn, invoice.id())?;
+    let surcharge_bp = if method == "cc" { defaults.surcharge_bp } else { 0 };
     Ok(Opened {
+        surcharge_bp,
         files,
         invoice,
         cx,
@@ -724,8 +728,21 @@ fn view(
         submit_label: "Pay invoice".into(),
         parent_origin: String::new(),
     };
+    // The card surcharge, said before the payer pays: exactly on a fixed
+    // balance, by its rate on an amount the payer chooses.
+    let balance = r.int("remaining_balance").unwrap_or(0);
+    let fixed = opened
+        .fields
+        .iter()
+        .any(|f| f.name == "transaction_amount" && f.readonly);
+    let surcharge_note = if fixed {
+        super::hosted::surcharge_note(opened.surcharge_bp, balance, 0)
+    } else {
+        super::hosted::typed_surcharge_note(opened.surcharge_bp, Some(balance))
+    };
     super::hosted::render_invoice_page(
         &form_view,
+        surcharge_note,
         errors,
         posted,
         status,
@@ -784,7 +801,7 @@ async fn show(
     let pairs = super::extract::query_pairs(q.as_deref());
     let wanted = match method_of(&pairs) {
         Ok(m) => m,
-        Err(e) => return super::hosted::refused(json, e),
+        Err(e) => return super::hosted::refused_unframed(json, e),
     };
     let app2 = app.clone();
     let token2 = token.clone();
@@ -794,7 +811,7 @@ async fn show(
         .await
     {
         Ok(opened) => view(&opened, &token, &FieldErrors::new(), &[], StatusCode::OK),
-        Err(e) => super::hosted::refused(json, e),
+        Err(e) => super::hosted::refused_unframed(json, e),
     }
 }
 
@@ -836,7 +853,7 @@ async fn pay(
     let pairs = super::extract::query_pairs(q.as_deref());
     let wanted = match method_of(&pairs) {
         Ok(m) => m,
-        Err(e) => return super::hosted::refused(json, e),
+        Err(e) => return super::hosted::refused_unframed(json, e),
     };
     let posted: Vec<(String, String)> = form_urlencoded::parse(&body)
         .map(|(k, v)| (k.into_owned(), v.into_owned()))
@@ -849,7 +866,7 @@ async fn pay(
         .await
     {
         Ok(o) => o,
-        Err(e) => return super::hosted::refused(json, e),
+        Err(e) => return super::hosted::refused_unframed(json, e),
     };
     let mut base = Map::new();
     base.insert("payment_method".into(), json!(opened.method));
@@ -910,7 +927,13 @@ async fn pay(
     match app.payments.create(opened.cx.clone(), request).await {
         Ok(reply) => {
             app.mailer.wake();
-            render_result_page(&reply.body, &opened.flags, None)
+            // The pay page is opened from a mail, never by a script or
+            // in a frame: no Close button, and no site may frame it.
+            let flags = Flags {
+                display_close_button: false,
+                ..opened.flags.clone()
+            };
+            render_result_page(&reply.body, &flags, None, Framing::Never)
         }
         Err(e) => payment_refused(&opened, &token, e, &posted),
     }
@@ -926,6 +949,17 @@ fn payment_refused(opened: &Opened, token: &str, e: ApiError, posted: &[(String,
             errors.add(
                 "form",
                 "This payment is already being processed. Reload the page in a moment to see its result.",
+            );
+            view(opened, token, &errors, posted, StatusCode::CONFLICT)
+        }
+        // The same form sent again with a field changed (a double submit
+        // after an edit, without script): its nonce, the idempotency key,
+        // went with the first submission.
+        ApiError::Validation(errors) if errors.has("idempotency_key") => {
+            let mut errors = FieldErrors::new();
+            errors.add(
+                "form",
+                "This form was already submitted. Reload the page to see what is still owed, then pay again.",
             );
             view(opened, token, &errors, posted, StatusCode::CONFLICT)
         }

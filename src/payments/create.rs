@@ -231,19 +231,28 @@ struct Funding {
     type_id: TypeId,
 }
 
-/// Step 1 of a new payment: every check, the reservations that must not
-/// be taken twice, and the row stored as pending. No processor call.
-/// Storing the row commits the job (see [`record_pending`]): a caller
-/// sends nothing after it in the same job.
-pub fn prepare(
+/// What the checks of a new payment found: the row to be stored, where
+/// and with what it pays, and every problem, field by field.
+struct Examined {
+    record: Record,
+    place: Place,
+    /// `None` when no source of the money was found (`errors` says why).
+    funding: Option<Funding>,
+    contact_id: Option<String>,
+    errors: FieldErrors,
+}
+
+/// Every check of a new payment, in the order a cashier asks: where, who,
+/// with what, and whether the rules allow it. Reads only: nothing is
+/// reserved or stored, so [`prepare`] and [`dry_run`] share it.
+fn examine(
     cx: &Cx,
     conn: &mut dyn Conn,
     kept: &KeptConfig,
     parsed: &Parsed,
     origin: &Origin,
     node: &str,
-    idem_key: Option<&str>,
-) -> ApiResult<Prepared> {
+) -> ApiResult<Examined> {
     let action = parsed.action;
     let mut errors = FieldErrors::new();
     let mut record = draft(cx, parsed, origin, node);
@@ -253,8 +262,13 @@ pub fn prepare(
     let place = locate(cx, conn, kept, &mut record, method, &mut errors)?;
     let contact_id = identify_payer(cx, conn, parsed, &place, &mut errors)?;
     let Some(mut funding) = fund(cx, conn, parsed, method, &place, &mut errors)? else {
-        errors.into_result()?;
-        return Err(ApiError::field("account_number", blank("account_number")));
+        return Ok(Examined {
+            record,
+            place,
+            funding: None,
+            contact_id,
+            errors,
+        });
     };
     let contact_id = contact_id.or_else(|| {
         funding
@@ -308,7 +322,6 @@ pub fn prepare(
         origin.terminal.is_some(),
         &mut errors,
     );
-    let save = parsed.flag("save_account") == Some(true);
     let on_terminal = origin.terminal.is_some();
     check_save_account(parsed, contact_id.as_deref(), on_terminal, &mut errors);
     check_api_id(cx, conn, &record, &place, &mut errors)?;
@@ -328,7 +341,57 @@ pub fn prepare(
             &mut errors,
         )?;
     }
+    Ok(Examined {
+        record,
+        place,
+        funding: Some(funding),
+        contact_id,
+        errors,
+    })
+}
+
+/// The checks of a new payment ([`examine`]) without the payment: what
+/// would be refused, field by field. For a hosted form, run when it opens
+/// on its data with stand-ins for what the payer will type, so that what
+/// only the integrator can fix is refused to the integrator.
+pub fn dry_run(
+    cx: &Cx,
+    conn: &mut dyn Conn,
+    kept: &KeptConfig,
+    parsed: &Parsed,
+    origin: &Origin,
+) -> ApiResult<FieldErrors> {
+    Ok(examine(cx, conn, kept, parsed, origin, "")?.errors)
+}
+
+/// Step 1 of a new payment: every check, the reservations that must not
+/// be taken twice, and the row stored as pending. No processor call.
+/// Storing the row commits the job (see [`record_pending`]): a caller
+/// sends nothing after it in the same job.
+pub fn prepare(
+    cx: &Cx,
+    conn: &mut dyn Conn,
+    kept: &KeptConfig,
+    parsed: &Parsed,
+    origin: &Origin,
+    node: &str,
+    idem_key: Option<&str>,
+) -> ApiResult<Prepared> {
+    let action = parsed.action;
+    let Examined {
+        record,
+        place,
+        funding,
+        contact_id,
+        errors,
+    } = examine(cx, conn, kept, parsed, origin, node)?;
+    let Some(funding) = funding else {
+        errors.into_result()?;
+        return Err(ApiError::field("account_number", blank("account_number")));
+    };
     errors.into_result()?;
+    let save = parsed.flag("save_account") == Some(true);
+    let amount = record.int("transaction_amount").unwrap_or(0);
 
     if action == Action::Refund {
         reserve_refund(conn, &funding, amount)?;

@@ -165,6 +165,18 @@ impl Payments {
             .await
     }
 
+    /// What a new payment would be refused for, without making it (see
+    /// [`create::dry_run`]); inside the caller's own job.
+    pub fn dry_run(
+        &self,
+        cx: &Cx,
+        conn: &mut dyn crate::db::Conn,
+        input: &Parsed,
+        origin: &Origin,
+    ) -> ApiResult<crate::error::FieldErrors> {
+        create::dry_run(cx, conn, &self.kept, input, origin)
+    }
+
     /// An action on an existing transaction (`PUT /v2/transactions/{id}`).
     pub fn update(
         &self,

@@ -2,7 +2,9 @@
 // embeds the PayForm in an iframe, a payer fills a test card, the page
 // receives the result by postMessage; keyboard-only completion at a
 // phone's width; a declined card; an AccountForm; and the refusals of a
-// wrong hash-key, an expired timestamp and a used one.
+// wrong hash-key, an expired timestamp and a used one. Along the way: the
+// error summary in page order, the focus outline's contrast, and a Close
+// button only where it can close something.
 // Environment: BASE (the gateway), and signed paths: EMBEDDED, KEYBOARD,
 // DECLINED, ACCOUNT, WRONG_HASH, EXPIRED. Prints one JSON line of what
 // the parent page received, for the Rust side to look up.
@@ -27,6 +29,19 @@ window.addEventListener("message", function (event) {
   window.received.push(event.data);
 });
 </script></body></html>`;
+}
+
+/// The contrast ratio of two CSS rgb() colours (WCAG's formula).
+function contrast(a, b) {
+  const luminance = (css) => {
+    const [r, g, bl] = css.match(/[\d.]+/g).slice(0, 3).map((v) => {
+      const c = Number(v) / 255;
+      return c <= 0.03928 ? c / 12.92 : Math.pow((c + 0.055) / 1.055, 2.4);
+    });
+    return 0.2126 * r + 0.7152 * g + 0.0722 * bl;
+  };
+  const [hi, lo] = [luminance(a), luminance(b)].sort((x, y) => y - x);
+  return (hi + 0.05) / (lo + 0.05);
 }
 
 function serve(html) {
@@ -81,6 +96,18 @@ run(async () => {
     await frame.locator("#fg-errors").waitFor();
     const focused = await inner.evaluate(() => document.activeElement && document.activeElement.id);
     check(focused === "fg-errors", `after an empty submit the focus is on ${focused}`);
+    // The summary's links follow the fields' order on the page.
+    const frameWithErrors = page.frames().find((f) => f.url().startsWith(BASE));
+    const order = await frameWithErrors.evaluate(() => {
+      const onPage = Array.from(document.querySelectorAll(".fg-form input, .fg-form select")).map((el) => "#" + el.id);
+      const listed = Array.from(document.querySelectorAll("#fg-errors a")).map((a) => a.getAttribute("href"));
+      return { onPage, listed };
+    });
+    const positions = order.listed.map((href) => order.onPage.indexOf(href));
+    check(
+      order.listed.length >= 3 && positions.every((p, i) => p >= 0 && (i === 0 || p > positions[i - 1])),
+      `the error summary is not in page order: ${order.listed.join(", ")} (page: ${order.onPage.join(", ")})`
+    );
     check((await frame.locator("#fg-account_number").getAttribute("aria-invalid")) === "true", "no aria-invalid");
     const describedBy = await frame.locator("#fg-account_number").getAttribute("aria-describedby");
     check(describedBy && describedBy.includes("fg-account_number-error"), `aria-describedby: ${describedBy}`);
@@ -89,6 +116,7 @@ run(async () => {
     await frame.locator("#fg-account_number").fill("4111 1111 1111 1111");
     await frame.locator("#fg-exp_date").fill("12/39");
     await frame.locator("#fg-cvv").fill("999");
+    await frame.locator("#fg-billing_zip").fill("12345");
     await frame.locator("button.fg-submit").click();
     await page.waitForFunction(() => window.received.length > 0, null, { timeout: 15000 });
     const message = JSON.parse((await page.evaluate(() => window.received))[0]);
@@ -97,6 +125,8 @@ run(async () => {
     check(frameAfterError, "frame lost");
     const resultText = await frame.locator("#fg-result-box").textContent();
     check(resultText.includes("Payment approved"), `embedded result: ${resultText}`);
+    // In a frame the Close button works (it asks the parent page), so it shows.
+    check(await frame.locator("#fg-result-box .fg-close").isVisible(), "no Close button in the frame");
     check(foreign.length === 0, `requests outside the gateway and the shop: ${foreign.join(", ")}`);
     out.embedded = { id: message.transaction.id, api_id: message.transaction.transaction_api_id };
     await context.close();
@@ -110,6 +140,23 @@ run(async () => {
     check(opened.status() === 200, `keyboard form: status ${opened.status()}`);
     const width = await kb.evaluate(() => document.documentElement.scrollWidth);
     check(width <= 360, `the form is wider than a phone (${width}px)`);
+    // The focus outline stands out from the page behind it (WCAG 1.4.11: 3:1).
+    const ring = await kb.evaluate(() => {
+      const input = document.querySelector("#fg-account_number");
+      input.focus();
+      const style = getComputedStyle(input);
+      let behind = input.parentElement;
+      while (behind && getComputedStyle(behind).backgroundColor.match(/rgba\(.*, 0\)$|transparent/)) {
+        behind = behind.parentElement;
+      }
+      const back = behind ? getComputedStyle(behind).backgroundColor : "rgb(255, 255, 255)";
+      const seen = { style: style.outlineStyle, width: style.outlineWidth, color: style.outlineColor, back };
+      input.blur();
+      return seen;
+    });
+    const ratio = contrast(ring.color, ring.back);
+    check(ring.style !== "none" && parseFloat(ring.width) >= 2, `no visible focus outline: ${JSON.stringify(ring)}`);
+    check(ratio >= 3, `focus outline contrast ${ratio.toFixed(2)}:1 (${ring.color} on ${ring.back})`);
     const typeInto = async (id, text) => {
       for (let i = 0; i < 15; i++) {
         const at = await kb.evaluate(() => document.activeElement && document.activeElement.id);
@@ -130,6 +177,10 @@ run(async () => {
     check(kbText.includes("Payment approved"), `keyboard result: ${kbText}`);
     const kbFocus = await kb.evaluate(() => document.activeElement && document.activeElement.id);
     check(kbFocus === "fg-result-box", `the result is not focused (${kbFocus})`);
+    // Opened at the top level, not by a script: no window to close, so no
+    // Close button that would do nothing.
+    check((await kb.locator("#fg-result-box .fg-close").count()) === 1, "the close button is not in the page");
+    check(!(await kb.locator("#fg-result-box .fg-close").isVisible()), "a Close button that cannot close");
     check(kbForeign.length === 0, `external requests: ${kbForeign.join(", ")}`);
 
     // 3. A declined card.
@@ -150,7 +201,7 @@ run(async () => {
     await kb.click("button.fg-submit");
     await kb.waitForSelector("#fg-result-box");
     const saved = await kb.locator("#fg-result-box").textContent();
-    check(saved.includes("Account saved"), `account form result: ${saved}`);
+    check(saved.includes("Card saved"), `account form result: ${saved}`);
 
     // 5. Refusals, each a page a person can read.
     const refusals = [

@@ -117,7 +117,11 @@ fn hosted_forms_in_a_browser() {
     let embedded = link(
         "/v2/payform",
         1,
-        &sale("web-1", "13.00", json!({ "parent_send_message": true })),
+        &sale(
+            "web-1",
+            "13.00",
+            json!({ "parent_send_message": true, "show_zip": true, "require_zip": true }),
+        ),
     );
     let keyboard = link(
         "/v2/payform",

@@ -26,6 +26,12 @@ engine_tests!(
     results_go_to_the_parent_origin_only,
     flags_change_the_form,
     a_form_pays_only_while_its_user_may,
+    a_payform_never_pays_money_out,
+    integrator_mistakes_are_refused_when_the_link_opens,
+    the_surcharge_is_shown_before_the_payer_pays,
+    a_payment_page_link_expires_fifteen_minutes_after_it_is_made,
+    a_submitted_form_survives_a_reload,
+    the_error_summary_follows_the_page,
 );
 
 fn now() -> i64 {
@@ -412,7 +418,7 @@ fn accountform_stores_a_vault(app: &TestApp) {
         ],
     )
     .expect(200);
-    assert!(done.text.contains("Account saved"), "{}", done.text);
+    assert!(done.text.contains("Card saved"), "{}", done.text);
     let vault = t.get("/v2/accountvaults/vault77?api_id=1").expect(200).body["accountvault"].clone();
     assert_eq!(vault["last_four"], "5454");
     assert_eq!(vault["account_holder_name"], "Pat Payer");
@@ -897,7 +903,21 @@ fn authonly_and_avsonly_save_the_account(app: &TestApp) {
             ],
         )
         .expect(200);
-        assert!(done.text.contains("approved"), "{action}: {}", done.text);
+        // Each result in words that fit what was done: a verified card
+        // was not a payment, and nothing was charged.
+        let heading = if action == "avsonly" {
+            "Card verified and saved"
+        } else {
+            "Payment approved"
+        };
+        assert!(done.text.contains(heading), "{action}: {}", done.text);
+        if action == "avsonly" {
+            assert!(
+                !done.text.contains("Payment approved") && !done.text.contains("$0.00"),
+                "{}",
+                done.text
+            );
+        }
         let tx = &by_api_id(&t, &api_id)[0];
         assert_eq!(tx["status_id"], status, "{action}: {tx}");
         assert_eq!(tx["contact_id"], contact.as_str(), "{action}");
@@ -1132,4 +1152,340 @@ fn a_form_pays_only_while_its_user_may(app: &TestApp) {
     let r = submit(app, &action, PAYFORM_CARD);
     assert_eq!(r.status, 403, "{}", r.text);
     assert!(by_api_id(&other, "revoked-1").is_empty(), "nothing charged");
+}
+
+/// The spec's PayForm actions are sale, authonly, avsonly and (ACH)
+/// debit. A refund or a credit would pay money out to whoever types a
+/// card, and a link's data is not signed: refused when the link opens,
+/// so nothing can be paid out.
+fn a_payform_never_pays_money_out(app: &TestApp) {
+    let t = app.bootstrap();
+    let ach_pt = t.cred("ach_product_transaction_id");
+    for (method, action, api_id) in [
+        ("cc", "refund", "out-1"),
+        ("cc", "credit", "out-2"),
+        ("ach", "refund", "out-3"),
+        ("ach", "credit", "out-4"),
+    ] {
+        let data = json!({ "transaction": { "payment_method": method, "action": action,
+            "transaction_amount": "900.00", "transaction_api_id": api_id, "ach_sec_code": "WEB",
+            "product_transaction_id": if method == "ach" { json!(ach_pt) } else { Value::Null } } });
+        let link = form_link(&t, "/v2/payform", fresh_ts(), &data);
+        let refused = get_page(app, &link).expect(422);
+        assert!(
+            refused.text.contains("never pays money out"),
+            "{method} {action}: {}",
+            refused.text
+        );
+        assert!(!refused.text.contains("action=\"/hosted/"), "no form");
+        assert!(by_api_id(&t, api_id).is_empty());
+    }
+    // As JSON, for the integrator: the action is named.
+    let data = json!({ "transaction": { "payment_method": "cc", "action": "refund",
+        "transaction_amount": "900.00", "transaction_api_id": "out-5" } });
+    let r = client(app).send(
+        "GET",
+        &form_link(&t, "/v2/payform", fresh_ts(), &data),
+        &[("accept", "application/json")],
+        None,
+    );
+    assert_eq!(r.status, 422, "{}", r.text);
+    assert!(!r.errors("action").is_empty(), "{}", r.text);
+    // An AccountForm stores a vault and pays nothing: an action is refused.
+    let vault = json!({ "accountvault": { "payment_method": "cc", "account_vault_api_id": "out-vault",
+        "action": "refund" } });
+    let r = get_page(app, &form_link(&t, "/v2/accountform", fresh_ts(), &vault));
+    assert_eq!(r.status, 422, "{}", r.text);
+}
+
+/// What only the integrator can fix is refused when the link opens (a
+/// 422 page, or JSON naming the field), before any payer types a card:
+/// the payments core's own checks run on the form's data.
+fn integrator_mistakes_are_refused_when_the_link_opens(app: &TestApp) {
+    let t = app.bootstrap();
+    let ach_pt = t.cred("ach_product_transaction_id");
+    let sale = |api_id: &str, extra: Value| {
+        let mut tx = json!({ "payment_method": "cc", "action": "sale", "transaction_amount": "13.00",
+            "transaction_api_id": api_id });
+        tx.as_object_mut()
+            .unwrap()
+            .extend(extra.as_object().unwrap().clone());
+        json!({ "transaction": tx })
+    };
+    let ach = |api_id: &str, extra: Value| {
+        let mut tx = json!({ "payment_method": "ach", "action": "debit", "transaction_amount": "13.00",
+            "ach_sec_code": "WEB", "product_transaction_id": ach_pt, "transaction_api_id": api_id });
+        tx.as_object_mut()
+            .unwrap()
+            .extend(extra.as_object().unwrap().clone());
+        json!({ "transaction": tx })
+    };
+    let cases = [
+        (
+            "save_account alone",
+            sale("im-1", json!({ "save_account": 1 })),
+            "contact_id",
+        ),
+        (
+            "a contact that does not exist",
+            sale(
+                "im-2",
+                json!({ "contact_id": "0123456789abcdef0123456789abcdef" }),
+            ),
+            "contact_id",
+        ),
+        (
+            "tip and tax above the amount",
+            sale("im-3", json!({ "tip_amount": "12", "tax": "3" })),
+            "tip_amount",
+        ),
+        (
+            "a surcharge on an account without one",
+            sale("im-4", json!({ "surcharge_amount": "0.01" })),
+            "surcharge_amount",
+        ),
+        (
+            "a stored account",
+            sale(
+                "im-5",
+                json!({ "account_vault_id": "0123456789abcdef0123456789abcdef" }),
+            ),
+            "account_vault_id",
+        ),
+        (
+            "an ACH holder the form does not ask",
+            ach("im-6", json!({ "show_account_holder_name": false })),
+            "account_holder_name",
+        ),
+        (
+            "an ACH SEC code needing a check number",
+            ach("im-7", json!({ "ach_sec_code": "TEL" })),
+            "check_number",
+        ),
+    ];
+    for (what, data, field) in cases {
+        let link = form_link(&t, "/v2/payform", fresh_ts(), &data);
+        let r = client(app).send("GET", &link, &[("accept", "application/json")], None);
+        assert_eq!(r.status, 422, "{what}: {}", r.text);
+        assert!(!r.errors(field).is_empty(), "{what}: {}", r.text);
+        // The same link as a payer's browser would open it: a page, no form.
+        let link = form_link(&t, "/v2/payform", fresh_ts(), &data);
+        let page = get_page(app, &link).expect(422);
+        assert!(
+            page.text.contains("This payment link is not valid") && !page.text.contains("action=\"/hosted/"),
+            "{what}: {}",
+            page.text
+        );
+    }
+    // The same fields, right, open the form.
+    let contact = t.contact(json!({ "first_name": "Pat" }))["id"].clone();
+    let good = sale(
+        "im-8",
+        json!({ "save_account": 1, "contact_id": contact, "tip_amount": "2", "tax": "1" }),
+    );
+    get_page(app, &form_link(&t, "/v2/payform", fresh_ts(), &good)).expect(200);
+    // A payment page link whose bounds no amount fits.
+    let page = new_page(&t, json!({}));
+    let (id, key) = (
+        page["id"].as_str().unwrap(),
+        page["encryption_key"].as_str().unwrap(),
+    );
+    let crossed = json!({ "id": id, "min_payment_amount": "20.00", "max_payment_amount": "10.00" });
+    let r = get_page(
+        app,
+        &format!("/hostedpaymentpage?id={id}&data={}", sealed_link(key, &crossed)),
+    )
+    .expect(422);
+    assert!(r.text.contains("min_payment_amount"), "{}", r.text);
+    // Its hidden fields are checked like a PayForm's data.
+    let hidden = json!({ "id": id, "field_configuration": { "body": { "fields": [
+        { "id": "save_account", "value": 1, "visible": false } ] } } });
+    let r = get_page(
+        app,
+        &format!("/hostedpaymentpage?id={id}&data={}", sealed_link(key, &hidden)),
+    )
+    .expect(422);
+    assert!(r.text.contains("contact_id"), "{}", r.text);
+    for api_id in ["im-1", "im-2", "im-3", "im-4", "im-5", "im-6", "im-7"] {
+        assert!(by_api_id(&t, api_id).is_empty());
+    }
+}
+
+/// On an account with a card surcharge, every page says what a credit
+/// card pays, and that a debit card pays no surcharge, before the payer
+/// submits; the result shows the total charged and its surcharge.
+fn the_surcharge_is_shown_before_the_payer_pays(app: &TestApp) {
+    let t = app.bootstrap();
+    let cc = t.cred("cc_product_transaction_id");
+    let out = app.cli(&["surcharge", "--product-transaction-id", &cc, "--percent", "3"]);
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let note =
+        "Credit cards: a 3.00% surcharge of $0.30 applies, total $10.30. Debit cards: $10.00, no surcharge.";
+    let data = json!({ "transaction": { "payment_method": "cc", "action": "sale", "transaction_amount": "10.00",
+        "transaction_api_id": "sur-1" } });
+    let form = get_page(app, &form_link(&t, "/v2/payform", fresh_ts(), &data)).expect(200);
+    assert!(form.text.contains(note), "{}", form.text);
+    assert!(
+        !form.text.contains("Pay $10.00"),
+        "the button does not promise one total: {}",
+        form.text
+    );
+    assert!(form.text.contains("aria-describedby=\"fg-surcharge\""));
+    let done = submit(app, &form_action(&form), PAYFORM_CARD).expect(200);
+    for line in [
+        "Subtotal",
+        "$10.00",
+        "Card surcharge",
+        "$0.30",
+        "Total charged",
+        "$10.30",
+    ] {
+        assert!(done.text.contains(line), "{line}: {}", done.text);
+    }
+    assert_eq!(by_api_id(&t, "sur-1")[0]["transaction_amount"], "10.30");
+    // Tax is not surcharged.
+    let taxed = json!({ "transaction": { "payment_method": "cc", "action": "sale", "transaction_amount": "11.00",
+        "tax": "1.00", "transaction_api_id": "sur-2" } });
+    let form = get_page(app, &form_link(&t, "/v2/payform", fresh_ts(), &taxed)).expect(200);
+    assert!(
+        form.text
+            .contains("surcharge of $0.30 applies, total $11.30. Debit cards: $11.00"),
+        "{}",
+        form.text
+    );
+    // A form may not fix the surcharge: it depends on the card.
+    let fixed = json!({ "transaction": { "payment_method": "cc", "action": "sale", "transaction_amount": "10.30",
+        "surcharge_amount": "0.30", "transaction_api_id": "sur-3" } });
+    get_page(app, &form_link(&t, "/v2/payform", fresh_ts(), &fixed)).expect(422);
+    // A card check charges nothing, so no surcharge is mentioned.
+    let avs = json!({ "transaction": { "payment_method": "cc", "action": "avsonly", "transaction_api_id": "sur-4" } });
+    let form = get_page(app, &form_link(&t, "/v2/payform", fresh_ts(), &avs)).expect(200);
+    assert!(!form.text.contains("surcharge"), "{}", form.text);
+    // The payment page: a fixed amount exactly, a typed one by its rate.
+    let page = new_page(&t, json!({}));
+    let (id, key) = (
+        page["id"].as_str().unwrap(),
+        page["encryption_key"].as_str().unwrap(),
+    );
+    let fixed = json!({ "id": id, "field_configuration": { "body": { "fields": [
+        { "id": "transaction_amount", "value": "10.00", "readonly": true } ] } } });
+    let shown = get_page(
+        app,
+        &format!("/hostedpaymentpage?id={id}&data={}", sealed_link(key, &fixed)),
+    )
+    .expect(200);
+    assert!(shown.text.contains(note), "{}", shown.text);
+    let typed = get_page(
+        app,
+        &format!(
+            "/hostedpaymentpage?id={id}&data={}",
+            sealed_link(key, &json!({ "id": id }))
+        ),
+    )
+    .expect(200);
+    assert!(
+        typed.text.contains(
+            "Credit cards: a 3.00% surcharge is added to the amount you pay. Debit cards: no surcharge."
+        ),
+        "{}",
+        typed.text
+    );
+}
+
+/// A payment page link with a timestamp works for 15 minutes from when it
+/// was made, however late in that time it was opened.
+fn a_payment_page_link_expires_fifteen_minutes_after_it_is_made(app: &TestApp) {
+    let t = app.bootstrap();
+    let page = new_page(&t, json!({}));
+    let (id, key) = (
+        page["id"].as_str().unwrap(),
+        page["encryption_key"].as_str().unwrap(),
+    );
+    let clock = t.get("/v2/developer/testclock").expect(200).body["testclock"]["now"]
+        .as_i64()
+        .unwrap();
+    let link = json!({ "id": id, "timestamp": clock - 14 * 60 });
+    let open = get_page(
+        app,
+        &format!("/hostedpaymentpage?id={id}&data={}", sealed_link(key, &link)),
+    )
+    .expect(200);
+    t.post(
+        "/v2/developer/testclock/advance",
+        json!({ "testclock": { "seconds": 2 * 60 } }),
+    )
+    .expect(200);
+    let late = submit(
+        app,
+        &form_action(&open),
+        &[
+            ("transaction_amount", "5.00"),
+            ("account_number", "4111111111111111"),
+            ("exp_date", "1239"),
+        ],
+    );
+    assert!(
+        (400..500).contains(&late.status),
+        "{}: {}",
+        late.status,
+        late.text
+    );
+    assert!(late.text.contains("expired"), "{}", late.text);
+    let list = t.get("/v2/transactions?trx_source_id=10").expect(200).body["transactions"].clone();
+    assert_eq!(list.as_array().map(Vec::len), Some(0), "{list}");
+}
+
+/// The address a submitted form leaves in the browser answers a GET (a
+/// reload, the tab restored): the form while it is open, its result once
+/// it has one, and a page, never JSON, when there is none.
+fn a_submitted_form_survives_a_reload(app: &TestApp) {
+    let t = app.bootstrap();
+    let link = form_link(&t, "/v2/payform", fresh_ts(), &sale_data("reload-1"));
+    let action = form_action(&get_page(app, &link).expect(200));
+    let before = get_page(app, &action).expect(200);
+    assert!(before.text.contains("Pay $13.00"), "{}", before.text);
+    submit(app, &action, PAYFORM_CARD).expect(200);
+    let after = get_page(app, &action).expect(200);
+    assert!(after.header("content-type").unwrap().starts_with("text/html"));
+    assert!(after.text.contains("Payment approved"), "{}", after.text);
+    assert_eq!(by_api_id(&t, "reload-1").len(), 1, "a reload charges nothing");
+    let gone = get_page(app, "/hosted/0123456789abcdef0123456789abcdef").expect(404);
+    assert!(gone.header("content-type").unwrap().starts_with("text/html"));
+    assert!(
+        gone.text.contains("has expired or does not exist"),
+        "{}",
+        gone.text
+    );
+    // Past its 15 minutes an unsubmitted form says so.
+    let link = form_link(&t, "/v2/payform", fresh_ts(), &sale_data("reload-2"));
+    let action = form_action(&get_page(app, &link).expect(200));
+    t.post(
+        "/v2/developer/testclock/advance",
+        json!({ "testclock": { "seconds": 16 * 60 } }),
+    )
+    .expect(200);
+    let late = get_page(app, &action).expect(401);
+    assert!(late.text.contains("expired"), "{}", late.text);
+}
+
+/// The error summary lists the problems in the order of the fields on the
+/// page, as a screen reader user meets them.
+fn the_error_summary_follows_the_page(app: &TestApp) {
+    let t = app.bootstrap();
+    let data = json!({ "transaction": { "payment_method": "cc", "action": "sale", "transaction_amount": "13.00",
+        "transaction_api_id": "order-errors", "show_zip": true, "require_zip": true } });
+    let action = form_action(&get_page(app, &form_link(&t, "/v2/payform", fresh_ts(), &data)).expect(200));
+    let r = submit(app, &action, &[]).expect(422);
+    let summary = &r.text[r.text.find("id=\"fg-errors\"").expect("a summary")..];
+    let summary = &summary[..summary.find("</ul>").unwrap()];
+    let at = |words: &str| {
+        summary
+            .find(words)
+            .unwrap_or_else(|| panic!("{words}: {summary}"))
+    };
+    assert!(
+        at("Card number is required") < at("Expiry (MM/YY) is required")
+            && at("Expiry (MM/YY) is required") < at("ZIP code is required"),
+        "{summary}"
+    );
 }

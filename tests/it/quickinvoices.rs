@@ -27,6 +27,8 @@ engine_tests!(
     an_expired_invoice_stops_taking_payments,
     concurrent_full_payments_approve_once,
     a_surcharge_does_not_pay_the_invoice,
+    the_surcharge_is_shown_before_paying,
+    a_changed_resubmission_is_refused_in_plain_words,
     status_closes_and_reopens,
     the_mailbox_needs_quick_invoice_reads,
     a_pay_link_pays_only_while_its_user_may,
@@ -1141,10 +1143,21 @@ fn files_up_to_five_mebibytes(app: &TestApp) {
 fn the_pay_page_cannot_be_framed(app: &TestApp) {
     let t = app.bootstrap();
     let q = invoice(&t, json!({})).expect(201).body["quickinvoice"].clone();
-    for shown in [
-        page(app, &pay_path(&q), None).expect(200),
-        page(app, &pay_path(&q), Some(&[("exp_date", "1239")])).expect(422),
-    ] {
+    let form = page(app, &pay_path(&q), None).expect(200);
+    let refused = page(app, &pay_path(&q), Some(&[("exp_date", "1239")])).expect(422);
+    // Its result, and the refusal of a deleted invoice, are its pages too.
+    let paid = page(app, &pay_path(&q), Some(&with_amount("21.00"))).expect(200);
+    assert!(paid.text.contains("Payment approved"), "{}", paid.text);
+    assert!(
+        !paid.text.contains("data-fg-close"),
+        "no Close button on a page opened from a mail: {}",
+        paid.text
+    );
+    let other = invoice(&t, json!({})).expect(201).body["quickinvoice"].clone();
+    t.delete(&format!("/v2/quickinvoices/{}", other["id"].as_str().unwrap()))
+        .expect(204);
+    let deleted = page(app, &pay_path(&other), None).expect(404);
+    for shown in [form, refused, paid, deleted] {
         let csp = shown
             .header("content-security-policy")
             .expect("a CSP")
@@ -1335,6 +1348,69 @@ fn a_surcharge_does_not_pay_the_invoice(app: &TestApp) {
         ),
         (json!("21.63"), json!("0.63"))
     );
+}
+
+/// The card surcharge is said before the customer pays: exactly on a
+/// balance paid in full, by its rate (with the balance as an example) on
+/// an amount the customer chooses; the result shows the total charged
+/// with its surcharge.
+fn the_surcharge_is_shown_before_paying(app: &TestApp) {
+    let t = app.bootstrap();
+    let cc = t.cred("cc_product_transaction_id");
+    let out = app.cli(&["surcharge", "--product-transaction-id", &cc, "--percent", "3"]);
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let q = invoice(&t, json!({})).expect(201).body["quickinvoice"].clone();
+    let shown = page(app, &pay_path(&q), None).expect(200);
+    assert!(
+        shown.text.contains(
+            "Credit cards: a 3.00% surcharge of $0.63 applies, total $21.63. Debit cards: $21.00, no surcharge."
+        ),
+        "{}",
+        shown.text
+    );
+    assert!(shown.text.contains("aria-describedby=\"fg-surcharge\""));
+    let paid = page(app, &pay_path(&q), Some(&with_amount("21.00"))).expect(200);
+    for line in [
+        "Subtotal",
+        "$21.00",
+        "Card surcharge",
+        "$0.63",
+        "Total charged",
+        "$21.63",
+    ] {
+        assert!(paid.text.contains(line), "{line}: {}", paid.text);
+    }
+    let partial = invoice(&t, json!({ "allow_partial_pay": 1 })).expect(201).body["quickinvoice"].clone();
+    let shown = page(app, &pay_path(&partial), None).expect(200);
+    assert!(
+        shown
+            .text
+            .contains("Credit cards: a 3.00% surcharge is added to the amount you pay (on $21.00: $0.63, total $21.63)."),
+        "{}",
+        shown.text
+    );
+    // A bank account is never surcharged.
+    let by_bank = page(app, &format!("{}?method=ach", pay_path(&partial)), None).expect(200);
+    assert!(!by_bank.text.contains("surcharge"), "{}", by_bank.text);
+}
+
+/// The same form sent again with a field changed (a double submit after
+/// an edit, without script) is refused in the customer's words, never the
+/// API's.
+fn a_changed_resubmission_is_refused_in_plain_words(app: &TestApp) {
+    let t = app.bootstrap();
+    let q = invoice(&t, json!({ "allow_partial_pay": 1 })).expect(201).body["quickinvoice"].clone();
+    let link = pay_path(&q);
+    let nonce = nonce_of(&page(app, &link, None).expect(200));
+    let mut fields = with_amount("5.00");
+    fields.push(("nonce", &nonce));
+    page(app, &link, Some(&fields)).expect(200);
+    let mut changed = with_amount("6.00");
+    changed.push(("nonce", &nonce));
+    let r = page(app, &link, Some(&changed)).expect(409);
+    assert!(r.text.contains("This form was already submitted"), "{}", r.text);
+    assert!(!r.text.contains("Idempotency"), "{}", r.text);
+    assert_eq!(invoice_transactions(&t, q["id"].as_str().unwrap()).len(), 1);
 }
 
 /// `status_id` takes the reference's values (1 open, 0 closed) and a PUT
