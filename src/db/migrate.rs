@@ -221,6 +221,13 @@ pub const MIGRATIONS: &[Migration] = &[
         "",
         "",
     ),
+    (
+        35,
+        "emulator_subscription_keys",
+        include_str!("../../migrations/0035_emulator_subscription_keys.sql"),
+        "",
+        "",
+    ),
 ];
 
 /// Applies every migration not yet recorded. Returns how many ran.
