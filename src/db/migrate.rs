@@ -222,6 +222,13 @@ pub const MIGRATIONS: &[Migration] = &[
         "",
     ),
     (
+        35,
+        "emulator_subscription_keys",
+        include_str!("../../migrations/0035_emulator_subscription_keys.sql"),
+        "",
+        "",
+    ),
+    (
         36,
         "device_term_claims",
         include_str!("../../migrations/0036_device_term_claims.sql"),

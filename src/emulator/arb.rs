@@ -32,6 +32,9 @@ pub struct NewSubscription {
     pub contact: Map<String, Json>,
     pub vault: Map<String, Json>,
     pub recurring: Map<String, Json>,
+    /// What makes another subscription a duplicate of this one (see
+    /// [`duplicate_key`]).
+    pub duplicate_key: String,
 }
 
 /// Reads an `ARBCreateSubscriptionRequest`'s `subscription`.
@@ -96,7 +99,65 @@ pub fn create(sub: &Map<String, Json>, location_id: &str) -> Result<NewSubscript
         contact,
         vault,
         recurring,
+        duplicate_key: duplicate_key(sub, location_id, cents, &number_of(sub)),
     })
+}
+
+fn number_of(sub: &Map<String, Json>) -> String {
+    tree::text(sub, "payment.creditCard.cardNumber").unwrap_or_default()
+}
+
+/// The key of a new subscription that Authorize.Net's duplicate check
+/// (E00012) compares: the merchant (our location), the card (first six
+/// and last four digits), `customer.id`, the `billTo` name, company and
+/// address, the amount, the invoice number, the start date and the
+/// interval, each as sent (an unsent one is a value of its own). Their
+/// check ignores the name, `refId` and occurrences, so a resent create
+/// with another name is still a duplicate. A digest, so the keys table
+/// holds no card digits.
+pub fn duplicate_key(sub: &Map<String, Json>, location_id: &str, cents: i64, card_number: &str) -> String {
+    use sha2::{Digest, Sha256};
+    let t = |path: &str| tree::text(sub, path);
+    let first_six = card_number.get(..6).unwrap_or(card_number);
+    let last_four = card_number
+        .get(card_number.len().saturating_sub(4)..)
+        .unwrap_or_default();
+    let mut parts = vec![
+        Some(location_id.to_string()),
+        Some(first_six.to_string()),
+        Some(last_four.to_string()),
+        Some(cents.to_string()),
+    ];
+    for path in [
+        "customer.id",
+        "billTo.firstName",
+        "billTo.lastName",
+        "billTo.company",
+        "billTo.address",
+        "billTo.city",
+        "billTo.state",
+        "billTo.zip",
+        "order.invoiceNumber",
+        "paymentSchedule.startDate",
+        "paymentSchedule.interval.length",
+        "paymentSchedule.interval.unit",
+    ] {
+        parts.push(t(path));
+    }
+    let mut digest = Sha256::new();
+    for part in parts {
+        // Length-prefixed, none sent apart from empty: no two lists of
+        // parts read the same.
+        match part {
+            Some(p) => {
+                digest.update([1]);
+                digest.update((p.len() as u64).to_be_bytes());
+                digest.update(p.as_bytes());
+            }
+            None => digest.update([0]),
+        }
+    }
+    format!("arb:{}", hex::encode(digest.finalize()))
 }
 
 /// The contact fields of a `billTo` (name, company and address) that
@@ -168,17 +229,14 @@ pub fn update(sub: &Map<String, Json>, location_id: &str) -> Result<Change, Refu
     })
 }
 
+/// Refuses a trial: `trialOccurrences` above 0. Without trial
+/// occurrences there is no trial, so `trialAmount` alone means nothing
+/// (their schema uses it only with occurrences; the official Node.js
+/// sample sends 0 occurrences with a random amount) and is ignored.
 fn no_trial(sub: &Map<String, Json>) -> Result<(), Refusal> {
     let occurrences = tree::text(sub, "paymentSchedule.trialOccurrences").unwrap_or_default();
-    let trial_amount = tree::text(sub, "trialAmount").unwrap_or_default();
-    let zero = |s: &str| {
-        s.is_empty()
-            || s.trim_start_matches('0')
-                .trim_start_matches('.')
-                .trim_matches('0')
-                .is_empty()
-    };
-    if !zero(&occurrences) || !zero(&trial_amount) {
+    let zero = occurrences.is_empty() || occurrences.trim().trim_start_matches('0').is_empty();
+    if !zero {
         return Err(invalid("Trial periods are not supported."));
     }
     Ok(())
@@ -370,31 +428,27 @@ pub struct Payment {
     pub timestamp: String,
     pub status_id: i64,
     pub reason_code_id: i64,
+    /// The billing period of the schedule it was made for, from 0 (its
+    /// first try on the period's date, retries of a declined one after).
+    pub period: i64,
 }
 
-impl Payment {
-    /// Went through (later voids and refunds included): the next
-    /// payment is the next `payNum`; a declined one is retried under its
-    /// own.
-    fn went_through(&self) -> bool {
-        self.status_id != 301
-    }
-}
-
-/// Each payment's (`payNum`, `attemptNum`): the payment of the schedule
-/// it is, from 1, and which try at it (a declined run is tried again).
+/// Each payment's (`payNum`, `attemptNum`): the scheduled payment it is,
+/// by its billing period from 1 (a period whose payment declined for good
+/// still counts, so the next period's payment is the next number), and
+/// which try at that period's payment (a declined one is tried again).
 pub fn pay_numbers(payments: &[Payment]) -> Vec<(i64, i64)> {
-    let (mut pay_num, mut attempt) = (1, 0);
+    let mut last: Option<(i64, i64)> = None;
     payments
         .iter()
         .map(|p| {
-            attempt += 1;
-            let numbers = (pay_num, attempt);
-            if p.went_through() {
-                pay_num += 1;
-                attempt = 0;
-            }
-            numbers
+            let pay_num = p.period.max(0) + 1;
+            let attempt = match last {
+                Some((n, a)) if n == pay_num => a + 1,
+                _ => 1,
+            };
+            last = Some((pay_num, attempt));
+            (pay_num, attempt)
         })
         .collect()
 }
@@ -459,6 +513,32 @@ mod tests {
     }
 
     #[test]
+    fn duplicates_are_the_same_card_customer_amount_and_schedule() {
+        let key = |v: Json| create(&sub(v), "loc").unwrap().duplicate_key;
+        let first = key(base());
+        let mut renamed = base();
+        renamed["name"] = json!("Another name");
+        assert_eq!(key(renamed), first, "the name is not compared");
+        for (path, value) in [
+            ("amount", json!("9.98")),
+            ("billTo", json!({"firstName": "Pat", "lastName": "Dee"})),
+            ("order", json!({"invoiceNumber": "INV-2"})),
+            ("customer", json!({"id": "C-1"})),
+        ] {
+            let mut other = base();
+            other[path] = value;
+            assert_ne!(key(other), first, "{path}");
+        }
+        let mut other_start = base();
+        other_start["paymentSchedule"]["startDate"] = json!("2030-01-16");
+        assert_ne!(key(other_start), first);
+        let mut other_card = base();
+        other_card["payment"]["creditCard"]["cardNumber"] = json!("5454545454545454");
+        assert_ne!(key(other_card), first);
+        assert_ne!(create(&sub(base()), "loc2").unwrap().duplicate_key, first);
+    }
+
+    #[test]
     fn intervals_outside_their_bounds_are_e00022() {
         for (length, unit, ok) in [
             ("7", "days", true),
@@ -479,22 +559,29 @@ mod tests {
     }
 
     #[test]
-    fn payments_are_numbered_by_the_payment_they_make() {
-        let payment = |status_id| Payment {
+    fn payments_are_numbered_by_their_billing_period() {
+        let payment = |period, status_id| Payment {
             trans_id: 1,
             timestamp: String::new(),
             status_id,
             reason_code_id: 1000,
+            period,
         };
-        // Approved, declined and retried, voided later, approved.
+        // Approved; declined and retried three times without success;
+        // the next period's payment is number 3 whatever came of 2.
         let runs = [
-            payment(101),
-            payment(301),
-            payment(101),
-            payment(201),
-            payment(101),
+            payment(0, 101),
+            payment(1, 301),
+            payment(1, 301),
+            payment(1, 301),
+            payment(1, 301),
+            payment(2, 101),
+            payment(3, 201),
         ];
-        assert_eq!(pay_numbers(&runs), vec![(1, 1), (2, 1), (2, 2), (3, 1), (4, 1)]);
+        assert_eq!(
+            pay_numbers(&runs),
+            vec![(1, 1), (2, 1), (2, 2), (2, 3), (2, 4), (3, 1), (4, 1)]
+        );
     }
 
     #[test]
@@ -506,6 +593,13 @@ mod tests {
         let mut zero_trial = base();
         zero_trial["trialAmount"] = json!("0.00");
         assert!(create(&sub(zero_trial), "loc").is_ok());
+        // No trial occurrences: no trial, whatever trialAmount says (the
+        // official Node.js sample sends a random one).
+        let mut amount_only = base();
+        amount_only["trialAmount"] = json!("4.27");
+        assert!(create(&sub(amount_only.clone()), "loc").is_ok());
+        amount_only["paymentSchedule"]["trialOccurrences"] = json!("00");
+        assert!(create(&sub(amount_only), "loc").is_ok());
         let mut ach = base();
         ach["payment"] = json!({"bankAccount": {"accountNumber": "123"}});
         assert!(create(&sub(ach), "loc").is_err());

@@ -236,6 +236,9 @@ pub mod api {
         "E00011",
         "Access denied. You do not have permissions to call the API method.",
     );
+    /// A new subscription identical to a running one (ARB's duplicate
+    /// check).
+    pub const DUPLICATE_SUBSCRIPTION: (&str, &str) = ("E00012", "A duplicate subscription already exists.");
     pub const INVALID_FIELD: &str = "E00013";
     pub const MISSING_FIELD: &str = "E00014";
     pub const START_IN_PAST: (&str, &str) =

@@ -13,6 +13,7 @@ pub mod codes;
 pub mod credentials;
 pub mod numbers;
 pub mod sent;
+pub mod subscription_keys;
 pub mod transaction;
 pub mod tree;
 

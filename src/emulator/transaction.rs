@@ -634,6 +634,8 @@ pub struct DetailFacts {
     pub batch: Option<(i64, Option<i64>)>,
     /// The transaction's Level 3 data (`level3_data`).
     pub level3: Option<Json>,
+    /// A partial approval's split tender number.
+    pub split_tender: Option<i64>,
 }
 
 /// Their `transactionType` of a transaction the emulator did not record:
@@ -720,10 +722,12 @@ pub fn details(tx: &Json, facts: &DetailFacts) -> Out {
     } else {
         s("transaction_amount")
     };
-    let auth_amount = tx["auth_amount"]
-        .as_str()
-        .map(str::to_string)
-        .unwrap_or_else(|| amount.clone());
+    // A declined payment's authAmount is the amount asked for, as theirs
+    // shows it (settleAmount is 0.00); ours keeps 0 authorized.
+    let auth_amount = match tx["auth_amount"].as_str() {
+        Some(a) if status != 301 => a.to_string(),
+        _ => amount.clone(),
+    };
     let settle_amount = if matches!(status, 301 | 201 | 102) {
         "0.00".to_string()
     } else {
@@ -733,6 +737,9 @@ pub fn details(tx: &Json, facts: &DetailFacts) -> Out {
     let mut fields = vec![("transId", Out::text(facts.trans_id.to_string()))];
     if let Some(r) = facts.ref_trans_id {
         fields.push(("refTransId", Out::text(r.to_string())));
+    }
+    if let Some(split) = facts.split_tender {
+        fields.push(("splitTenderId", Out::text(split.to_string())));
     }
     fields.extend([
         ("submitTimeUTC", Out::text(submitted_utc)),
@@ -983,6 +990,7 @@ mod tests {
                 "line_items": [{ "description": "Widget", "product_code": "WID-1", "quantity": "2",
                     "unit_code": "EA", "unit_cost": "4.25", "tax_amount": "0.80" }]
             })),
+            split_tender: Some(44444444444),
         };
         let out = details(&tx, &facts);
         let Out::Node(fields) = &out else { panic!("a node") };
@@ -1008,6 +1016,7 @@ mod tests {
             "no invoice sent"
         );
         assert_eq!(v["subscription"], json!({"id": "22222222222", "payNum": "3"}));
+        assert_eq!(v["splitTenderId"], "44444444444");
         assert_eq!(
             v["batch"],
             json!({"batchId": "33333333333", "settlementTimeUTC": "2030-01-03T03:00:00Z",

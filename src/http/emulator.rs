@@ -18,7 +18,7 @@ use crate::emulator::numbers::{self, Kind as Number};
 use crate::emulator::sent::{self, Sent};
 use crate::emulator::transaction::{self, Kind, Outcome, Refusal};
 use crate::emulator::tree::{self, Format, Out};
-use crate::emulator::{aim, arb, envelope, response_name};
+use crate::emulator::{aim, arb, envelope, response_name, subscription_keys};
 use crate::engine::{self, query, validate, Cx};
 use crate::error::{ApiError, FieldErrors};
 use crate::payments::{actions, DuplicateGuard, FollowUp, NewPayment, Origin, TransactionId, TrxSource};
@@ -269,7 +269,6 @@ async fn run_transaction(app: &AppState, caller: &Caller, request: &Map<String, 
         };
     }
     let cx = app.cx(caller);
-    let duplicate_guard = duplicate_guard(&cx, kind, request, &plan.body);
     // The transaction the request refers to: a number we answered (or,
     // for clients that know it, our own id), in the caller's scope.
     let mut referenced: Option<Referenced> = None;
@@ -311,6 +310,7 @@ async fn run_transaction(app: &AppState, caller: &Caller, request: &Map<String, 
                     number,
                     status_id: tx.int("status_id").unwrap_or(0),
                     last_four: tx.text("last_four").unwrap_or_default().to_string(),
+                    amount: tx.int("transaction_amount").unwrap_or(0),
                 };
                 Ok(Some((found, parts)))
             })
@@ -352,6 +352,8 @@ async fn run_transaction(app: &AppState, caller: &Caller, request: &Map<String, 
         );
     }
     let status = referenced.as_ref().map(|r| r.status_id);
+    let duplicate_guard = duplicate_guard(&cx, kind, request, &body, referenced.as_ref());
+    let guard_key = duplicate_guard.as_ref().map(|g| g.key.clone());
     let reply = match (&referenced, kind.follows_up()) {
         (Some(original), true) => match actions::parse(&body, true) {
             Ok(input) => {
@@ -384,6 +386,22 @@ async fn run_transaction(app: &AppState, caller: &Caller, request: &Map<String, 
         Err(e) => {
             let refusal = refusal_of(kind, &e, status);
             let mut outcome = Outcome::refused(Some(kind), &refusal);
+            // A client that sends duplicateWindow is told the original
+            // transaction's id, AVS and card code results and, when it was
+            // approved, its authorization code (their reason 11 details),
+            // so it can recover an order whose first answer it lost.
+            if let (true, Some(key)) = (
+                refusal.reason == codes::DUPLICATE
+                    && transaction::setting(request, "duplicateWindow").is_some(),
+                guard_key,
+            ) {
+                if let Some(original) = duplicated_original(app, &cx, kind, key).await {
+                    outcome.trans_id = original.trans_id;
+                    outcome.auth_code = original.auth_code;
+                    outcome.avs = original.avs;
+                    outcome.cvv = original.cvv;
+                }
+            }
             // Already voided or captured: their success names the
             // transaction it was about.
             if let (ResponseCode::Approved, Some(original)) = (refusal.reason.response, &referenced) {
@@ -402,10 +420,17 @@ async fn run_transaction(app: &AppState, caller: &Caller, request: &Map<String, 
         kind,
         invoice_sent: body.contains_key("order_num"),
     });
+    // Their reason 19 asks the client to try again: the attempt must not
+    // hold the duplicate key the retry needs.
+    let try_again = codes::of_reason(tx["reason_code_id"].as_i64().unwrap_or(0)) == codes::TRY_AGAIN;
+    let release = guard_key.filter(|_| try_again);
     let numbered = app
         .store
         .write(move |conn| {
             let number = numbers::number_of(conn, Number::Transaction, &id)?;
+            if let Some(key) = release {
+                crate::payments::create::release_duplicate_guard(conn, &key, &id)?;
+            }
             if let Some(sent) = sent {
                 sent::record(conn, &id, sent)?;
             }
@@ -420,7 +445,12 @@ async fn run_transaction(app: &AppState, caller: &Caller, request: &Map<String, 
         .await;
     match numbered {
         Ok((number, split_tender)) => {
-            let mut outcome = Outcome::of(kind, &tx, number, referenced.map(|r| r.number));
+            let mut outcome = Outcome::of(kind, &tx, number, referenced.as_ref().map(|r| r.number));
+            // A void answers the amount it voided (AIM's field 10), not the
+            // zero our voided row now holds.
+            if let (Kind::Void, Some(original)) = (kind, &referenced) {
+                outcome.amount = crate::money::format(original.amount);
+            }
             if let Some(split_id) = split_tender {
                 let cents = |amount: Option<&str>| {
                     crate::money::parse_text(amount.unwrap_or_default(), i64::MAX / 100).unwrap_or(0)
@@ -443,6 +473,8 @@ struct Referenced {
     number: i64,
     status_id: i64,
     last_four: String,
+    /// Its amount in cents before this request (a void zeroes it).
+    amount: i64,
 }
 
 /// The guard that refuses a new payment repeating one this emulator took
@@ -450,28 +482,41 @@ struct Referenced {
 /// Authorize.Net refuses a double click or a retried post: the same
 /// transaction type, card (first six and last four digits), amount and
 /// invoice number as sent (none sent is a value of its own; the payments
-/// core numbers such orders itself). The key is a digest, so the guards
-/// table holds no card digits.
+/// core numbers such orders itself). A refund's card is the referenced
+/// transaction's, so its key names that transaction and the last four
+/// digits: a second refund of the same amount of one sale within the
+/// window is refused, as Authorize.Net refuses it. The key is a digest,
+/// so the guards table holds no card digits.
 fn duplicate_guard(
     cx: &Cx,
     kind: Kind,
     request: &Map<String, Json>,
     body: &Map<String, Json>,
+    referenced: Option<&Referenced>,
 ) -> Option<DuplicateGuard> {
     use sha2::{Digest, Sha256};
-    if !matches!(kind, Kind::AuthCapture | Kind::AuthOnly | Kind::CaptureOnly) {
-        return None;
-    }
-    let number = body.get("account_number").and_then(Json::as_str)?;
+    let (card, last_four) = match kind {
+        Kind::AuthCapture | Kind::AuthOnly | Kind::CaptureOnly => {
+            let number = body.get("account_number").and_then(Json::as_str)?;
+            (
+                number.get(..6)?.to_string(),
+                number.get(number.len().checked_sub(4)?..)?.to_string(),
+            )
+        }
+        Kind::Refund => {
+            let original = referenced?;
+            (format!("refund of {}", original.id), original.last_four.clone())
+        }
+        Kind::PriorAuthCapture | Kind::Void => return None,
+    };
     let amount = body.get("transaction_amount").and_then(Json::as_str)?;
     let cents = crate::money::parse_text(amount, i64::MAX / 100).ok()?;
     let invoice = tree::text(request, "order.invoiceNumber");
-    let (first_six, last_four) = (number.get(..6)?, number.get(number.len().checked_sub(4)?..)?);
     let parts = [
         cx.scope.location_id.as_str(),
         kind.api_name(),
-        first_six,
-        last_four,
+        &card,
+        &last_four,
         &cents.to_string(),
         // "-" for none sent: no sent invoice is empty (blank is absent).
         invoice.as_deref().map_or("-", |i| i),
@@ -486,6 +531,34 @@ fn duplicate_guard(
         key: format!("anet:{}", hex::encode(digest.finalize())),
         window_secs: transaction::duplicate_window(request),
     })
+}
+
+/// The transaction holding a duplicate's guard key, in the caller's
+/// scope, as their outcome (its number, authorization code, AVS and card
+/// code results); `None` when it cannot be read.
+async fn duplicated_original(app: &AppState, cx: &Cx, kind: Kind, key: String) -> Option<Outcome> {
+    let cx2 = cx.clone();
+    let found = app
+        .store
+        .write(move |conn| {
+            let Some(id) = crate::payments::create::duplicate_guard_holder(conn, &key)? else {
+                return Ok(None);
+            };
+            let Some(tx) = query::find(conn, &TRANSACTION, &cx2.scope, &id)? else {
+                return Ok(None);
+            };
+            let number = numbers::number_of(conn, Number::Transaction, tx.id())?;
+            Ok(Some((Json::Object(engine::render(&cx2, &tx)), number)))
+        })
+        .await;
+    match found {
+        Ok(Some((tx, number))) => Some(Outcome::of(kind, &tx, number, None)),
+        Ok(None) => None,
+        Err(e) => {
+            tracing::warn!(error = %e, "emulator: the duplicated transaction could not be read");
+            None
+        }
+    }
 }
 
 /// One of our refusals as their reason: by the field it names, else by
@@ -525,7 +598,14 @@ fn refusal_of(kind: Kind, e: &ApiError, referenced_status: Option<i64>) -> Refus
             Refusal::new(codes::ALREADY_CAPTURED)
         }
         (_, Kind::Refund) => Refusal::with(codes::NO_CREDIT, format!("{} {text}", codes::NO_CREDIT.text)),
-        _ => Refusal::with(codes::TRY_AGAIN, format!("{field}: {text}")),
+        // A void or capture the referenced transaction's state does not
+        // allow (a settled sale, a voided or declined authorization):
+        // Authorize.Net finds no transaction it could void or capture,
+        // their 16, which no retry changes (19 would invite one).
+        (_, Kind::Void | Kind::PriorAuthCapture) => Refusal::new(codes::NOT_FOUND),
+        // Our message, never our field names: shoppers may read it.
+        _ if text.is_empty() => Refusal::new(codes::TRY_AGAIN),
+        _ => Refusal::with(codes::TRY_AGAIN, text),
     }
 }
 
@@ -551,14 +631,18 @@ async fn transaction_details(
                 Some(p) => Some(numbers::number_of(conn, Number::Transaction, p)?),
                 None => None,
             };
-            let subscription = match tx.text("recurring_id") {
-                Some(recurring_id) => {
-                    let payments = subscription_payments(conn, recurring_id)?;
+            let recurring = match tx.text("recurring_id") {
+                Some(recurring_id) => query::find(conn, &RECURRING, &cx2.scope, recurring_id)?,
+                None => None,
+            };
+            let subscription = match recurring {
+                Some(recurring) => {
+                    let payments = subscription_payments(conn, &recurring)?;
                     let own = payments.iter().position(|(id, _)| id == tx.id());
                     let numbers: Vec<_> = payments.into_iter().map(|(_, p)| p).collect();
                     match own {
                         Some(i) => Some((
-                            numbers::number_of(conn, Number::Subscription, recurring_id)?,
+                            numbers::number_of(conn, Number::Subscription, recurring.id())?,
                             arb::pay_numbers(&numbers)[i].0,
                         )),
                         None => None,
@@ -585,7 +669,15 @@ async fn transaction_details(
                 ))?
                 .and_then(|r| r.first().and_then(|v| v.as_str()).map(str::to_string))
                 .and_then(|data| serde_json::from_str(&data).ok());
+            // A partial approval opened a split tender (numbered when answered).
+            let split_tender =
+                if tx.int("reason_code_id") == Some(i64::from(ReasonCode::PARTIAL_APPROVAL.code())) {
+                    Some(numbers::number_of(conn, Number::SplitTender, tx.id())?)
+                } else {
+                    None
+                };
             let facts = transaction::DetailFacts {
+                split_tender,
                 trans_id: numbers::number_of(conn, Number::Transaction, tx.id())?,
                 ref_trans_id: previous,
                 sent: sent::of(conn, tx.id())?,
@@ -607,24 +699,38 @@ async fn transaction_details(
 }
 
 /// A recurring's finished runs (a subscription's payments), oldest
-/// first, each by our id and as their ARB payment.
+/// first, each by our id and as their ARB payment. A run's billing period
+/// is the last one whose date (in the recurring location's time zone) is
+/// on or before the day it ran: the scheduler runs a period on its date
+/// and retries a declined one before the next period's.
 fn subscription_payments(
     conn: &mut dyn crate::db::Conn,
-    recurring_id: &str,
+    recurring: &crate::engine::record::Record,
 ) -> Result<Vec<(String, arb::Payment)>, ApiError> {
+    let plan = transitions::Plan::of(recurring);
+    let tz = conn
+        .query_one(&Sql::with(
+            "SELECT tz FROM locations WHERE id = ?",
+            vec![recurring.text("location_id").unwrap_or_default().into()],
+        ))?
+        .and_then(|r| r.into_iter().next())
+        .and_then(|v| v.as_str().and_then(|t| t.parse::<chrono_tz::Tz>().ok()))
+        .unwrap_or(chrono_tz::UTC);
     let rows = conn.query(&Sql::with(
-        "SELECT id, timestamp, status_id, reason_code_id FROM transactions \
+        "SELECT id, timestamp, status_id, reason_code_id, created_ts FROM transactions \
          WHERE recurring_id = ? AND state = ? ORDER BY created_ts, id",
-        vec![recurring_id.into(), crate::payments::state::DONE.into()],
+        vec![recurring.id().into(), crate::payments::state::DONE.into()],
     ))?;
     let mut payments = Vec::new();
     for row in rows {
         let id = row[0].as_str().unwrap_or_default().to_string();
+        let ran_on = crate::billing::calendar::local_date(row[4].as_int().unwrap_or(0), tz);
         let payment = arb::Payment {
             trans_id: numbers::number_of(conn, Number::Transaction, &id)?,
             timestamp: row[1].as_str().unwrap_or_default().to_string(),
             status_id: row[2].as_int().unwrap_or(0),
             reason_code_id: row[3].as_int().unwrap_or(0),
+            period: plan.interval.periods_through(plan.anchor, ran_on) - 1,
         };
         payments.push((id, payment));
     }
@@ -638,9 +744,18 @@ fn arb_refused(r: arb::Refusal) -> Answer {
     ((r.0, r.1), false, Vec::new())
 }
 
+/// The field of the error that refuses a duplicate subscription (and
+/// rolls back its job).
+const DUPLICATE_SUBSCRIPTION_FIELD: &str = "duplicate_subscription";
+
 /// A validation failure inside an ARB job, as their field message.
 fn arb_error(e: ApiError) -> Result<Answer, ApiError> {
     match e {
+        ApiError::Validation(errors) | ApiError::Conflict(errors)
+            if errors.has(DUPLICATE_SUBSCRIPTION_FIELD) =>
+        {
+            Ok((message(api::DUPLICATE_SUBSCRIPTION), false, Vec::new()))
+        }
         // A start before today is their E00017, not a field error.
         ApiError::Validation(errors)
             if errors
@@ -695,6 +810,14 @@ async fn arb_create(app: &AppState, caller: &Caller, body: &Map<String, Json>) -
             recurring_body.insert("account_vault_id".into(), Json::String(vault.id().to_string()));
             let (recurring, _) =
                 engine::create(&cx, conn, &RECURRING, create_input(&RECURRING, &recurring_body)?)?;
+            // Their duplicate check, in this job: a refusal rolls back the
+            // records made above.
+            if subscription_keys::claim(conn, &new.duplicate_key, recurring.id())?.is_some() {
+                return Err(ApiError::field(
+                    DUPLICATE_SUBSCRIPTION_FIELD,
+                    api::DUPLICATE_SUBSCRIPTION.1,
+                ));
+            }
             let profile = arb::ProfileNumbers {
                 contact: numbers::number_of(conn, Number::Contact, contact.id())?,
                 vault: numbers::number_of(conn, Number::Vault, vault.id())?,
@@ -767,7 +890,7 @@ async fn arb_get(
                 vault: numbers::number_of(conn, Number::Vault, &vault_id)?,
             };
             let payments = if with_payments {
-                let payments = subscription_payments(conn, r.id())?;
+                let payments = subscription_payments(conn, &r)?;
                 Some(payments.into_iter().map(|(_, p)| p).collect::<Vec<_>>())
             } else {
                 None
@@ -818,6 +941,14 @@ async fn arb_update(app: &AppState, caller: &Caller, body: &Map<String, Json>) -
                 return Ok(Err(message(api::CANCELED)));
             }
             let contact_id = old.text("contact_id").unwrap_or_default().to_string();
+            // A new card, amount or bill-to: no longer what its duplicate
+            // key describes.
+            if change.vault.is_some()
+                || change.recurring.contains_key("transaction_amount")
+                || !change.contact.is_empty()
+            {
+                subscription_keys::release(conn, old.id())?;
+            }
             // The name and address the subscription shows are its contact's.
             if !change.contact.is_empty() {
                 if let Some(contact) = query::find(conn, &CONTACT, &cx.scope, &contact_id)? {

@@ -946,6 +946,28 @@ fn take_duplicate_guard(
     Ok(())
 }
 
+/// The payment holding a [`DuplicateGuard`] key, if any (the original of
+/// a refused repeat).
+pub fn duplicate_guard_holder(conn: &mut dyn Conn, key: &str) -> ApiResult<Option<String>> {
+    Ok(conn
+        .query_one(&Sql::with(
+            "SELECT transaction_id FROM duplicate_guards WHERE guard_key = ?",
+            vec![key.into()],
+        ))?
+        .and_then(|r| r.into_iter().next())
+        .and_then(|v| v.as_str().map(str::to_string)))
+}
+
+/// Frees a [`DuplicateGuard`] key while `transaction_id` still holds it:
+/// the caller answered that payment in a way that asks for a retry.
+pub fn release_duplicate_guard(conn: &mut dyn Conn, key: &str, transaction_id: &str) -> ApiResult<()> {
+    conn.execute(&Sql::with(
+        "DELETE FROM duplicate_guards WHERE guard_key = ? AND transaction_id = ?",
+        vec![key.into(), transaction_id.into()],
+    ))?;
+    Ok(())
+}
+
 /// Stores the row as pending (and ties the idempotency key to it), as
 /// the job's last statement: the job commits with it (see
 /// [`Conn::execute_and_commit`]), and then the processor may be called.

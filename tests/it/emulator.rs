@@ -30,6 +30,12 @@ engine_tests!(
     duplicates_by_type_with_or_without_invoice,
     transaction_details_keep_what_was_sent,
     subscriptions_as_authorize_net_keeps_them,
+    duplicate_subscriptions_are_refused,
+    repeated_refunds_are_duplicates,
+    permanent_refusals_are_not_try_again,
+    a_duplicate_names_its_original,
+    pay_numbers_count_billing_periods,
+    aim_void_answers_the_voided_amount,
 );
 
 /// The full card numbers these tests (and the SDK scripts) send: none may
@@ -1219,6 +1225,15 @@ fn partial_authorization_per_request(app: &TestApp) {
         ),
         (json!("1.00"), json!(1201))
     );
+    // Its details name the same split tender.
+    let d = api(
+        app,
+        &t,
+        "getTransactionDetailsRequest",
+        json!({ "transId": r["transId"] }),
+    )["transaction"]
+        .clone();
+    assert_eq!(d["splitTenderId"], split, "{d}");
     // Not sent, or sent false: the product transaction's setting (off),
     // and the sandbox declines.
     for (invoice, settings) in [("P-2", vec![]), ("P-3", vec![("allowPartialAuth", "false")])] {
@@ -1422,9 +1437,9 @@ fn refunds_need_the_referenced_card(app: &TestApp) {
         .to_string();
     t.post(&format!("/v2/transactionbatches/{batch}/settle"), json!({}))
         .expect(200);
-    let refund = |card: Option<&str>| {
+    let refund = |card: Option<&str>, amount: &str| {
         let mut request =
-            json!({ "transactionType": "refundTransaction", "amount": "1.00", "refTransId": sale_id });
+            json!({ "transactionType": "refundTransaction", "amount": amount, "refTransId": sale_id });
         if let Some(number) = card {
             request["payment"] = json!({ "creditCard": { "cardNumber": number, "expirationDate": "XXXX" } });
         }
@@ -1443,15 +1458,20 @@ fn refunds_need_the_referenced_card(app: &TestApp) {
         (Some("5454545454545454"), "another full number"),
         (Some("11"), "too few digits"),
     ] {
-        let r = refund(card);
+        let r = refund(card, "1.00");
         assert_eq!(
             (r["responseCode"].clone(), r["errors"][0]["errorCode"].clone()),
             (json!("3"), json!("54")),
             "{why}: {r}"
         );
     }
-    for card in ["1111", "XXXX1111", "4111111111111111"] {
-        let r = refund(Some(card));
+    // Other amounts: the same refund again would be a duplicate.
+    for (card, amount) in [
+        ("1111", "1.00"),
+        ("XXXX1111", "1.01"),
+        ("4111111111111111", "1.02"),
+    ] {
+        let r = refund(Some(card), amount);
         assert_eq!(r["responseCode"], "1", "{card}: {r}");
     }
     let refunds = emulated(&t).into_iter().filter(|tx| tx["type_id"] == 30).count();
@@ -1770,24 +1790,30 @@ fn subscriptions_as_authorize_net_keeps_them(app: &TestApp) {
             .unwrap_or_default()
             .to_string()
     };
-    let created = api(
-        app,
-        &t,
-        "ARBCreateSubscriptionRequest",
+    // As the official Node.js sample sends it: no trial occurrences, a
+    // trial amount anyway (which then means nothing).
+    let subscription = |trial_occurrences: i64| {
         json!({ "subscription": { "name": "Tea club", "paymentSchedule": { "interval": { "length": 1, "unit": "months" },
-            "startDate": start, "totalOccurrences": 12 }, "amount": "10.00",
+            "startDate": start, "totalOccurrences": 12, "trialOccurrences": trial_occurrences }, "amount": "10.00",
+            "trialAmount": "4.27",
             "payment": { "creditCard": { "cardNumber": "4111111111111111", "expirationDate": "2035-12" } },
-            "billTo": { "firstName": "Ann", "lastName": "Lee" } } }),
-    );
+            "billTo": { "firstName": "Ann", "lastName": "Lee" } } })
+    };
+    let trial = api(app, &t, "ARBCreateSubscriptionRequest", subscription(1));
+    assert_eq!(code(&trial), "E00013", "a real trial: {trial}");
+    let created = api(app, &t, "ARBCreateSubscriptionRequest", subscription(0));
     assert_eq!(code(&created), "I00001", "{created}");
     let id = created["subscriptionId"].as_str().unwrap().to_string();
     let profile = created["profile"].clone();
+    // Their schema's xs:int (subscription ids in a payment's details and
+    // in lists), and 7 to 9 digits as theirs are.
+    let fits_xs_int = |n: &str| {
+        (7..=9).contains(&n.len()) && n.bytes().all(|b| b.is_ascii_digit()) && n.parse::<i32>().is_ok()
+    };
+    assert!(fits_xs_int(&id), "{created}");
     for key in ["customerProfileId", "customerPaymentProfileId"] {
         let n = profile[key].as_str().unwrap_or_default();
-        assert!(
-            n.len() == 11 && n.bytes().all(|b| b.is_ascii_digit()),
-            "{key}: {created}"
-        );
+        assert!(fits_xs_int(n), "{key}: {created}");
     }
     let update = |subscription: Value| {
         api(
@@ -1912,4 +1938,473 @@ fn subscriptions_as_authorize_net_keeps_them(app: &TestApp) {
         "{again}"
     );
     no_card_in_log(app);
+}
+
+/// The date `days` from the test clock's now, as their `startDate`.
+fn day_from_now(t: &Tenant, days: i64) -> String {
+    let now = t.get("/v2/developer/testclock").expect(200).body["testclock"]["now"]
+        .as_i64()
+        .unwrap();
+    chrono::DateTime::from_timestamp(now + days * 86_400, 0)
+        .unwrap()
+        .date_naive()
+        .to_string()
+}
+
+/// An `ARBCreateSubscriptionRequest`'s `subscription`: monthly, 12
+/// payments, on the test card.
+fn arb_subscription(start: &str, amount: &str, invoice: &str) -> Value {
+    json!({ "name": "Tea club", "paymentSchedule": { "interval": { "length": 1, "unit": "months" },
+        "startDate": start, "totalOccurrences": 12, "trialOccurrences": 0 }, "amount": amount,
+        "order": { "invoiceNumber": invoice },
+        "payment": { "creditCard": { "cardNumber": "4111111111111111", "expirationDate": "2035-12" } },
+        "billTo": { "firstName": "Dup", "lastName": "Customer", "address": "1 Main St", "zip": "32606" } })
+}
+
+fn message_code(v: &Value) -> String {
+    v["messages"]["message"][0]["code"]
+        .as_str()
+        .unwrap_or_default()
+        .to_string()
+}
+
+/// A second identical `ARBCreateSubscriptionRequest` (same card, bill-to,
+/// amount, invoice and schedule; another name or refId does not matter)
+/// is their E00012 and creates nothing, also when the identical requests
+/// are sent at once; another amount or invoice is another subscription,
+/// and once the first is canceled the same one may be created again.
+fn duplicate_subscriptions_are_refused(app: &TestApp) {
+    let t = app.bootstrap();
+    let start = day_from_now(&t, 10);
+    let create = |subscription: Value| {
+        api(
+            app,
+            &t,
+            "ARBCreateSubscriptionRequest",
+            json!({ "subscription": subscription }),
+        )
+    };
+    let recurrings = || {
+        t.get("/v2/recurrings?page_size=100").expect(200).body["recurrings"]
+            .as_array()
+            .unwrap()
+            .len()
+    };
+    let contacts = || {
+        t.get("/v2/contacts?page_size=100").expect(200).body["contacts"]
+            .as_array()
+            .unwrap()
+            .len()
+    };
+    let contacts_before = contacts();
+    let first = create(arb_subscription(&start, "19.95", "S-1"));
+    assert_eq!(message_code(&first), "I00001", "{first}");
+    let mut renamed = arb_subscription(&start, "19.95", "S-1");
+    renamed["name"] = json!("Another name");
+    for again in [arb_subscription(&start, "19.95", "S-1"), renamed] {
+        let v = create(again);
+        assert_eq!(
+            (v["messages"]["resultCode"].as_str(), message_code(&v)),
+            (Some("Error"), "E00012".to_string()),
+            "{v}"
+        );
+        assert_eq!(
+            v["messages"]["message"][0]["text"],
+            "A duplicate subscription already exists."
+        );
+        assert!(v.get("subscriptionId").is_none(), "{v}");
+    }
+    assert_eq!(recurrings(), 1, "the refused ones made nothing");
+    assert_eq!(contacts(), contacts_before + 1, "nor a contact");
+    for other in [
+        arb_subscription(&start, "19.96", "S-1"),
+        arb_subscription(&start, "19.95", "S-2"),
+        arb_subscription(&day_from_now(&t, 11), "19.95", "S-1"),
+    ] {
+        let v = create(other);
+        assert_eq!(message_code(&v), "I00001", "{v}");
+    }
+    // Canceled: no longer a running duplicate.
+    let id = first["subscriptionId"].as_str().unwrap();
+    let canceled = api(
+        app,
+        &t,
+        "ARBCancelSubscriptionRequest",
+        json!({ "subscriptionId": id }),
+    );
+    assert_eq!(message_code(&canceled), "I00001", "{canceled}");
+    let again = create(arb_subscription(&start, "19.95", "S-1"));
+    assert_eq!(message_code(&again), "I00001", "{again}");
+    assert_eq!(recurrings(), 5);
+
+    // Six identical creates at once: one subscription.
+    let body = json!({ "ARBCreateSubscriptionRequest": { "merchantAuthentication": authentication(&t),
+        "subscription": arb_subscription(&start, "7.77", "C-1") } })
+    .to_string();
+    let path = json_path(&t);
+    let start_line = std::sync::Barrier::new(6);
+    let codes: Vec<String> = std::thread::scope(|s| {
+        let sends: Vec<_> = (0..6)
+            .map(|_| {
+                s.spawn(|| {
+                    let client = Client {
+                        base: app.base.clone(),
+                    };
+                    start_line.wait();
+                    let r = client.send(
+                        "POST",
+                        &path,
+                        &[("content-type", "application/json")],
+                        Some(&body),
+                    );
+                    assert_eq!(r.status, 200, "{}", r.text);
+                    let v: Value = serde_json::from_str(r.text.trim_start_matches('\u{feff}')).expect("JSON");
+                    message_code(&v)
+                })
+            })
+            .collect();
+        sends.into_iter().map(|h| h.join().unwrap()).collect()
+    });
+    assert_eq!(codes.iter().filter(|c| *c == "I00001").count(), 1, "{codes:?}");
+    assert_eq!(codes.iter().filter(|c| *c == "E00012").count(), 5, "{codes:?}");
+    assert_eq!(recurrings(), 6);
+    no_card_in_log(app);
+}
+
+/// A settled sale's refund repeated within the duplicate window (a retry
+/// or a double click) is their 3 / 11 and refunds nothing more, over the
+/// API and AIM's CREDIT alike; another amount, or the window turned off,
+/// is another refund.
+fn repeated_refunds_are_duplicates(app: &TestApp) {
+    let t = app.bootstrap();
+    let sale = post_json(
+        app,
+        &t,
+        &json_sale(&t, "40.00", "4111111111111111", "2035-12", "R-40", &[]),
+    );
+    let sale_id = sale["transactionResponse"]["transId"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    let batch = emulated(&t)[0]["transaction_batch_id"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    t.post(&format!("/v2/transactionbatches/{batch}/settle"), json!({}))
+        .expect(200);
+    let refund = |amount: &str, settings: &[(&str, &str)]| {
+        let setting: Vec<Value> = settings
+            .iter()
+            .map(|(n, v)| json!({ "settingName": n, "settingValue": v }))
+            .collect();
+        let request = json!({ "transactionType": "refundTransaction", "amount": amount, "refTransId": sale_id,
+            "payment": { "creditCard": { "cardNumber": "1111", "expirationDate": "XXXX" } },
+            "transactionSettings": { "setting": setting } });
+        api(
+            app,
+            &t,
+            "createTransactionRequest",
+            json!({ "transactionRequest": request }),
+        )["transactionResponse"]
+            .clone()
+    };
+    let code = |r: &Value| {
+        (
+            r["responseCode"].as_str().unwrap_or_default().to_string(),
+            r["errors"][0]["errorCode"]
+                .as_str()
+                .unwrap_or_default()
+                .to_string(),
+        )
+    };
+    let approved = (String::from("1"), String::new());
+    let duplicate = (String::from("3"), String::from("11"));
+    assert_eq!(code(&refund("10.00", &[])), approved);
+    assert_eq!(code(&refund("10.00", &[])), duplicate, "the same refund again");
+    let credit = |amount: &str| {
+        aim(
+            app,
+            &t,
+            &[
+                ("x_type", "CREDIT"),
+                ("x_trans_id", &sale_id),
+                ("x_amount", amount),
+                ("x_card_num", "1111"),
+            ],
+        )
+    };
+    let line = credit("10.00");
+    assert!(line.starts_with("3,1,11,"), "AIM's CREDIT too: {line}");
+    assert_eq!(code(&refund("5.00", &[])), approved, "another amount");
+    let line = credit("6.00");
+    assert!(line.starts_with("1,1,1,"), "{line}");
+    assert!(credit("6.00").starts_with("3,1,11,"));
+    assert_eq!(
+        code(&refund("10.00", &[("duplicateWindow", "0")])),
+        approved,
+        "no window"
+    );
+    let refunds: Vec<Value> = emulated(&t)
+        .into_iter()
+        .filter(|tx| tx["type_id"] == 30)
+        .collect();
+    assert_eq!(refunds.len(), 4, "10, 5, 6 and 10 refunded once each");
+    no_card_in_log(app);
+}
+
+/// A void or capture the referenced transaction's state refuses (a
+/// settled sale, a voided authorization, a declined one) is their 3 / 16,
+/// which no retry changes, in their words only; a processor's "try
+/// again" (3 / 19, the sandbox's 6.03) may be retried at once, not
+/// refused as a duplicate.
+fn permanent_refusals_are_not_try_again(app: &TestApp) {
+    let t = app.bootstrap();
+    let transact = |request: Value| {
+        api(
+            app,
+            &t,
+            "createTransactionRequest",
+            json!({ "transactionRequest": request }),
+        )["transactionResponse"]
+            .clone()
+    };
+    let request_of = |v: Value| v["createTransactionRequest"]["transactionRequest"].clone();
+    let trans_id = |r: &Value| r["transId"].as_str().unwrap().to_string();
+    let not_found = |r: &Value, why: &str| {
+        assert_eq!(
+            (r["responseCode"].as_str(), r["errors"][0]["errorCode"].as_str()),
+            (Some("3"), Some("16")),
+            "{why}: {r}"
+        );
+        assert_eq!(
+            r["errors"][0]["errorText"], "The transaction cannot be found.",
+            "{why}: {r}"
+        );
+    };
+
+    // A settled sale cannot be voided.
+    let sale = transact(request_of(json_sale_without_invoice(
+        &t,
+        "authCaptureTransaction",
+        "9.25",
+        &[],
+    )));
+    assert_eq!(sale["responseCode"], "1", "{sale}");
+    let sale_id = trans_id(&sale);
+    let stored = emulated(&t);
+    let batch = stored[0]["transaction_batch_id"]
+        .as_str()
+        .unwrap_or_else(|| panic!("{stored:?}"))
+        .to_string();
+    t.post(&format!("/v2/transactionbatches/{batch}/settle"), json!({}))
+        .expect(200);
+    not_found(
+        &transact(json!({ "transactionType": "voidTransaction", "refTransId": sale_id })),
+        "void of a settled sale",
+    );
+    let line = aim(app, &t, &[("x_type", "VOID"), ("x_trans_id", &sale_id)]);
+    assert!(
+        line.starts_with("3,1,16,The transaction cannot be found.,"),
+        "{line}"
+    );
+
+    // A voided authorization and a declined one cannot be captured.
+    let voided = trans_id(&transact(request_of(json_sale_without_invoice(
+        &t,
+        "authOnlyTransaction",
+        "6.60",
+        &[],
+    ))));
+    let void = transact(json!({ "transactionType": "voidTransaction", "refTransId": voided }));
+    assert_eq!(void["responseCode"], "1", "{void}");
+    let declined = transact(request_of(json_sale_without_invoice(
+        &t,
+        "authOnlyTransaction",
+        "5.00",
+        &[],
+    )));
+    assert_eq!(declined["responseCode"], "2", "{declined}");
+    for (id, why) in [
+        (voided, "a voided authorization"),
+        (trans_id(&declined), "a declined one"),
+    ] {
+        not_found(
+            &transact(json!({ "transactionType": "priorAuthCaptureTransaction", "refTransId": id })),
+            why,
+        );
+    }
+
+    // Their try-again: the retry it asks for goes through to the
+    // processor (which answers the same here), twice.
+    let no_reply = || {
+        post_json(
+            app,
+            &t,
+            &json_sale(&t, "6.03", "4111111111111111", "2035-12", "T-603", &[]),
+        )["transactionResponse"]
+            .clone()
+    };
+    for attempt in 1..=3 {
+        let r = no_reply();
+        assert_eq!(
+            (r["responseCode"].as_str(), r["errors"][0]["errorCode"].as_str()),
+            (Some("3"), Some("19")),
+            "attempt {attempt}: {r}"
+        );
+    }
+    let tried = emulated(&t)
+        .into_iter()
+        .filter(|tx| tx["transaction_amount"] == "6.03")
+        .count();
+    assert_eq!(tried, 3, "each retry reached the processor");
+    // A decline still holds its key: the same request is a duplicate.
+    let again = transact(request_of(json_sale_without_invoice(
+        &t,
+        "authOnlyTransaction",
+        "5.00",
+        &[],
+    )));
+    assert_eq!(again["errors"][0]["errorCode"], "11", "{again}");
+    no_card_in_log(app);
+}
+
+/// A duplicate (3 / 11) of a request sent with `duplicateWindow` names
+/// the original: its transId, authorization code and AVS and card code
+/// results, as Authorize.Net answers, so a cart can recover an order
+/// whose first answer it lost; without the setting, nothing of it.
+fn a_duplicate_names_its_original(app: &TestApp) {
+    let t = app.bootstrap();
+    let sale = |invoice: &str, settings: &[(&str, &str)]| {
+        post_json(
+            app,
+            &t,
+            &json_sale(&t, "42.42", "4111111111111111", "2035-12", invoice, settings),
+        )["transactionResponse"]
+            .clone()
+    };
+    let window = [("duplicateWindow", "600")];
+    let first = sale("DW-1", &window);
+    assert_eq!(first["responseCode"], "1", "{first}");
+    let again = sale("DW-1", &window);
+    assert_eq!(again["errors"][0]["errorCode"], "11", "{again}");
+    for field in ["transId", "authCode", "avsResultCode", "cvvResultCode"] {
+        assert_eq!(again[field], first[field], "{field}: {again}");
+    }
+    assert!(!first["authCode"].as_str().unwrap().is_empty());
+    // Without duplicateWindow: none of the original's details.
+    let plain = sale("DW-2", &[]);
+    let repeat = sale("DW-2", &[]);
+    assert_eq!(repeat["errors"][0]["errorCode"], "11", "{repeat}");
+    assert_eq!(
+        (repeat["transId"].as_str(), repeat["authCode"].as_str()),
+        (Some("0"), Some("")),
+        "{repeat}"
+    );
+    assert_ne!(plain["transId"], "0");
+    // AIM: field 5 the authorization code, 7 the transaction id.
+    let send = || {
+        aim(
+            app,
+            &t,
+            &[
+                ("x_amount", "43.43"),
+                ("x_card_num", "4111111111111111"),
+                ("x_exp_date", "12/35"),
+                ("x_invoice_num", "DW-3"),
+                ("x_duplicate_window", "300"),
+            ],
+        )
+    };
+    let first: Vec<String> = send().split(',').map(str::to_string).collect();
+    let again: Vec<String> = send().split(',').map(str::to_string).collect();
+    assert_eq!((first[0].as_str(), again[2].as_str()), ("1", "11"), "{again:?}");
+    assert_eq!((&again[4], &again[6]), (&first[4], &first[6]), "{again:?}");
+    no_card_in_log(app);
+}
+
+/// `payNum` is the scheduled payment a run is for: after a first payment
+/// declined on every try, the next month's is payment 2 (attempt 1), in
+/// `arbTransactions` and in `getTransactionDetails`.
+fn pay_numbers_count_billing_periods(app: &TestApp) {
+    let t = app.bootstrap();
+    let today = day_from_now(&t, 0);
+    let created = api(
+        app,
+        &t,
+        "ARBCreateSubscriptionRequest",
+        json!({ "subscription": arb_subscription(&today, "5.00", "PN-1") }),
+    );
+    assert_eq!(message_code(&created), "I00001", "{created}");
+    let id = created["subscriptionId"].as_str().unwrap().to_string();
+    // To the second period's date: its first try has run, not its retry
+    // (the day after).
+    let start: chrono::NaiveDate = today.parse().unwrap();
+    let second = start + chrono::Months::new(1);
+    t.post(
+        "/v2/developer/testclock/advance",
+        json!({ "testclock": { "seconds": (second - start).num_days() * 86_400 } }),
+    )
+    .expect(200);
+    let listed = api(
+        app,
+        &t,
+        "ARBGetSubscriptionRequest",
+        json!({ "subscriptionId": id, "includeTransactions": true }),
+    );
+    let payments = listed["subscription"]["arbTransactions"]
+        .as_array()
+        .expect("arbTransactions")
+        .clone();
+    let numbers: Vec<(String, String)> = payments
+        .iter()
+        .map(|p| {
+            (
+                p["payNum"].as_str().unwrap().to_string(),
+                p["attemptNum"].as_str().unwrap().to_string(),
+            )
+        })
+        .collect();
+    let want: Vec<(String, String)> = [("1", "1"), ("1", "2"), ("1", "3"), ("1", "4"), ("2", "1")]
+        .iter()
+        .map(|(a, b)| (a.to_string(), b.to_string()))
+        .collect();
+    assert_eq!(numbers, want, "{listed}");
+    let last = payments[4]["transId"].as_str().unwrap();
+    let d = api(
+        app,
+        &t,
+        "getTransactionDetailsRequest",
+        json!({ "transId": last }),
+    )["transaction"]
+        .clone();
+    assert_eq!(d["subscription"], json!({ "id": id, "payNum": "2" }), "{d}");
+    // A declined payment's authAmount is the amount asked for.
+    assert_eq!(
+        (d["authAmount"].as_str(), d["settleAmount"].as_str()),
+        (Some("5.00"), Some("0.00")),
+        "{d}"
+    );
+}
+
+/// AIM's VOID answers the amount it voided in field 10.
+fn aim_void_answers_the_voided_amount(app: &TestApp) {
+    let t = app.bootstrap();
+    let sale = aim(
+        app,
+        &t,
+        &[
+            ("x_amount", "12.34"),
+            ("x_card_num", "4111111111111111"),
+            ("x_exp_date", "12/35"),
+        ],
+    );
+    let fields: Vec<&str> = sale.split(',').collect();
+    assert_eq!(fields[0], "1", "{sale}");
+    let void = aim(app, &t, &[("x_type", "VOID"), ("x_trans_id", fields[6])]);
+    let voided: Vec<&str> = void.split(',').collect();
+    assert_eq!(
+        (voided[0], voided[6], voided[9], voided[11]),
+        ("1", fields[6], "12.34", "void"),
+        "{void}"
+    );
 }
