@@ -221,6 +221,13 @@ pub const MIGRATIONS: &[Migration] = &[
         "",
         "",
     ),
+    (
+        33,
+        "sign_in_failures",
+        include_str!("../../migrations/0033_sign_in_failures.sql"),
+        "",
+        "",
+    ),
 ];
 
 /// Applies every migration not yet recorded. Returns how many ran.
