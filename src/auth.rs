@@ -336,17 +336,34 @@ impl UserRows {
     }
 }
 
+/// Whether a developer id names a developer.
+pub fn developer_exists(conn: &mut dyn Conn, developer_id: &str) -> ApiResult<bool> {
+    Ok(conn
+        .query_one(&Sql::with(
+            "SELECT 1 FROM developers WHERE id = ?",
+            vec![developer_id.into()],
+        ))?
+        .is_some())
+}
+
 /// A caller by session token: the token's digest names a session that has
-/// not expired (in the user's location time), of an active user. A
-/// developer-id, when sent, must exist too.
+/// not expired (in the user's location time), of an active user, and the
+/// developer-id, required with a token as with an API key (the spec's
+/// credentials identify the solution on every request), exists.
 fn authenticate_token(
     conn: &mut dyn Conn,
     token: &str,
     developer_id: Option<&str>,
     clock: &Clock,
 ) -> ApiResult<Caller> {
+    let Some(developer_id) = developer_id else {
+        return Err(ApiError::Unauthorized(
+            "Authentication required: send developer-id (header or query parameter) with the access-token."
+                .into(),
+        ));
+    };
     let invalid = || ApiError::Unauthorized("The access token is invalid or has expired.".into());
-    if token.len() > 128 || developer_id.is_some_and(|d| !crate::ids::looks_like_id(d)) {
+    if token.len() > 128 || !crate::ids::looks_like_id(developer_id) {
         return Err(invalid());
     }
     let token_hash = crate::crypto::hash_api_key(token);
@@ -360,21 +377,18 @@ fn authenticate_token(
          LEFT JOIN roles r ON r.id = a.auth_role_id \
          LEFT JOIN role_permissions rp ON rp.role_id = r.id \
          WHERE s.token_hash = ?",
-        vec![developer_id.unwrap_or_default().into(), token_hash.clone().into()],
+        vec![developer_id.into(), token_hash.clone().into()],
     ))?;
     let row = rows.first().ok_or_else(invalid)?;
     let offset = row[10].as_int().unwrap_or(0);
     let expires_ts = row[1].as_int().unwrap_or(0);
-    if expires_ts <= clock.location_now(offset)
-        || row[2].as_int() != Some(1)
-        || (developer_id.is_some() && row[7].as_int() != Some(1))
-    {
+    if expires_ts <= clock.location_now(offset) || row[2].as_int() != Some(1) || row[7].as_int() != Some(1) {
         return Err(invalid());
     }
     let perms = perms_from_rows(rows.iter().map(|r| vec![r[8].clone(), r[9].clone()]).collect());
     Ok(Caller {
         user_id: row[0].as_str().unwrap_or_default().to_string(),
-        developer_id: developer_id.unwrap_or_default().to_string(),
+        developer_id: developer_id.to_string(),
         scope: TenantScope::of_location(
             row[3].as_str().unwrap_or_default().to_string(),
             &row[4],

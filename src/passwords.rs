@@ -52,6 +52,22 @@ pub fn verify(password: &str, stored: &str) -> bool {
         .unwrap_or(false)
 }
 
+/// A new password made ready outside the database's write job: its
+/// hash, and the stored hash the current password (`old_password`) was
+/// checked against, if it was. Argon2 takes tens of milliseconds by
+/// design, and on SQLite the write job holds the only writer.
+#[derive(Clone)]
+pub struct Prepared {
+    pub hash: String,
+    pub checked_against: Option<String>,
+}
+
+impl std::fmt::Debug for Prepared {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("Prepared(********)")
+    }
+}
+
 /// A hash to verify against when the user does not exist, so a login for
 /// an unknown name takes as long as one with a wrong password.
 pub fn decoy() -> &'static str {

@@ -110,6 +110,8 @@ pub async fn serve(args: ServeArgs) -> anyhow::Result<()> {
             public_url: Arc::from(public_url.as_str()),
         }))
         .await?;
+    // Expired sessions and forgotten failed sign-ins go.
+    crate::sessions::Sweeper::new(store.clone(), clock.clone()).start();
     let metrics = Arc::new(Metrics::default());
     {
         // Histogram samples are folded into buckets now and then, whether

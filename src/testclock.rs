@@ -231,6 +231,12 @@ pub async fn advance_and_run(
             .await?;
         current = step_to;
     }
+    // Sessions the move made expire are swept, as the background sweep
+    // would in a minute (so a test sees the table without waiting).
+    let sweep_clock = clock.clone();
+    store
+        .write(move |conn| crate::sessions::sweep(conn, &sweep_clock))
+        .await?;
     let location = location_id.clone();
     let ran = store
         .read(move |conn| Ran::so_far(conn, &location))

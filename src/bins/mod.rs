@@ -233,11 +233,10 @@ impl Lookup {
     pub fn bininfo_json(&self) -> Json {
         let r = self.range.as_ref();
         let card_type = r.and_then(|r| r.card_type.as_deref());
-        let fund_source = if self.prepaid() {
-            Some("prepaid")
-        } else {
-            card_type
-        };
+        // The spec's set only: a prepaid card shows as such in
+        // prepaid_indicator and keeps its type here (debit, mostly),
+        // which is what surcharging asks.
+        let fund_source = card_type.filter(|t| ["credit", "debit", "charge"].contains(t));
         let indicator = match card_type {
             Some("credit" | "charge") if !self.prepaid() => Some("X"),
             _ => None,
@@ -452,7 +451,10 @@ mod tests {
         assert_eq!(visa["issuing_network"], Json::Null);
 
         assert_eq!(prepaid["prepaid_indicator"], "P");
-        assert_eq!(prepaid["account_fund_source"], "prepaid");
+        assert_eq!(
+            prepaid["account_fund_source"], "debit",
+            "the spec's set (credit, debit, charge): prepaid shows in prepaid_indicator"
+        );
         assert_eq!(prepaid["country_code"], "CAN");
         assert_eq!(prepaid["regulator_indicator"], "N", "non-US");
         assert_eq!(prepaid["detail_card_indicator"], Json::Null);

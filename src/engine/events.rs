@@ -64,6 +64,11 @@ pub struct Change {
     pub new: Option<String>,
 }
 
+/// A secret's value as a change log shows it: that there is one.
+fn mask(value: &Option<String>) -> Option<String> {
+    value.as_ref().map(|_| "********".to_string())
+}
+
 pub fn record(
     conn: &mut dyn Conn,
     cx: &Cx,
@@ -87,19 +92,22 @@ pub fn record(
     ))?;
     // A hidden field is internal bookkeeping (a settle's attempt count, a
     // key's digest): it never shows in a change log, nor in the postbacks
-    // that carry one.
-    let shown = changes
-        .iter()
-        .filter(|c| !record.res.field(c.field).is_some_and(|f| f.hidden));
-    for change in shown {
+    // that carry one; unless it is a sealed key whose change is news
+    // (shown under its public name, masked).
+    let shown = changes.iter().filter_map(|c| match record.res.field(c.field) {
+        Some(f) if f.hidden && f.logged_as.is_empty() => None,
+        Some(f) if f.hidden => Some((f.logged_as, mask(&c.old), mask(&c.new))),
+        _ => Some((c.field, c.old.clone(), c.new.clone())),
+    });
+    for (field, old, new) in shown {
         conn.execute_unread(&Sql::with(
             "INSERT INTO changelog_details (id, changelog_id, field, old_value, new_value) VALUES (?, ?, ?, ?, ?)",
             vec![
                 new_id().into(),
                 id.clone().into(),
-                change.field.into(),
-                change.old.clone().into(),
-                change.new.clone().into(),
+                field.into(),
+                old.into(),
+                new.into(),
             ],
         ))?;
     }

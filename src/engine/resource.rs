@@ -88,6 +88,10 @@ pub struct Field {
     pub stored: bool,
     /// Stored but not part of the rendered record.
     pub hidden: bool,
+    /// A hidden field whose changes the change log still shows, under
+    /// this name and masked (a sealed key: that it changed, and by whom);
+    /// empty: a hidden field's changes are left out.
+    pub logged_as: &'static str,
     /// Stored sealed with the data key, rendered in clear.
     pub encrypted: bool,
     /// A digest of a secret (a password hash): never rendered, and shown
@@ -123,6 +127,7 @@ impl Field {
             sort: false,
             stored: true,
             hidden: false,
+            logged_as: "",
             encrypted: false,
             digest: false,
             masked: false,
@@ -207,6 +212,12 @@ impl Field {
     }
     pub const fn hidden(mut self) -> Field {
         self.hidden = true;
+        self
+    }
+    /// Hidden, with its changes in the change log as `name`, masked.
+    pub const fn hidden_logged_as(mut self, name: &'static str) -> Field {
+        self.hidden = true;
+        self.logged_as = name;
         self
     }
     pub const fn encrypted(mut self) -> Field {

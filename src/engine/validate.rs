@@ -55,6 +55,9 @@ pub struct UpdateInput {
     /// the stored value (clients send back what they read; the reference's
     /// tag update sends `location_id`), checked once the record is found.
     pub unchanged: Vec<(&'static Field, Value)>,
+    /// A new password hashed, and the current one checked, before the
+    /// write job (argon2 must not hold the writer: ADR 0012).
+    pub password: Option<crate::passwords::Prepared>,
 }
 
 impl UpdateInput {
@@ -64,6 +67,7 @@ impl UpdateInput {
             changes,
             transient: Map::new(),
             unchanged: Vec::new(),
+            password: None,
         }
     }
 
@@ -183,6 +187,7 @@ pub fn for_update(res: &'static Resource, body: &Map<String, Json>) -> Result<Up
         changes,
         transient,
         unchanged,
+        password: None,
     })
 }
 

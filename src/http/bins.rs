@@ -7,13 +7,13 @@ use super::AppState;
 use crate::auth::Caller;
 use crate::bins;
 use crate::db::Conn;
-use crate::engine::query;
 use crate::engine::record::Record;
 use crate::engine::validate;
 use crate::engine::Cx;
 use crate::error::{ApiError, ApiResult, FieldErrors};
 use crate::resources::ACCOUNT_VAULT;
-use axum::extract::{RawQuery, State};
+use axum::extract::rejection::PathRejection;
+use axum::extract::{Path, RawQuery, State};
 use axum::response::{IntoResponse, Response};
 use axum::routing::get;
 use axum::{Json, Router};
@@ -36,26 +36,16 @@ async fn vault_bininfo(
     RawQuery(q): RawQuery,
 ) -> ApiResult<Response> {
     caller.perms.require(&ACCOUNT_VAULT.permission("read"))?;
-    // `?api_id=1[&location_id=]` names the vault by account_vault_api_id.
+    // `?api_id=1[&location_id=]` names the vault by account_vault_api_id;
+    // the parameters of any record path, checked as there (no expand).
     let pairs = query_pairs(q.as_deref());
-    let by_api_id = pairs
-        .iter()
-        .any(|(k, v)| k == "api_id" && (v == "1" || v == "true"));
-    let location_id = pairs
-        .iter()
-        .find(|(k, _)| k == "location_id")
-        .map(|(_, v)| v.clone())
-        .unwrap_or_else(|| caller.scope.location_id.clone());
+    super::crud::item_params(&ACCOUNT_VAULT, &pairs, false)?;
+    let address = super::crud::address(&ACCOUNT_VAULT, id, &pairs, &caller)?;
     let cx = app.cx(&caller);
     let info = app
         .store
         .read(move |conn| {
-            let found = if by_api_id {
-                query::find_by_api_id(conn, &ACCOUNT_VAULT, &cx.scope, &location_id, &id)?
-            } else {
-                query::find(conn, &ACCOUNT_VAULT, &cx.scope, &id)?
-            };
-            let vault = found.ok_or_else(|| ApiError::not_found("accountvault"))?;
+            let vault = super::crud::locate(conn, &cx, &ACCOUNT_VAULT, &address)?;
             if vault.text("payment_method") != Some("cc") {
                 return Err(ApiError::field(
                     "payment_method",
@@ -94,10 +84,13 @@ pub fn card_bininfo(cx: &Cx, conn: &mut dyn Conn, record: &Record) -> ApiResult<
 async fn read(
     State(app): State<AppState>,
     caller: Caller,
-    IdPath(bin): IdPath,
+    bin: Result<Path<String>, PathRejection>,
     RawQuery(q): RawQuery,
 ) -> ApiResult<Response> {
     caller.perms.require(PERMISSION)?;
+    // A path that does not decode (not UTF-8) is no BIN either: the 422
+    // below, not a 404.
+    let bin = bin.map(|Path(b)| b).unwrap_or_default();
     let mut errors = FieldErrors::new();
     for (k, _) in query_pairs(q.as_deref()) {
         if !crate::engine::query::CREDENTIAL_PARAMS.contains(&k.as_str()) {

@@ -97,12 +97,17 @@ pub fn many(res: &Resource, records: Vec<JsonValue>, meta: JsonValue) -> Respons
 
 /// How a single-record path names its record: by id, or with `?api_id=1`
 /// by the resource's api id at a location (the caller's own by default).
-enum Address {
+pub enum Address {
     Id(String),
     ApiId { location_id: String, api_id: String },
 }
 
-fn address(res: &Resource, id: String, pairs: &[(String, String)], caller: &Caller) -> ApiResult<Address> {
+pub fn address(
+    res: &Resource,
+    id: String,
+    pairs: &[(String, String)],
+    caller: &Caller,
+) -> ApiResult<Address> {
     let mut by_api_id = false;
     for (k, v) in pairs.iter().filter(|(k, _)| k == "api_id") {
         match v.as_str() {
@@ -168,7 +173,7 @@ pub fn item_params(
     Ok(expand)
 }
 
-fn locate(conn: &mut dyn Conn, cx: &Cx, res: &'static Resource, address: &Address) -> ApiResult<Record> {
+pub fn locate(conn: &mut dyn Conn, cx: &Cx, res: &'static Resource, address: &Address) -> ApiResult<Record> {
     let found = match address {
         Address::Id(id) => query::find(conn, res, &cx.scope, id)?,
         Address::ApiId { location_id, api_id } => {
@@ -399,7 +404,21 @@ pub async fn update(
     RawQuery(q): RawQuery,
     RawBody(body): RawBody,
 ) -> ApiResult<Response> {
-    let input = envelope(&body, res.name)?;
+    let (address, input) = update_input(res, &caller, id, q.as_deref(), &body)?;
+    save_update(res, &app, &caller, address, input).await
+}
+
+/// The checked input of a PUT and the record it names: the caller may
+/// make the change, the parameters and the body are valid. Nothing is
+/// read yet.
+pub fn update_input(
+    res: &'static Resource,
+    caller: &Caller,
+    id: String,
+    query: Option<&str>,
+    body: &[u8],
+) -> ApiResult<(Address, validate::UpdateInput)> {
+    let input = envelope(body, res.name)?;
     // A session opened with a one-time password may set that user's own
     // password, nothing else (the extractor lets only that PUT through).
     let must_change = caller.session.as_ref().is_some_and(|s| s.must_change_password);
@@ -421,11 +440,23 @@ pub async fn update(
     if !own {
         caller.perms.require(&res.permission("update"))?;
     }
-    let pairs = query_pairs(q.as_deref());
+    let pairs = query_pairs(query);
     item_params(res, &pairs, false)?;
-    let address = address(res, id, &pairs, &caller)?;
+    let address = address(res, id, &pairs, caller)?;
     let input = validate::for_update(res, &input).map_err(ApiError::Validation)?;
-    let cx = app.cx(&caller);
+    Ok((address, input))
+}
+
+/// Applies a checked update ([`update_input`]) in one write job and
+/// answers the record.
+pub async fn save_update(
+    res: &'static Resource,
+    app: &AppState,
+    caller: &Caller,
+    address: Address,
+    input: validate::UpdateInput,
+) -> ApiResult<Response> {
+    let cx = app.cx(caller);
     let cx2 = cx.clone();
     let record = app
         .store

@@ -1021,11 +1021,15 @@ pub fn openapi(public_url: &str) -> Json {
     paths.insert(
         "/v2/token".into(),
         json!({ "post": { "summary": "Sign in: a session token for the access-token header or query parameter",
-            "operationId": "token.create", "tags": ["token"], "security": [],
-            "description": "The token expires after 15 idle minutes of the user's location time; each use starts them \
-                again. Five failed sign-ins in a row lock the user for 15 minutes (429 with Retry-After), and an \
-                address that fails 20 times in 15 minutes is held off too. A user whose password another user \
-                set (requires_new_password) may only read itself and set its own password until it does.",
+            "operationId": "token.create", "tags": ["token"], "security": [{ "developer-id": [] }],
+            "description": "developer-id is required (header or query parameter), here and with the token. The token \
+                expires after 15 idle minutes of the user's location time; each use starts them again. Five failed \
+                sign-ins in a row (each within 15 minutes of the one before) lock the name for 15 minutes (429 with \
+                Retry-After), whether or not a user has it; then the count starts again. An administrator setting \
+                the user's password, or enabling the user again, unlocks it; a wrong old_password on PUT \
+                /v2/users/{id} counts too. An address that fails 20 times in 15 minutes is held off too. A user \
+                whose password another user set (requires_new_password) may only read itself and set its own \
+                password until it does.",
             "requestBody": body(json!({ "anyOf": [sign_in.clone(), { "type": "object", "required": ["token"],
                 "additionalProperties": false, "properties": { "token": sign_in } }] })),
             "responses": {
@@ -1042,8 +1046,8 @@ pub fn openapi(public_url: &str) -> Json {
                         "password_expire_ts": { "type": "integer", "nullable": true },
                         "requires_new_password": { "type": "boolean" } } } } })),
                 "400": reply("malformed JSON", error.clone()),
-                "401": reply("wrong username or password, or a disabled user", error.clone()),
-                "422": reply("a field missing", errors.clone()),
+                "401": reply("no or an unknown developer-id; wrong username or password, or a disabled user", error.clone()),
+                "422": reply("a field missing, not a string or too long", errors.clone()),
                 "429": reply("too many failed sign-ins", error.clone()) } } }),
     );
     paths.insert(
@@ -1051,7 +1055,8 @@ pub fn openapi(public_url: &str) -> Json {
         json!({ "delete": { "summary": "Sign out: end the session of a token", "operationId": "token.delete",
             "tags": ["token"], "security": [],
             "parameters": [{ "name": "token", "in": "path", "required": true, "schema": { "type": "string" } }],
-            "responses": { "204": { "description": "ended" }, "404": reply("no such session", error.clone()) } } }),
+            "responses": { "204": { "description": "ended" },
+                "404": reply("no such session, or it had expired", error.clone()) } } }),
     );
     paths.extend(hosted_paths(&error, &errors));
     // Quick invoices are also created from a multipart form, with files.
@@ -1084,7 +1089,7 @@ pub fn openapi(public_url: &str) -> Json {
                 headers (or query parameters, or HTTP Basic with user id and api key). Bodies are JSON wrapped in \
                 the singular resource name; lists answer the plural name plus meta." },
         "servers": [{ "url": public_url }],
-        "security": [{ "developer-id": [], "user-id": [], "user-api-key": [] }, { "access-token": [] }],
+        "security": [{ "developer-id": [], "user-id": [], "user-api-key": [] }, { "developer-id": [], "access-token": [] }],
         "paths": paths,
         "components": { "schemas": components, "securitySchemes": security_schemes },
     })

@@ -315,15 +315,7 @@ async fn observe(State(app): State<AppState>, req: Request, next: Next) -> Respo
         .get::<MatchedPath>()
         .map(|p| p.as_str().to_string())
         .unwrap_or_else(|| "unmatched".to_string());
-    // The path is logged without its query string (credentials may be
-    // there) and with any card number in it masked; where the path itself
-    // holds a secret (a session token, a boarding application's id, which
-    // is what lets someone change it), only its route is logged.
-    let path = if SECRET_IN_PATH.iter().any(|p| route.starts_with(p)) {
-        std::borrow::Cow::Owned(route.clone())
-    } else {
-        masked_path(req.uri().path())
-    };
+    let path = logged_path(&route, req.uri().path());
     let span = tracing::info_span!("request", request_id = %id, method = %method, path = %path, user_id = tracing::field::Empty);
     let mut response = REQUEST_ID
         .scope(id.clone(), next.run(req).instrument(span.clone()))
@@ -345,12 +337,34 @@ async fn observe(State(app): State<AppState>, req: Request, next: Next) -> Respo
     response
 }
 
-/// The path as logged: a run of 12 to 19 digits that passes the Luhn check
-/// (a card number sent where a BIN or an id belongs) keeps only its first
-/// six and last four digits.
-/// Routes whose path parameters are secrets, logged as the route.
+/// Paths whose rest is a secret (a session token, a boarding
+/// application's id, which is what lets someone change it, a pay link).
 const SECRET_IN_PATH: &[&str] = &["/v2/token/", "/v1/application/", "/quickinvoice/pay/", "/hosted/"];
 
+/// The path as logged, never with its query string (credentials may be
+/// there). Under a secret prefix, only the route when one matched, else
+/// the prefix and `{secret}`: a mistyped path (a wrong suffix, another
+/// case, doubled slashes) holds the secret as much as the right one.
+/// Elsewhere any card number in it is masked ([`masked_path`]).
+fn logged_path<'a>(route: &str, path: &'a str) -> std::borrow::Cow<'a, str> {
+    use std::borrow::Cow;
+    if SECRET_IN_PATH.iter().any(|p| route.starts_with(p)) {
+        return Cow::Owned(route.to_string());
+    }
+    // Compared as a router that forgave case and repeated slashes would.
+    let mut plain = path.to_ascii_lowercase();
+    while plain.contains("//") {
+        plain = plain.replace("//", "/");
+    }
+    match SECRET_IN_PATH.iter().find(|p| plain.starts_with(*p)) {
+        Some(prefix) => Cow::Owned(format!("{prefix}{{secret}}")),
+        None => masked_path(path),
+    }
+}
+
+/// A run of 12 to 19 digits that passes the Luhn check (a card number sent
+/// where a BIN or an id belongs) keeps only its first six and last four
+/// digits.
 fn masked_path(path: &str) -> std::borrow::Cow<'_, str> {
     let bytes = path.as_bytes();
     let mut out: Option<String> = None;
@@ -415,5 +429,23 @@ mod tests {
             "/v2/contacts/01900000000000000000000000"
         );
         assert_eq!(m("/"), "/");
+    }
+
+    #[test]
+    fn secrets_in_paths_are_never_logged_matched_or_not() {
+        let l = |route: &str, p: &str| super::logged_path(route, p).into_owned();
+        assert_eq!(l("/v2/token/{token}", "/v2/token/SECRET1"), "/v2/token/{token}");
+        for (path, shown) in [
+            ("/v2/token/SECRET1/x", "/v2/token/{secret}"),
+            ("/V2/Token/SECRET1", "/v2/token/{secret}"),
+            ("//v2//token/SECRET1", "/v2/token/{secret}"),
+            ("/v1/application/SECRET1/extra/more", "/v1/application/{secret}"),
+            ("/quickinvoice/pay/SECRET1/x", "/quickinvoice/pay/{secret}"),
+            ("/hosted/SECRET1/nothing-here", "/hosted/{secret}"),
+        ] {
+            assert_eq!(l("unmatched", path), shown);
+        }
+        assert_eq!(l("unmatched", "/v2/nowhere/abc"), "/v2/nowhere/abc");
+        assert_eq!(l("/v2/token", "/v2/token"), "/v2/token");
     }
 }

@@ -8,10 +8,10 @@ use super::ratelimit::ClientAddr;
 use super::AppState;
 use crate::auth::{Caller, Session};
 use crate::error::{ApiError, ApiResult, FieldErrors};
-use crate::sessions::{self, IDLE_SECONDS};
-use axum::extract::{Path, State};
+use crate::sessions::{self, NameLock, IDLE_SECONDS};
+use axum::extract::{Path, RawQuery, State};
 use axum::http::request::Parts;
-use axum::http::{Method, StatusCode};
+use axum::http::{HeaderMap, Method, StatusCode};
 use axum::response::{IntoResponse, Response};
 use axum::routing::{delete, post};
 use axum::{Extension, Router};
@@ -24,7 +24,9 @@ pub fn routes() -> Router<AppState> {
 }
 
 /// The sign-in body: `{username, password, domain}`, bare as the reference
-/// sends it or wrapped in `{"token": {...}}`.
+/// sends it or wrapped in `{"token": {...}}`. What is wrong with its form
+/// (missing, not a string, too long) is named; whether the name or the
+/// password is wrong is not (a 401 for both).
 fn sign_in_body(raw: &[u8]) -> ApiResult<(String, String)> {
     let Json::Object(body) = super::json_body::parse(raw)? else {
         return Err(ApiError::BadRequest(
@@ -36,15 +38,18 @@ fn sign_in_body(raw: &[u8]) -> ApiResult<(String, String)> {
         _ => body,
     };
     let mut errors = FieldErrors::new();
-    let mut text = |name: &str| match body.get(name) {
-        Some(Json::String(s)) if !s.trim().is_empty() && s.len() <= 256 => Some(s.clone()),
-        _ => {
-            errors.add(
-                name,
-                format!("{} cannot be blank.", crate::engine::validate::label(name)),
-            );
-            None
-        }
+    let mut text = |name: &str| {
+        let label = crate::engine::validate::label(name);
+        let problem = match body.get(name) {
+            Some(Json::String(s)) if s.chars().count() > MAX_SIGN_IN_TEXT => {
+                format!("{label} must have at most {MAX_SIGN_IN_TEXT} characters.")
+            }
+            Some(Json::String(s)) if !s.trim().is_empty() => return Some(s.clone()),
+            None | Some(Json::Null) | Some(Json::String(_)) => format!("{label} cannot be blank."),
+            Some(_) => format!("{label} must be a string."),
+        };
+        errors.add(name, problem);
+        None
     };
     let username = text("username");
     let password = text("password");
@@ -61,9 +66,27 @@ fn sign_in_body(raw: &[u8]) -> ApiResult<(String, String)> {
     Ok((username.unwrap_or_default(), password.unwrap_or_default()))
 }
 
+/// The longest username, password or domain a sign-in reads.
+const MAX_SIGN_IN_TEXT: usize = 256;
+
+/// The developer-id of a sign-in, required as on every request (header or
+/// query parameter): missing or malformed is a 401 before anything else.
+fn developer_id(headers: &HeaderMap, query: Option<&str>) -> ApiResult<String> {
+    let pairs = super::extract::query_pairs(query);
+    match super::extract::header_or_query(headers, &pairs, "developer-id") {
+        Some(id) if crate::ids::looks_like_id(&id) => Ok(id),
+        Some(_) => Err(ApiError::Unauthorized("Invalid developer-id.".into())),
+        None => Err(ApiError::Unauthorized(
+            "Authentication required: send developer-id (header or query parameter).".into(),
+        )),
+    }
+}
+
 async fn sign_in(
     State(app): State<AppState>,
     address: Option<Extension<ClientAddr>>,
+    headers: HeaderMap,
+    RawQuery(query): RawQuery,
     RawBody(raw): RawBody,
 ) -> ApiResult<Response> {
     let ip = address.map(|Extension(ClientAddr(ip))| ip);
@@ -72,13 +95,24 @@ async fn sign_in(
             .sign_in_allowed(ip)
             .map_err(ApiError::TooManyRequests)?;
     }
+    let developer_id = developer_id(&headers, query.as_deref())?;
     let (username, password) = sign_in_body(&raw)?;
     let clock = app.clock.clone();
-    let account = app
+    let (developer_known, account, lock, locked_for) = app
         .store
-        .read(move |conn| sessions::account(conn, &clock, &username))
+        .read(move |conn| {
+            let known = crate::auth::developer_exists(conn, &developer_id)?;
+            let account = sessions::account(conn, &clock, &username)?;
+            // Counted per name, found or not: the lock must not tell.
+            let lock = NameLock::of_sign_in(&username, account.as_ref(), &clock);
+            let locked_for = lock.locked_for(conn)?;
+            Ok((known, account, lock, locked_for))
+        })
         .await?;
-    if let Some(wait) = account.as_ref().and_then(|a| a.locked_for()) {
+    if !developer_known {
+        return Err(ApiError::Unauthorized("Invalid developer-id.".into()));
+    }
+    if let Some(wait) = locked_for {
         return Err(ApiError::TooManyRequests(wait.max(1) as u64));
     }
     // The hash is checked off the async workers (argon2 takes tens of
@@ -93,12 +127,8 @@ async fn sign_in(
         .map_err(ApiError::internal)?;
     let account = match account {
         Some(a) if matches && a.active && a.password_hash.is_some() => a,
-        other => {
-            if let Some(a) = other {
-                app.store
-                    .write(move |conn| sessions::record_failure(conn, &a))
-                    .await?;
-            }
+        _ => {
+            app.store.write(move |conn| lock.record_failure(conn)).await?;
             if let Some(ip) = ip {
                 app.rate_limits.sign_in_failed(ip);
             }
@@ -107,18 +137,27 @@ async fn sign_in(
     };
     let answer = app
         .store
-        .write(move |conn| sessions::open(conn, &account, ip))
+        .write(move |conn| {
+            lock.clear(conn)?;
+            sessions::open(conn, &account, ip)
+        })
         .await?;
     Ok((StatusCode::CREATED, axum::Json(answer)).into_response())
 }
 
-/// Ends a session by its token (the token is the proof): 204, or 404 when
-/// there is no such session.
+/// Ends a session by its token (the token is the proof, so no other
+/// credential is asked for: signing out must always be possible): 204, or
+/// 404 when there is no such session or it has expired.
 async fn sign_out(State(app): State<AppState>, Path(token): Path<String>) -> ApiResult<Response> {
     if token.len() > 128 {
         return Err(ApiError::not_found("token"));
     }
-    if app.store.write(move |conn| sessions::close(conn, &token)).await? {
+    let clock = app.clock.clone();
+    if app
+        .store
+        .write(move |conn| sessions::close(conn, &token, &clock))
+        .await?
+    {
         Ok(StatusCode::NO_CONTENT.into_response())
     } else {
         Err(ApiError::not_found("token"))

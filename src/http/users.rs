@@ -1,26 +1,131 @@
 //! Users: the generic resource routes plus `me` and API key generation.
 
 use super::crud::{self, one};
-use super::extract::IdPath;
+use super::extract::{IdPath, RawBody};
+use super::ratelimit::ClientAddr;
 use super::AppState;
 use crate::auth::Caller;
 use crate::crypto::{hash_api_key, random_secret};
+use crate::engine::validate::UpdateInput;
 use crate::engine::{self, query};
 use crate::error::{ApiError, ApiResult};
+use crate::passwords::Prepared;
 use crate::resources::USER;
+use crate::sessions::NameLock;
 use axum::extract::{RawQuery, State};
 use axum::http::StatusCode;
 use axum::response::Response;
-use axum::routing::{get, post};
-use axum::Router;
+use axum::routing::{get, post, put};
+use axum::{Extension, Router};
 use serde_json::json;
 
 pub fn routes() -> Router<AppState> {
+    // The generic routes, but a PUT of our own: see `update`.
+    let generic = crud::Verbs {
+        update: false,
+        ..crud::ALL
+    };
     Router::new()
         .route("/v2/users/me", get(me))
+        .route("/v2/users/{id}", put(update))
         .route("/v2/users/{id}/generateuserapikey", post(generate_api_key))
         .route("/v2/users/{id}/generateemulatorkey", post(generate_emulator_key))
-        .merge(crud::routes(&USER, crud::ALL))
+        .merge(crud::routes(&USER, generic))
+}
+
+/// `PUT /v2/users/{id}`: the generic update, with a new password made
+/// ready first ([`prepare_password`]).
+async fn update(
+    State(app): State<AppState>,
+    caller: Caller,
+    address: Option<Extension<ClientAddr>>,
+    IdPath(id): IdPath,
+    RawQuery(q): RawQuery,
+    RawBody(body): RawBody,
+) -> ApiResult<Response> {
+    let (record, mut input) = crud::update_input(&USER, &caller, id.clone(), q.as_deref(), &body)?;
+    let ip = address.map(|Extension(ClientAddr(ip))| ip);
+    input.password = prepare_password(&app, &caller, &id, &input, ip).await?;
+    crud::save_update(&USER, &app, &caller, record, input).await
+}
+
+/// Checks `old_password` and hashes the new password before the write
+/// job, where argon2 would hold the writer (ADR 0012). Changing one's own
+/// password is a password check like a sign-in: refused while the user's
+/// name is locked, and a wrong `old_password` counts toward that lock and
+/// the address's sign-in limit, so it cannot be guessed without limit.
+/// `None` leaves everything to the rules (no password, or one they will
+/// refuse, or a record that is not there).
+async fn prepare_password(
+    app: &AppState,
+    caller: &Caller,
+    id: &str,
+    input: &UpdateInput,
+    ip: Option<std::net::IpAddr>,
+) -> ApiResult<Option<Prepared>> {
+    let text = |name: &str| match input.transient.get(name) {
+        Some(serde_json::Value::String(s)) => Some(s.clone()),
+        _ => None,
+    };
+    let Some(password) = text("password") else {
+        return Ok(None);
+    };
+    if crate::passwords::check(&password, None).is_err() {
+        return Ok(None);
+    }
+    let mut checked_against = None;
+    if id == caller.user_id {
+        let cx = app.cx(caller);
+        let found = app
+            .store
+            .read(move |conn| {
+                let user = query::find(conn, &USER, &cx.scope, &cx.user_id)?;
+                Ok(user.map(|u| {
+                    let text = |name: &str| u.text(name).map(str::to_string);
+                    (text("username").unwrap_or_default(), text("password_hash"))
+                }))
+            })
+            .await?;
+        let Some((username, current)) = found else {
+            return Ok(None);
+        };
+        if let Some(current) = current {
+            let lock = NameLock::new(
+                &username,
+                Some(caller.user_id.clone()),
+                caller.clock_offset_s,
+                &app.clock,
+            );
+            let held = lock.clone();
+            if let Some(wait) = app.store.read(move |conn| held.locked_for(conn)).await? {
+                return Err(ApiError::TooManyRequests(wait.max(1) as u64));
+            }
+            let Some(given) = text("old_password") else {
+                // No guess made: the rules answer that it is needed.
+                return Ok(None);
+            };
+            let stored = current.clone();
+            let matches = tokio::task::spawn_blocking(move || crate::passwords::verify(&given, &stored))
+                .await
+                .map_err(ApiError::internal)?;
+            if !matches {
+                app.store.write(move |conn| lock.record_failure(conn)).await?;
+                if let Some(ip) = ip {
+                    app.rate_limits.sign_in_failed(ip);
+                }
+                return Err(ApiError::field("old_password", "Old Password is incorrect."));
+            }
+            checked_against = Some(current);
+        }
+    }
+    let hash = tokio::task::spawn_blocking(move || crate::passwords::hash(&password))
+        .await
+        .map_err(ApiError::internal)?
+        .map_err(ApiError::internal)?;
+    Ok(Some(Prepared {
+        hash,
+        checked_against,
+    }))
 }
 
 /// `POST /v2/users/{id}/generateemulatorkey`: a login (20 characters) and

@@ -91,10 +91,13 @@ pub static USER: Resource = Resource {
             .pattern(Pattern::Token)
             .doc("write-only; reads back null"),
         Field::text("user_hash_key", 24, 64)
-            .post()
+            .pu()
             .transient()
             .pattern(Pattern::Token)
-            .doc("write-only; reads back null"),
+            .doc(
+                "write-only; reads back null. A PUT sets or replaces it (needs users.update): links signed \
+                 with the old key stop working at once",
+            ),
         Field::text("first_name", 0, 64).pu().filter().sort(),
         Field::text("last_name", 0, 64).pu().filter().sort(),
         Field::text("address", 0, 64).pu(),
@@ -127,7 +130,7 @@ pub static USER: Resource = Resource {
         Field::text("api_key_hash", 0, 64).hidden(),
         Field::text("hash_key_enc", 0, 512)
             .column("hash_key_enc")
-            .hidden()
+            .hidden_logged_as("user_hash_key")
             .encrypted(),
         Field::id("modified_user_id").hidden(),
     ],
@@ -371,6 +374,15 @@ pub fn follow_branding_domain(cx: &Cx, conn: &mut dyn Conn, old: &Record, new: &
     Ok(())
 }
 
+/// Forgets the failed sign-ins against the user's name and shows so on
+/// the record.
+fn unlock(conn: &mut dyn Conn, old: &Record, new: &mut Record) -> ApiResult<()> {
+    crate::sessions::forget_failures(conn, old.text("username").unwrap_or_default())?;
+    new.set("login_attempts", 0);
+    new.set("login_locked_until", crate::db::Value::Null);
+    Ok(())
+}
+
 fn hash_password(password: &str) -> ApiResult<String> {
     crate::passwords::hash(password).map_err(ApiError::internal)
 }
@@ -438,8 +450,11 @@ impl Rules for UserRules {
         Ok(None)
     }
 
-    /// A new password: your own needs the current one (unless you had
-    /// none); someone else's is one-time. Every session of the user ends.
+    /// A new hash key (sealed, like on create). A new password: your own
+    /// needs the current one (unless you had none); someone else's is
+    /// one-time and unlocks them. Every session of the user ends. The
+    /// users PUT checks the current password and hashes the new one before
+    /// the write job ([`crate::passwords::Prepared`]).
     fn update_transient(
         &self,
         cx: &Cx,
@@ -448,14 +463,16 @@ impl Rules for UserRules {
         new: &mut Record,
         input: &UpdateInput,
     ) -> ApiResult<()> {
-        // Password changes are the only transient input of a user.
-        if input.transient.is_empty() {
-            return Ok(());
-        }
         let text = |name: &str| match input.transient.get(name) {
             Some(Json::String(s)) => Some(s.as_str()),
             _ => None,
         };
+        if let Some(key) = text("user_hash_key") {
+            new.set("hash_key_enc", cx.keyring.encrypt(key));
+        }
+        if !input.transient.contains_key("password") && !input.transient.contains_key("old_password") {
+            return Ok(());
+        }
         let Some(password) = text("password") else {
             return Err(ApiError::field(
                 "password",
@@ -464,11 +481,17 @@ impl Rules for UserRules {
         };
         crate::passwords::check(password, new.text("username"))
             .map_err(|m| ApiError::field("password", m))?;
+        let prepared = input.password.as_ref();
         let own = old.id() == cx.user_id;
         if own {
             if let Some(current) = old.text("password_hash") {
-                let matches =
-                    text("old_password").is_some_and(|given| crate::passwords::verify(given, current));
+                let matches = match prepared {
+                    // Checked before the job against this very hash.
+                    Some(p) => p.checked_against.as_deref() == Some(current),
+                    None => {
+                        text("old_password").is_some_and(|given| crate::passwords::verify(given, current))
+                    }
+                };
                 if !matches {
                     return Err(ApiError::field("old_password", "Old Password is incorrect."));
                 }
@@ -476,8 +499,15 @@ impl Rules for UserRules {
         } else {
             require_covers_user(conn, &cx.perms, old.id())?;
         }
-        new.set("password_hash", hash_password(password)?);
+        let hash = match prepared {
+            Some(p) => p.hash.clone(),
+            None => hash_password(password)?,
+        };
+        new.set("password_hash", hash);
         new.set("requires_new_password", i64::from(!own));
+        // A password set by someone else (an administrator's reset), or
+        // one's own proven by the current one, unlocks the user.
+        unlock(conn, old, new)?;
         crate::sessions::close_all(conn, old.id())
     }
 
@@ -509,6 +539,11 @@ impl Rules for UserRules {
         }
         if new.int("status") == Some(0) && old.int("status") != Some(0) {
             crate::sessions::close_all(conn, old.id())?;
+        }
+        // Enabled again: unlocked too (an administrator's way to lift a
+        // lock without setting a password).
+        if new.int("status") == Some(1) && old.int("status") == Some(0) {
+            unlock(conn, old, new)?;
         }
         if new.get("username") != old.get("username") {
             if let Some(name) = new.text("username") {

@@ -801,6 +801,19 @@ fn vault_bininfo(app: &TestApp) {
     .expect(200);
     let by_api = t.get("/v2/accountvaults/discbin/bininfo?api_id=1").expect(200);
     assert_eq!(by_api.body, info.body, "the same vault by its api id");
+    // Its parameters are those of any record path: anything else is a 422.
+    for (query, field) in [
+        ("foo=bar&api_id=0", "foo"),
+        ("api_id=true", "api_id"),
+        ("api_id=7", "api_id"),
+        ("expand=contact", "expand"),
+    ] {
+        let r = t.get(&format!("/v2/accountvaults/{disc}/bininfo?{query}"));
+        assert_eq!(r.status, 422, "{query}: {}", r.text);
+        assert!(!r.errors(field).is_empty(), "{query}: {}", r.text);
+    }
+    t.get(&format!("/v2/accountvaults/{disc}/bininfo?api_id=0"))
+        .expect(200);
     let b = &info.body["bininfo"];
     assert_eq!(b["detail_card_product"], "D", "{b}");
     assert_eq!(
@@ -840,6 +853,17 @@ fn vault_bininfo(app: &TestApp) {
         info.text
     );
     assert_eq!(info.body["bininfo"]["country_code"], "USA");
+    // A prepaid card says so in prepaid_indicator; its fund source stays
+    // in the spec's set (credit, debit, charge): this one is debit.
+    let prepaid = str_of(
+        &create(&t, card(&t, "4537480000000008", json!({})))
+            .expect(201)
+            .body["accountvault"]["id"],
+    );
+    let info = t.get(&format!("/v2/accountvaults/{prepaid}/bininfo")).expect(200);
+    let b = &info.body["bininfo"];
+    assert_eq!(b["prepaid_indicator"], "P", "{b}");
+    assert_eq!(b["account_fund_source"], "debit", "{b}");
 }
 
 /// A vault an active recurring charges (`has_recurring`, set by the

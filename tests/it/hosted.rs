@@ -32,6 +32,7 @@ engine_tests!(
     a_payment_page_link_expires_fifteen_minutes_after_it_is_made,
     a_submitted_form_survives_a_reload,
     the_error_summary_follows_the_page,
+    a_hash_key_is_set_and_replaced_by_put,
 );
 
 fn now() -> i64 {
@@ -1488,4 +1489,66 @@ fn the_error_summary_follows_the_page(app: &TestApp) {
             && at("Expiry (MM/YY) is required") < at("ZIP code is required"),
         "{summary}"
     );
+}
+/// A user's hash key can be given later and replaced (a leaked key is
+/// revoked by replacing it): the old one stops signing at once; the key
+/// never reads back, and the change log shows only that it changed.
+fn a_hash_key_is_set_and_replaced_by_put(app: &TestApp) {
+    let t = app.bootstrap();
+    let card = json!({ "ticket": { "payment_method": "cc", "account_number": "4111111111111111",
+        "exp_date": "1239" } });
+    ticket(app, &t, card.clone()).expect(201);
+    let own = format!("/v2/users/{}", t.user_id());
+    let new_key = format!("replaced-hash-key-{}", now());
+    let r = t.put(&own, json!({ "user": { "user_hash_key": new_key } }));
+    assert_eq!(r.status, 200, "{}", r.text);
+    assert_eq!(r.body["user"]["user_hash_key"], Value::Null);
+    assert!(!r.text.contains(&new_key));
+    assert_eq!(
+        ticket(app, &t, card.clone()).status,
+        401,
+        "the old key is refused"
+    );
+    let mut rotated = t.clone();
+    rotated.creds["user_hash_key"] = json!(new_key);
+    ticket(app, &rotated, card.clone()).expect(201);
+    let logs = t.get(&format!("{own}?expand=changelogs")).expect(200);
+    assert!(!logs.text.contains(&new_key));
+    let details: Vec<Value> = logs.body["user"]["changelogs"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .flat_map(|c| c["changelog_details"].as_array().cloned().unwrap_or_default())
+        .collect();
+    let change = details
+        .iter()
+        .find(|d| d["field"] == "user_hash_key")
+        .unwrap_or_else(|| panic!("{details:?}"));
+    assert_eq!(change["old_value"], "********", "{change}");
+    assert!(
+        details.iter().all(|d| d["field"] != "hash_key_enc"),
+        "{details:?}"
+    );
+    // A user created without one is given one; someone without
+    // users.update cannot; and bad keys are refused.
+    let (bare, _) = t.user(&t.location_id(), Some("132"));
+    let given = format!("a-later-hash-key-{}", now());
+    t.put(
+        &format!("/v2/users/{bare}"),
+        json!({ "user": { "user_hash_key": given } }),
+    )
+    .expect(200);
+    let (reader, reader_key) = t.user(&t.location_id(), Some("2"));
+    let r = t.as_user(&reader, &reader_key).put(
+        &format!("/v2/users/{reader}"),
+        json!({ "user": { "user_hash_key": given } }),
+    );
+    assert_eq!(r.status, 403, "{}", r.text);
+    let r = t.put(&own, json!({ "user": { "user_hash_key": "short" } }));
+    assert_eq!(r.status, 422, "{}", r.text);
+    // Never in the database or the log in clear.
+    for secret in [&new_key, &given] {
+        assert!(crate::support::db::db(app).columns_containing(secret).is_empty());
+        assert!(!app.log().contains(secret.as_str()));
+    }
 }

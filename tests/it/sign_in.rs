@@ -7,14 +7,45 @@ use crate::support::db::db;
 use crate::support::{Client, Resp, Tenant, TestApp};
 use serde_json::{json, Value};
 
-engine_tests!(passwords_and_session_tokens, failed_sign_ins_are_limited);
+engine_tests!(
+    passwords_and_session_tokens,
+    failed_sign_ins_are_limited,
+    the_lock_does_not_tell_which_names_exist,
+    the_lock_passes_and_an_administrator_lifts_it,
+    old_password_guesses_count_toward_the_lock,
+    expired_sessions_sign_out_as_none_and_are_swept,
+    the_token_method_needs_a_developer_id,
+    sign_in_format_errors_are_named,
+);
 
-fn sign_in(c: &Client, username: &str, password: &str) -> Resp {
+/// A client of the token method: it sends the developer-id, as on every
+/// request, and nothing else unless told.
+struct Dev {
+    c: Client,
+    id: String,
+}
+
+impl Dev {
+    fn send(&self, method: &str, path: &str, headers: &[(&str, &str)], body: Option<&str>) -> Resp {
+        let mut all = vec![("developer-id", self.id.as_str())];
+        all.extend_from_slice(headers);
+        self.c.send(method, path, &all, body)
+    }
+}
+
+fn dev(app: &TestApp, t: &Tenant) -> Dev {
+    Dev {
+        c: app.client(),
+        id: t.cred("developer_id"),
+    }
+}
+
+fn sign_in(c: &Dev, username: &str, password: &str) -> Resp {
     let body = json!({ "username": username, "password": password, "domain": "pay.example.com" });
     c.send("POST", "/v2/token", &[], Some(&body.to_string()))
 }
 
-fn with_token(c: &Client, method: &str, path: &str, token: &str, body: Option<Value>) -> Resp {
+fn with_token(c: &Dev, method: &str, path: &str, token: &str, body: Option<Value>) -> Resp {
     let text = body.map(|b| b.to_string());
     c.send(method, path, &[("access-token", token)], text.as_deref())
 }
@@ -46,7 +77,7 @@ fn reader(t: &Tenant, username: &str, password: &str) -> (String, Resp) {
 
 fn passwords_and_session_tokens(app: &TestApp) {
     let t = app.bootstrap();
-    let c = app.client();
+    let c = dev(app, &t);
     // Rules, and a password never comes back.
     let r = t.post(
         "/v2/users",
@@ -268,7 +299,7 @@ fn passwords_and_session_tokens(app: &TestApp) {
 
 fn failed_sign_ins_are_limited(app: &TestApp) {
     let t = app.bootstrap();
-    let c = app.client();
+    let c = dev(app, &t);
     reader(&t, "sam", "Welcome123");
     // Five failures in a row lock the user, even against the right
     // password, until the lock's time has passed (the test clock).
@@ -298,4 +329,261 @@ fn failed_sign_ins_are_limited(app: &TestApp) {
     }
     assert!(limited.is_some(), "the address was never limited");
     assert_eq!(sign_in(&c, "sam", "Welcome123").status, 429);
+}
+
+fn retry_after(r: &Resp) -> i64 {
+    r.header("retry-after").unwrap().parse().unwrap()
+}
+
+fn the_lock_does_not_tell_which_names_exist(app: &TestApp) {
+    let t = app.bootstrap();
+    let c = dev(app, &t);
+    let (disabled, _) = reader(&t, "dora", "Welcome123");
+    t.put(
+        &format!("/v2/users/{disabled}"),
+        json!({ "user": { "status": 0 } }),
+    )
+    .expect(200);
+    reader(&t, "bob", "Welcome123");
+    // An existing name, a name nobody has and a disabled user: the same
+    // five 401s, then the same 429 with the same wait.
+    let mut waits = Vec::new();
+    for name in ["bob", "ghost", "dora"] {
+        for _ in 0..5 {
+            let r = sign_in(&c, name, "Wrong1234");
+            assert_eq!(r.status, 401, "{name}: {}", r.text);
+            assert_eq!(r.body["message"], "Invalid username or password.", "{name}");
+        }
+        let r = sign_in(&c, name, "Wrong1234");
+        assert_eq!(r.status, 429, "{name}: {}", r.text);
+        waits.push(retry_after(&r));
+    }
+    for wait in &waits {
+        assert!((15 * 60 - 5..=15 * 60).contains(wait), "{waits:?}");
+    }
+    // Even the right password waits, for the name that exists.
+    assert_eq!(sign_in(&c, "bob", "Welcome123").status, 429);
+    // Names are counted case-blind and never kept in clear.
+    assert_eq!(sign_in(&c, "GHOST", "Wrong1234").status, 429);
+    let mut conn = db(app);
+    assert!(conn.columns_containing("ghost").is_empty());
+    assert_eq!(conn.count("SELECT COUNT(*) FROM sign_in_failures", &[]), 3);
+}
+
+fn the_lock_passes_and_an_administrator_lifts_it(app: &TestApp) {
+    let t = app.bootstrap();
+    let c = dev(app, &t);
+    let (id, _) = reader(&t, "sam", "Welcome123");
+    let own = format!("/v2/users/{id}");
+    let lock = |c: &Dev| {
+        for _ in 0..5 {
+            assert_eq!(sign_in(c, "sam", "Wrong1234").status, 401);
+        }
+        assert_eq!(sign_in(c, "sam", "Wrong1234").status, 429);
+    };
+    lock(&c);
+    assert_eq!(t.get(&own).expect(200).body["user"]["login_attempts"], 5);
+    // Once the lock has passed, the count starts again: one more wrong
+    // password does not lock the user again.
+    advance(&t, 15 * 60 + 1);
+    assert_eq!(sign_in(&c, "sam", "Wrong1234").status, 401);
+    assert_eq!(t.get(&own).expect(200).body["user"]["login_attempts"], 1);
+    sign_in(&c, "sam", "Welcome123").expect(201);
+    assert_eq!(t.get(&own).expect(200).body["user"]["login_attempts"], 0);
+
+    // An administrator's password reset unlocks.
+    lock(&c);
+    let r = t.put(&own, json!({ "user": { "password": "Reset2024x" } }));
+    assert_eq!(r.status, 200, "{}", r.text);
+    assert_eq!(r.body["user"]["login_attempts"], 0);
+    sign_in(&c, "sam", "Reset2024x").expect(201);
+
+    // So does enabling the user again.
+    lock(&c);
+    t.put(&own, json!({ "user": { "status": 0 } })).expect(200);
+    assert_eq!(sign_in(&c, "sam", "Reset2024x").status, 429, "still locked");
+    let r = t.put(&own, json!({ "user": { "status": 1 } }));
+    assert_eq!(r.status, 200, "{}", r.text);
+    assert_eq!(r.body["user"]["login_attempts"], 0);
+    sign_in(&c, "sam", "Reset2024x").expect(201);
+}
+
+fn old_password_guesses_count_toward_the_lock(app: &TestApp) {
+    let t = app.bootstrap();
+    let c = dev(app, &t);
+    let own = format!("/v2/users/{}", t.user_id());
+    let username = t.get("/v2/users/me").expect(200).body["user"]["username"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    // The admin (an API key) sets its own first password: none to check.
+    t.put(&own, json!({ "user": { "password": "AdminPass111" } }))
+        .expect(200);
+    let guess = |i: usize| {
+        t.put(
+            &own,
+            json!({ "user": { "password": "AdminPass222", "old_password": format!("Guess{i}xx1") } }),
+        )
+    };
+    for i in 0..5 {
+        let r = guess(i);
+        assert_eq!(r.status, 422, "{}", r.text);
+        assert!(!r.errors("old_password").is_empty(), "{}", r.text);
+    }
+    assert_eq!(
+        t.get("/v2/users/me").expect(200).body["user"]["login_attempts"],
+        5,
+        "each wrong guess counts"
+    );
+    // Locked now: the right password is refused too, here and at sign-in.
+    let right = json!({ "user": { "password": "AdminPass222", "old_password": "AdminPass111" } });
+    let r = t.put(&own, right.clone());
+    assert_eq!(r.status, 429, "{}", r.text);
+    assert!(retry_after(&r) > 0);
+    assert_eq!(guess(9).status, 429);
+    assert_eq!(sign_in(&c, &username, "AdminPass111").status, 429);
+    advance(&t, 15 * 60 + 1);
+    let r = t.put(&own, right);
+    assert_eq!(r.status, 200, "{}", r.text);
+    assert_eq!(r.body["user"]["login_attempts"], 0);
+    sign_in(&c, &username, "AdminPass222").expect(201);
+    assert!(!app.log().contains("AdminPass"), "no password in the log");
+}
+
+fn expired_sessions_sign_out_as_none_and_are_swept(app: &TestApp) {
+    let t = app.bootstrap();
+    let c = dev(app, &t);
+    let (id, _) = reader(&t, "eve", "Welcome123");
+    let token = |c: &Dev| {
+        sign_in(c, "eve", "Welcome123").expect(201).body["token"]["token"]
+            .as_str()
+            .unwrap()
+            .to_string()
+    };
+    // A session past its 15 idle minutes signs out as none: 404.
+    let expired = token(&c);
+    let mut conn = db(app);
+    conn.exec(
+        "UPDATE user_sessions SET expires_ts = expires_ts - 1000 WHERE user_id = ?",
+        &[id.as_str()],
+    );
+    assert_eq!(with_token(&c, "GET", "/v2/users/me", &expired, None).status, 401);
+    let r = c.send("DELETE", &format!("/v2/token/{expired}"), &[], None);
+    assert_eq!(r.status, 404, "{}", r.text);
+    // Sessions left to expire are swept (the test clock's move sweeps at
+    // once; a background sweep does every minute).
+    let idle = token(&c);
+    let live = |conn: &mut crate::support::db::Db| {
+        conn.count(
+            "SELECT COUNT(*) FROM user_sessions WHERE user_id = ?",
+            &[id.as_str()],
+        )
+    };
+    assert_eq!(live(&mut conn), 1);
+    advance(&t, 15 * 60 + 1);
+    assert_eq!(live(&mut conn), 0, "the expired session is gone");
+    assert_eq!(
+        c.send("DELETE", &format!("/v2/token/{idle}"), &[], None).status,
+        404
+    );
+    // A token sent to a mistyped path is not logged either.
+    let live_token = token(&c);
+    for path in [
+        format!("/v2/token/{live_token}/x"),
+        format!("/V2/token/{live_token}"),
+        format!("/v2/token/{live_token}/"),
+    ] {
+        let r = c.send("DELETE", &path, &[], None);
+        assert!([204, 404, 405].contains(&r.status), "{path}: {}", r.status);
+    }
+    let log = app.log();
+    for secret in [&expired, &idle, &live_token] {
+        assert!(!log.contains(secret.as_str()), "a token is in the log");
+    }
+    assert!(
+        log.contains("/v2/token/{secret}"),
+        "the mistyped paths are logged redacted"
+    );
+}
+
+fn the_token_method_needs_a_developer_id(app: &TestApp) {
+    let t = app.bootstrap();
+    let c = dev(app, &t);
+    let (nina, _) = reader(&t, "nina", "Welcome123");
+    let body =
+        json!({ "username": "nina", "password": "Welcome123", "domain": "pay.example.com" }).to_string();
+    let bare = app.client();
+    for headers in [
+        vec![],
+        vec![("developer-id", "not-a-developer")],
+        vec![("developer-id", "000000000000000000000000")],
+    ] {
+        let r = bare.send("POST", "/v2/token", &headers, Some(&body));
+        assert_eq!(r.status, 401, "{headers:?}: {}", r.text);
+        assert!(r.text.contains("developer-id"), "{}", r.text);
+    }
+    assert_eq!(
+        t.get(&format!("/v2/users/{nina}")).expect(200).body["user"]["login_attempts"],
+        0,
+        "no password was checked"
+    );
+    // In the query string as well as a header.
+    let query = format!("/v2/token?developer-id={}", t.cred("developer_id"));
+    bare.send("POST", &query, &[], Some(&body)).expect(201);
+    let token = sign_in(&c, "nina", "Welcome123").expect(201).body["token"]["token"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    with_token(&c, "GET", "/v2/users/me", &token, None).expect(200);
+    let r = bare.send("GET", "/v2/users/me", &[("access-token", &token)], None);
+    assert_eq!(r.status, 401, "{}", r.text);
+    assert!(r.text.contains("developer-id"), "{}", r.text);
+    let r = bare.send(
+        "GET",
+        "/v2/users/me",
+        &[
+            ("access-token", &token),
+            ("developer-id", "000000000000000000000000"),
+        ],
+        None,
+    );
+    assert_eq!(r.status, 401, "{}", r.text);
+    let r = bare.send(
+        "GET",
+        &format!("/v2/users/me?developer-id={}", t.cred("developer_id")),
+        &[("access-token", &token)],
+        None,
+    );
+    assert_eq!(r.status, 200, "{}", r.text);
+    // Signing out needs only the token: it must always be possible.
+    bare.send("DELETE", &format!("/v2/token/{token}"), &[], None)
+        .expect(204);
+}
+
+fn sign_in_format_errors_are_named(app: &TestApp) {
+    let t = app.bootstrap();
+    let c = dev(app, &t);
+    reader(&t, "otto", "Welcome123");
+    let long = "Aa1".repeat(100);
+    for (password, message) in [
+        (json!(long), "Password must have at most 256 characters."),
+        (json!(12345678), "Password must be a string."),
+        (json!(["Welcome123"]), "Password must be a string."),
+        (json!(""), "Password cannot be blank."),
+        (Value::Null, "Password cannot be blank."),
+    ] {
+        let body = json!({ "username": "otto", "password": password, "domain": "pay.example.com" });
+        let r = c.send("POST", "/v2/token", &[], Some(&body.to_string()));
+        assert_eq!(r.status, 422, "{}", r.text);
+        assert_eq!(r.errors("password"), vec![message.to_string()], "{}", r.text);
+        assert!(!r.text.contains(&long));
+    }
+    let body = json!({ "username": 42, "password": "Welcome123", "domain": "pay.example.com" });
+    let r = c.send("POST", "/v2/token", &[], Some(&body.to_string()));
+    assert_eq!(
+        r.errors("username"),
+        vec!["Username must be a string.".to_string()]
+    );
+    // Format errors check no password: nothing was counted.
+    sign_in(&c, "otto", "Welcome123").expect(201);
 }
