@@ -1,4 +1,4 @@
--- Failed sign-ins are counted per username as typed (lowercased, kept only
+-- Failed sign-ins are counted per username exactly as typed (kept only
 -- as a digest), whether or not a user has that name, so that the lock they
 -- lead to does not tell which names exist (ADR 0012). A row matters until
 -- forget_ts (the name's clock: its user's location time, else wall time)

@@ -232,7 +232,7 @@ pub fn authenticate_hash_key(
     if !found.usable() || !hash_key::matches(&key, user_id, timestamp, presented) {
         return Err(invalid());
     }
-    hash_key::check_fresh(ts, clock.location_now(found.clock_offset()))?;
+    hash_key::check_fresh(ts, clock.location_now(found.clock_offset()), found.clock_offset())?;
     Ok((found.into_caller(user_id.clone(), developer_id.clone()), ts))
 }
 

@@ -81,8 +81,10 @@ pub fn account(conn: &mut dyn Conn, clock: &Clock, username: &str) -> ApiResult<
 /// The failed sign-ins of one username, counted whether or not a user
 /// has the name, so that the lock they lead to looks the same for a name
 /// that exists and one that does not (the 401s before it look the same
-/// too). Kept under the SHA-256 of the name as typed, lowercased (a name
-/// typed is sometimes a password), in the clock of the name: its user's
+/// too). Kept under the SHA-256 of the name exactly as typed (names are
+/// unique and found case-sensitively, so `Alice` and `alice` are two
+/// names and two locks; a name typed is sometimes a password), in the
+/// clock of the name: its user's
 /// location time, so a sandbox test clock ages the lock as it ages
 /// sessions, else wall time (the same unless a test clock moved).
 #[derive(Clone, Debug)]
@@ -116,23 +118,17 @@ impl NameLock {
         }
     }
 
-    /// Seconds the name stays locked, if it is.
-    pub fn locked_for(&self, conn: &mut dyn Conn) -> ApiResult<Option<i64>> {
-        let until = conn
-            .query_one(&Sql::with(
-                "SELECT locked_until FROM sign_in_failures WHERE name_digest = ?",
-                vec![self.digest.clone().into()],
-            ))?
-            .and_then(|r| r[0].as_int());
-        Ok(until.map(|u| u - self.now).filter(|left| *left > 0))
-    }
-
-    /// Counts a failure. A run of failures each within
-    /// [`FAILURE_WINDOW_SECONDS`] of the one before counts up; the
-    /// [`MAX_FAILED_SIGN_INS`]th locks the name for [`LOCK_SECONDS`]; a run
-    /// whose window or lock has passed starts again from one. One
-    /// statement, so failures counted at once on several nodes all count.
-    pub fn record_failure(&self, conn: &mut dyn Conn) -> ApiResult<()> {
+    /// Counts an attempt before its password is checked, so that guesses
+    /// sent at once cannot all pass the check before any is counted:
+    /// `Err(seconds)` when the name is locked (the attempt is refused
+    /// uncounted, so attempts during a lock do not lengthen it). A run of
+    /// attempts each within [`FAILURE_WINDOW_SECONDS`] of the one before
+    /// counts up; the [`MAX_FAILED_SIGN_INS`]th locks the name for
+    /// [`LOCK_SECONDS`] (its own password is still checked, and a right
+    /// one [`clear`](Self::clear)s the lock); a run whose window or lock
+    /// has passed starts again from one. One statement, so attempts
+    /// counted at once on several nodes all count.
+    pub fn count_attempt(&self, conn: &mut dyn Conn) -> ApiResult<Result<(), i64>> {
         let now = self.now;
         let lock_end = now + LOCK_SECONDS;
         let window_end = now + FAILURE_WINDOW_SECONDS;
@@ -147,10 +143,11 @@ impl NameLock {
              failures = {n}, \
              locked_until = CASE WHEN {n} >= ? THEN CAST(? AS BIGINT) ELSE NULL END, \
              forget_ts = CASE WHEN {n} >= ? THEN CAST(? AS BIGINT) ELSE CAST(? AS BIGINT) END, \
-             prune_after = CASE WHEN {n} >= ? THEN CAST(? AS BIGINT) ELSE CAST(? AS BIGINT) END"
+             prune_after = CASE WHEN {n} >= ? THEN CAST(? AS BIGINT) ELSE CAST(? AS BIGINT) END \
+             WHERE sign_in_failures.locked_until IS NULL OR sign_in_failures.locked_until <= ?"
         );
         let wall = |ts: i64| Value::from(ts - self.offset_s);
-        conn.execute(&Sql::with(
+        let counted = conn.execute(&Sql::with(
             &sql,
             vec![
                 self.digest.clone().into(),
@@ -172,10 +169,28 @@ impl NameLock {
                 MAX_FAILED_SIGN_INS.into(),
                 wall(lock_end),
                 wall(window_end),
+                // not while locked
+                now.into(),
             ],
         ))?;
+        if counted > 0 {
+            return Ok(Ok(()));
+        }
+        let until = conn
+            .query_one(&Sql::with(
+                "SELECT locked_until FROM sign_in_failures WHERE name_digest = ?",
+                vec![self.digest.clone().into()],
+            ))?
+            .and_then(|r| r[0].as_int())
+            .unwrap_or(now);
+        Ok(Err((until - now).max(1)))
+    }
+
+    /// Shows a failed attempt on the record of the user who has the name
+    /// (`login_attempts`, `login_locked_until`); nothing for an unknown
+    /// name.
+    pub fn show_failure(&self, conn: &mut dyn Conn) -> ApiResult<()> {
         if let Some(user_id) = &self.user_id {
-            // The user's record shows the run (login_attempts).
             conn.execute(&Sql::with(
                 "UPDATE users SET \
                  login_attempts = COALESCE((SELECT failures FROM sign_in_failures WHERE name_digest = ?), 0), \
@@ -199,7 +214,7 @@ impl NameLock {
 
 /// The key a name's failures are kept under.
 fn name_digest(username: &str) -> String {
-    hash_api_key(&format!("sign-in:{}", username.to_lowercase()))
+    hash_api_key(&format!("sign-in:{username}"))
 }
 
 /// Forgets the failures counted against a user's name (an administrator
@@ -377,11 +392,23 @@ mod tests {
         store
             .write_blocking(move |c| {
                 for _ in 0..times {
-                    lock.record_failure(c)?;
+                    assert_eq!(lock.count_attempt(c)?, Ok(()), "counted while locked");
                 }
-                lock.locked_for(c)
+                let until = c
+                    .query_one(&Sql::with(
+                        "SELECT locked_until FROM sign_in_failures WHERE name_digest = ?",
+                        vec![lock.digest.clone().into()],
+                    ))?
+                    .and_then(|r| r[0].as_int());
+                Ok(until.map(|u| u - lock.now).filter(|left| *left > 0))
             })
             .unwrap()
+    }
+
+    /// One more attempt as `name`: `Err(seconds)` when it is refused.
+    fn attempt(store: &Store, clock: &Clock, name: &str) -> Result<(), i64> {
+        let lock = NameLock::new(name, None, 0, clock);
+        store.write_blocking(move |c| lock.count_attempt(c)).unwrap()
     }
 
     fn rows(store: &Store) -> i64 {
@@ -398,10 +425,16 @@ mod tests {
         assert_eq!(fail(&store, &clock, "nobody-at-all", 4), None);
         assert_eq!(
             fail(&store, &clock, "Nobody-At-All", 1),
-            Some(LOCK_SECONDS),
-            "case does not matter"
+            None,
+            "names are found case-sensitively: another name, another count"
         );
-        clock.advance((LOCK_SECONDS - 1) * 1000);
+        assert_eq!(fail(&store, &clock, "nobody-at-all", 1), Some(LOCK_SECONDS));
+        // While locked, attempts are refused uncounted: they neither pass
+        // nor lengthen the lock.
+        clock.advance(10 * 1000);
+        assert_eq!(attempt(&store, &clock, "nobody-at-all"), Err(LOCK_SECONDS - 10));
+        assert_eq!(attempt(&store, &clock, "Nobody-At-All"), Ok(()));
+        clock.advance((LOCK_SECONDS - 11) * 1000);
         assert_eq!(fail(&store, &clock, "nobody-at-all", 0), Some(1));
         // Once it has passed, the count starts again: one more failure
         // does not lock again.
@@ -417,13 +450,13 @@ mod tests {
         assert_eq!(fail(&store, &clock, "nobody-at-all", 4), None);
         // Forgotten runs are swept; a live one stays.
         fail(&store, &clock, "someone-else", 1);
-        assert_eq!(rows(&store), 2);
+        assert_eq!(rows(&store), 3);
         clock.advance((FAILURE_WINDOW_SECONDS - 1) * 1000);
         fail(&store, &clock, "someone-else", 1);
         clock.advance(2 * 1000);
         let sweep_clock = clock.clone();
         let (_, swept) = store.write_blocking(move |c| sweep(c, &sweep_clock)).unwrap();
-        assert_eq!((swept, rows(&store)), (1, 1), "only the forgotten run goes");
+        assert_eq!((swept, rows(&store)), (2, 1), "only the forgotten runs go");
         // A lock is kept until it passes, then swept.
         assert_eq!(fail(&store, &clock, "locked-one", 5), Some(LOCK_SECONDS));
         clock.advance((LOCK_SECONDS - 1) * 1000);

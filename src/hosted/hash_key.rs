@@ -51,13 +51,22 @@ pub fn parse_timestamp(text: &str) -> ApiResult<i64> {
         .map_err(|_| ApiError::Unauthorized("The timestamp is not a number of seconds.".into()))
 }
 
-/// Refuses a timestamp too far from `now` to open a form with.
-pub fn check_fresh(timestamp: i64, now: i64) -> ApiResult<()> {
+/// Refuses a timestamp too far from `now` to open a form with. `offset`
+/// is how far the location's test clock is ahead: a link signed with the
+/// real time after an advance is the usual cause, so the answer says so
+/// (it is checked after the hash-key, so only the link's maker sees it).
+pub fn check_fresh(timestamp: i64, now: i64, offset: i64) -> ApiResult<()> {
     if (now - timestamp).abs() > TIMESTAMP_WINDOW_S {
-        return Err(ApiError::Unauthorized(format!(
+        let mut why = format!(
             "The timestamp has expired: a form opens within {} minutes of the timestamp its hash-key was made with. Make a new link.",
             TIMESTAMP_WINDOW_S / 60
-        )));
+        );
+        if offset != 0 {
+            why.push_str(&format!(
+                " This location's test clock is {offset} seconds ahead: sign links with its time (`now` of GET /v2/developer/testclock)."
+            ));
+        }
+        return Err(ApiError::Unauthorized(why));
     }
     Ok(())
 }
@@ -95,10 +104,17 @@ mod tests {
 
     #[test]
     fn a_timestamp_opens_a_form_within_five_minutes_either_side() {
-        assert!(check_fresh(1_000, 1_000 + 300).is_ok());
-        assert!(check_fresh(1_000, 1_000 + 301).is_err());
-        assert!(check_fresh(1_000 + 300, 1_000).is_ok());
-        assert!(check_fresh(1_000 + 301, 1_000).is_err());
+        assert!(check_fresh(1_000, 1_000 + 300, 0).is_ok());
+        assert!(check_fresh(1_000, 1_000 + 301, 0).is_err());
+        assert!(check_fresh(1_000 + 300, 1_000, 0).is_ok());
+        assert!(check_fresh(1_000 + 301, 1_000, 0).is_err());
+        let hint = |offset| format!("{:?}", check_fresh(1_000, 9_000, offset).unwrap_err());
+        assert!(!hint(0).contains("test clock"));
+        assert!(
+            hint(86_400).contains("test clock is 86400 seconds ahead"),
+            "{}",
+            hint(86_400)
+        );
         assert!(parse_timestamp("15133624a0").is_err());
         assert!(parse_timestamp("").is_err());
         assert_eq!(parse_timestamp("1513362490").unwrap(), 1_513_362_490);

@@ -220,6 +220,18 @@ pub fn claim(conn: &mut dyn Conn, session: &Session, now: i64) -> ApiResult<Clai
     }
 }
 
+/// Ends the forms a user's hash-keys opened that were not submitted yet
+/// (their hash key was replaced: what it signed stops at once, opened or
+/// not). Payment pages are not signed with it and stay.
+pub fn close_signed_by(conn: &mut dyn Conn, user_id: &str) -> ApiResult<()> {
+    conn.execute(&Sql::with(
+        "UPDATE hosted_sessions SET expires_ts = 0 \
+         WHERE user_id = ? AND hash_digest IS NOT NULL AND used_ts IS NULL",
+        vec![user_id.into()],
+    ))?;
+    Ok(())
+}
+
 /// Records a submission's result: the form (and its hash-key) is used.
 pub fn finish(conn: &mut dyn Conn, id: &str, now: i64, result: &Json) -> ApiResult<()> {
     conn.execute(&Sql::with(

@@ -1087,15 +1087,27 @@ fn render_form(
         Kind::PaymentPage => {
             // A fixed amount (read-only or hidden) is known now; a typed
             // one only once the payer types it.
-            let fixed = prepared
-                .fields
-                .iter()
-                .find(|f| f.name == "transaction_amount" && (f.readonly || !f.visible))
-                .and_then(|f| f.value.as_deref())
-                .and_then(|v| crate::money::parse_text(v.trim(), 99_999_999_999).ok());
-            match fixed {
-                Some(c) => surcharge_note(prepared.surcharge_bp, c, 0),
-                None => typed_surcharge_note(prepared.surcharge_bp, None),
+            // A field's value when the payer cannot change it (a hidden
+            // entry the page has no field for is in `base`), None when
+            // the payer types it.
+            let fixed = |name: &str| match prepared.fields.iter().find(|f| f.name == name) {
+                None => Some(
+                    prepared
+                        .base
+                        .get(name)
+                        .and_then(|v| crate::money::parse(v, 99_999_999_999).ok()),
+                ),
+                Some(f) if f.readonly || !f.visible => Some(
+                    f.value
+                        .as_deref()
+                        .and_then(|v| crate::money::parse_text(v.trim(), 99_999_999_999).ok()),
+                ),
+                Some(_) => None,
+            };
+            // Tax is not surcharged: the note needs the tax the page sends.
+            match (fixed("transaction_amount"), fixed("tax")) {
+                (Some(Some(c)), Some(tax)) => surcharge_note(prepared.surcharge_bp, c, tax.unwrap_or(0)),
+                _ => typed_surcharge_note(prepared.surcharge_bp, None),
             }
         }
         _ => None,

@@ -100,28 +100,12 @@ impl RateLimits {
         }
     }
 
-    /// Whether `ip` may try to sign in: `Err(seconds to wait)` once it
-    /// failed too often in the current window.
-    pub fn sign_in_allowed(&self, ip: IpAddr) -> Result<(), u64> {
-        let now = Instant::now();
-        let failed = self
-            .failed_sign_ins
-            .lock()
-            .unwrap_or_else(std::sync::PoisonError::into_inner);
-        match failed.get(&ip) {
-            Some((count, start)) if now.duration_since(*start) < SIGN_IN_WINDOW => {
-                if *count >= MAX_FAILED_SIGN_INS_PER_ADDRESS {
-                    Err(retry_after(SIGN_IN_WINDOW - now.duration_since(*start)))
-                } else {
-                    Ok(())
-                }
-            }
-            _ => Ok(()),
-        }
-    }
-
-    /// Counts a failed sign-in from `ip`.
-    pub fn sign_in_failed(&self, ip: IpAddr) {
+    /// Counts a sign-in attempt from `ip` before its password is checked
+    /// (so attempts sent at once are counted one by one): `Err(seconds to
+    /// wait)`, uncounted, once the address has used its failures.
+    /// [`sign_in_not_a_failure`](Self::sign_in_not_a_failure) takes one
+    /// back off the count.
+    pub fn sign_in_attempt(&self, ip: IpAddr) -> Result<(), u64> {
         let now = Instant::now();
         let mut failed = self
             .failed_sign_ins
@@ -134,7 +118,23 @@ impl RateLimits {
         if now.duration_since(entry.1) >= SIGN_IN_WINDOW {
             *entry = (0, now);
         }
+        if entry.0 >= MAX_FAILED_SIGN_INS_PER_ADDRESS {
+            return Err(retry_after(SIGN_IN_WINDOW - now.duration_since(entry.1)));
+        }
         entry.0 += 1;
+        Ok(())
+    }
+
+    /// Takes an attempt off `ip`'s count that was no wrong guess: its
+    /// password was right, or it was refused unchecked (its name locked).
+    pub fn sign_in_not_a_failure(&self, ip: IpAddr) {
+        let mut failed = self
+            .failed_sign_ins
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        if let Some(entry) = failed.get_mut(&ip) {
+            entry.0 = entry.0.saturating_sub(1);
+        }
     }
 
     /// No limits (tools and tests that build an app state themselves).

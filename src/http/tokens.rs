@@ -92,28 +92,33 @@ async fn sign_in(
     let ip = address.map(|Extension(ClientAddr(ip))| ip);
     if let Some(ip) = ip {
         app.rate_limits
-            .sign_in_allowed(ip)
+            .sign_in_attempt(ip)
             .map_err(ApiError::TooManyRequests)?;
     }
     let developer_id = developer_id(&headers, query.as_deref())?;
     let (username, password) = sign_in_body(&raw)?;
     let clock = app.clock.clone();
-    let (developer_known, account, lock, locked_for) = app
+    let (developer_known, account, lock) = app
         .store
         .read(move |conn| {
             let known = crate::auth::developer_exists(conn, &developer_id)?;
             let account = sessions::account(conn, &clock, &username)?;
             // Counted per name, found or not: the lock must not tell.
             let lock = NameLock::of_sign_in(&username, account.as_ref(), &clock);
-            let locked_for = lock.locked_for(conn)?;
-            Ok((known, account, lock, locked_for))
+            Ok((known, account, lock))
         })
         .await?;
     if !developer_known {
         return Err(ApiError::Unauthorized("Invalid developer-id.".into()));
     }
-    if let Some(wait) = locked_for {
-        return Err(ApiError::TooManyRequests(wait.max(1) as u64));
+    // Counted before the password is checked: guesses sent at once are
+    // counted one by one, and those past the lock never reach argon2.
+    let counting = lock.clone();
+    if let Err(wait) = app.store.write(move |conn| counting.count_attempt(conn)).await? {
+        if let Some(ip) = ip {
+            app.rate_limits.sign_in_not_a_failure(ip);
+        }
+        return Err(ApiError::TooManyRequests(wait as u64));
     }
     // The hash is checked off the async workers (argon2 takes tens of
     // milliseconds by design); an unknown user is checked against a decoy
@@ -128,13 +133,13 @@ async fn sign_in(
     let account = match account {
         Some(a) if matches && a.active && a.password_hash.is_some() => a,
         _ => {
-            app.store.write(move |conn| lock.record_failure(conn)).await?;
-            if let Some(ip) = ip {
-                app.rate_limits.sign_in_failed(ip);
-            }
+            app.store.write(move |conn| lock.show_failure(conn)).await?;
             return Err(ApiError::Unauthorized("Invalid username or password.".into()));
         }
     };
+    if let Some(ip) = ip {
+        app.rate_limits.sign_in_not_a_failure(ip);
+    }
     let answer = app
         .store
         .write(move |conn| {

@@ -96,24 +96,35 @@ async fn prepare_password(
                 caller.clock_offset_s,
                 &app.clock,
             );
-            let held = lock.clone();
-            if let Some(wait) = app.store.read(move |conn| held.locked_for(conn)).await? {
-                return Err(ApiError::TooManyRequests(wait.max(1) as u64));
-            }
             let Some(given) = text("old_password") else {
                 // No guess made: the rules answer that it is needed.
                 return Ok(None);
             };
+            // A guess is counted as a sign-in is, before it is checked.
+            if let Some(ip) = ip {
+                app.rate_limits
+                    .sign_in_attempt(ip)
+                    .map_err(ApiError::TooManyRequests)?;
+            }
+            let counting = lock.clone();
+            if let Err(wait) = app.store.write(move |conn| counting.count_attempt(conn)).await? {
+                if let Some(ip) = ip {
+                    app.rate_limits.sign_in_not_a_failure(ip);
+                }
+                return Err(ApiError::TooManyRequests(wait as u64));
+            }
             let stored = current.clone();
             let matches = tokio::task::spawn_blocking(move || crate::passwords::verify(&given, &stored))
                 .await
                 .map_err(ApiError::internal)?;
             if !matches {
-                app.store.write(move |conn| lock.record_failure(conn)).await?;
-                if let Some(ip) = ip {
-                    app.rate_limits.sign_in_failed(ip);
-                }
+                app.store.write(move |conn| lock.show_failure(conn)).await?;
                 return Err(ApiError::field("old_password", "Old Password is incorrect."));
+            }
+            // The right password: as after a sign-in, the run is over.
+            app.store.write(move |conn| lock.clear(conn)).await?;
+            if let Some(ip) = ip {
+                app.rate_limits.sign_in_not_a_failure(ip);
             }
             checked_against = Some(current);
         }

@@ -131,12 +131,12 @@ pub fn check_url(url: &str, allow_private: bool) -> Result<(), String> {
         match &target.host {
             Host::Ip(ip) if !is_public(*ip) => {
                 return Err(format!(
-                    "URL host {ip} is a private, loopback or reserved address; postbacks go to public addresses only."
+                    "URL host {ip} is a private, loopback or reserved address; postbacks go to public addresses only (the operator allows others with FERROGATE_POSTBACK_ALLOW_PRIVATE)."
                 ))
             }
             Host::Name(name) if is_local_name(name) => {
                 return Err(format!(
-                    "URL host {name} is this machine; postbacks go to public hosts only."
+                    "URL host {name} is this machine; postbacks go to public hosts only (the operator allows others with FERROGATE_POSTBACK_ALLOW_PRIVATE)."
                 ))
             }
             _ => {}
@@ -1166,7 +1166,8 @@ mod tests {
             let url = format!("http://{host}:8080/hook");
             let err = check_url(&url, false).unwrap_err();
             assert!(err.starts_with("URL host "), "{url}: {err}");
-            assert!(err.ends_with("only."), "{url}: {err}");
+            assert!(err.contains("only"), "{url}: {err}");
+            assert!(err.contains("FERROGATE_POSTBACK_ALLOW_PRIVATE"), "{url}: {err}");
             assert_eq!(check_url(&url, true), Ok(()), "{url}");
         }
     }

@@ -469,6 +469,7 @@ impl Rules for UserRules {
         };
         if let Some(key) = text("user_hash_key") {
             new.set("hash_key_enc", cx.keyring.encrypt(key));
+            crate::hosted::sessions::close_signed_by(conn, old.id())?;
         }
         if !input.transient.contains_key("password") && !input.transient.contains_key("old_password") {
             return Ok(());

@@ -319,10 +319,11 @@ pub async fn transaction(
             terminal.id(),
             work,
             requester(cx, offset_s),
-            // The card comes once it is presented and its PIN entered.
+            // The card comes once it is presented, its PIN entered and
+            // any tip or cashback chosen (screens the device times).
             limits(
                 &terminal,
-                &["card_entry_timeout", "pin_entry_timeout"],
+                &["card_entry_timeout", "pin_entry_timeout", "tip_cashback_timeout"],
                 Failure::CardEntryTimeout,
             ),
         )
@@ -433,6 +434,14 @@ pub async fn device_term(
     body: Map<String, Json>,
 ) -> ApiResult<(u16, Json)> {
     let input = for_create(&DEVICE_TERM, &body).map_err(ApiError::Validation)?;
+    // Checked before the claim too, so that no claim is ever made at a
+    // location outside the caller's scope (prompt_term checks again under
+    // the claim, where the answer counts).
+    let (cx2, record) = (cx.clone(), input.record.clone());
+    services
+        .store
+        .read(move |conn| deviceterms::precheck(&cx2, conn, &record))
+        .await?;
     let claim = match (
         input.record.text("location_id"),
         input.record.text("device_terms_api_id").filter(|s| !s.is_empty()),
@@ -444,25 +453,63 @@ pub async fn device_term(
         }),
         _ => None,
     };
-    if let Some(c) = claim.clone() {
-        let now = cx.now;
+    let mut held = ClaimHeld {
+        store: services.store.clone(),
+        claim: None,
+    };
+    if let Some(c) = claim {
+        let (now, taking) = (cx.now, c.clone());
         services
             .store
-            .write(move |conn| deviceterms::claim_api_id(conn, &c.location_id, &c.api_id, &c.claim_id, now))
+            .write(move |conn| {
+                deviceterms::claim_api_id(conn, &taking.location_id, &taking.api_id, &taking.claim_id, now)
+            })
             .await?;
+        held.claim = Some(c);
     }
     let answered = prompt_term(&services, cx, offset_s, body, input.record).await;
-    if let Some(c) = claim {
-        let released = services
-            .store
-            .write(move |conn| deviceterms::release_api_id(conn, &c.location_id, &c.api_id, &c.claim_id))
-            .await;
-        if let Err(e) = released {
+    if let Some(c) = held.claim.take() {
+        if let Err(e) = c.release(services.store).await {
             // Taken over once stale (see deviceterms::claim_api_id).
             tracing::warn!(error = %e, "a device term's api id claim was not released");
         }
     }
     answered
+}
+
+/// A claim the request holds until it releases it. A client that hangs
+/// up does not end the request (its work is a task of its own, see
+/// `http::service`); dropped unreleased all the same (a panic, a
+/// shutdown), the claim is released by a task of its own rather than
+/// left for the stale time.
+struct ClaimHeld {
+    store: Store,
+    claim: Option<ApiIdClaim>,
+}
+
+impl Drop for ClaimHeld {
+    fn drop(&mut self) {
+        if let Some(c) = self.claim.take() {
+            let store = self.store.clone();
+            if let Ok(runtime) = tokio::runtime::Handle::try_current() {
+                runtime.spawn(async move {
+                    if let Err(e) = c.release(&store).await {
+                        tracing::warn!(error = %e, "a device term's api id claim was not released");
+                    }
+                });
+            }
+        }
+    }
+}
+
+impl ApiIdClaim {
+    async fn release(self, store: &Store) -> ApiResult<()> {
+        store
+            .write(move |conn| {
+                deviceterms::release_api_id(conn, &self.location_id, &self.api_id, &self.claim_id)
+            })
+            .await
+    }
 }
 
 /// A `device_terms_api_id` held by one request.

@@ -1376,6 +1376,23 @@ fn the_surcharge_is_shown_before_the_payer_pays(app: &TestApp) {
     )
     .expect(200);
     assert!(shown.text.contains(note), "{}", shown.text);
+    // Tax the page sends hidden is not surcharged, on the page as in the
+    // charge.
+    let taxed = json!({ "id": id, "field_configuration": { "body": { "fields": [
+        { "id": "transaction_amount", "value": "11.00", "readonly": true },
+        { "id": "tax", "value": "1.00", "visible": false } ] } } });
+    let shown = get_page(
+        app,
+        &format!("/hostedpaymentpage?id={id}&data={}", sealed_link(key, &taxed)),
+    )
+    .expect(200);
+    assert!(
+        shown
+            .text
+            .contains("a 3.00% surcharge of $0.30 applies, total $11.30"),
+        "{}",
+        shown.text
+    );
     let typed = get_page(
         app,
         &format!(
@@ -1498,10 +1515,20 @@ fn a_hash_key_is_set_and_replaced_by_put(app: &TestApp) {
     let card = json!({ "ticket": { "payment_method": "cc", "account_number": "4111111111111111",
         "exp_date": "1239" } });
     ticket(app, &t, card.clone()).expect(201);
+    // A form the old key opened and nobody submitted yet.
+    let opened = get_page(
+        app,
+        &form_link(&t, "/v2/payform", fresh_ts(), &sale_data("before-rotation")),
+    )
+    .expect(200);
     let own = format!("/v2/users/{}", t.user_id());
     let new_key = format!("replaced-hash-key-{}", now());
     let r = t.put(&own, json!({ "user": { "user_hash_key": new_key } }));
     assert_eq!(r.status, 200, "{}", r.text);
+    // It ends with its key.
+    let late = submit(app, &form_action(&opened), PAYFORM_CARD);
+    assert!(late.status >= 400, "{} {}", late.status, late.text);
+    assert!(by_api_id(&t, "before-rotation").is_empty());
     assert_eq!(r.body["user"]["user_hash_key"], Value::Null);
     assert!(!r.text.contains(&new_key));
     assert_eq!(

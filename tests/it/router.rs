@@ -31,6 +31,7 @@ engine_tests!(
     a_device_term_api_id_is_claimed_before_the_prompt,
     a_card_refusal_is_not_kept_under_the_idempotency_key,
     an_avs_only_approval_is_shown_as_approved,
+    a_device_term_claim_holds_past_a_hang_up_until_the_prompt_ends,
 );
 
 fn sale(t: &Tenant, terminal_id: &str, amount: &str, api_id: &str, extra: Value) -> Value {
@@ -363,44 +364,12 @@ fn overall_timeout_cancel_busy_and_offline(app: &TestApp) {
 }
 
 fn a_client_that_hangs_up_still_gets_its_sale_recorded(app: &TestApp) {
-    use std::io::Write;
-    use std::os::fd::AsRawFd;
     let t = app.bootstrap();
     let (tid, secret) = terminal(&t, json!({}));
     // The cardholder takes a moment: the client is gone by then.
     let sim = Sim::start(&app.base, &tid, &secret, &["--think-ms", "300"]);
-    let body = sale(&t, &tid, "9.00", "gone-1", json!({})).to_string();
-    let addr = app.base.trim_start_matches("http://");
-    let mut stream = std::net::TcpStream::connect(addr).expect("connect");
-    let mut head = format!(
-        "POST /v2/routertransactions HTTP/1.1\r\nhost: {addr}\r\ncontent-type: application/json\r\ncontent-length: {}\r\n",
-        body.len()
-    );
-    for k in ["developer_id", "user_id", "user_api_key"] {
-        head.push_str(&format!("{}: {}\r\n", k.replace('_', "-"), t.cred(k)));
-    }
-    head.push_str("\r\n");
-    stream.write_all(head.as_bytes()).unwrap();
-    stream.write_all(body.as_bytes()).unwrap();
-    // Once the terminal has the request, the client resets its connection
-    // (SO_LINGER 0): the server's connection ends with an error, and only
-    // a request that runs on its own still finishes.
-    sim.wait_events("request", 1);
-    let linger = libc::linger {
-        l_onoff: 1,
-        l_linger: 0,
-    };
-    let set = unsafe {
-        libc::setsockopt(
-            stream.as_raw_fd(),
-            libc::SOL_SOCKET,
-            libc::SO_LINGER,
-            &linger as *const libc::linger as *const libc::c_void,
-            std::mem::size_of::<libc::linger>() as libc::socklen_t,
-        )
-    };
-    assert_eq!(set, 0, "SO_LINGER");
-    drop(stream);
+    let body = sale(&t, &tid, "9.00", "gone-1", json!({}));
+    post_and_hang_up(app, &t, "/v2/routertransactions", &body, &sim);
     let tx = wait_until(
         "the sale of a client that hung up",
         Duration::from_secs(20),
@@ -1022,6 +991,83 @@ fn the_reference_router_samples_run(app: &TestApp) {
     assert_eq!(r.status, 422, "{}", r.text);
 }
 
+/// Posts `body` as `t` on a connection of its own, and resets that
+/// connection (SO_LINGER 0) once `sim`'s terminal has the request: the
+/// server's connection ends with an error, and only work that runs on its
+/// own still finishes.
+fn post_and_hang_up(app: &TestApp, t: &Tenant, path: &str, body: &Value, sim: &Sim) {
+    use std::io::Write;
+    use std::os::fd::AsRawFd;
+    let body = body.to_string();
+    let addr = app.base.trim_start_matches("http://");
+    let mut stream = std::net::TcpStream::connect(addr).expect("connect");
+    let mut head = format!(
+        "POST {path} HTTP/1.1\r\nhost: {addr}\r\ncontent-type: application/json\r\ncontent-length: {}\r\n",
+        body.len()
+    );
+    for k in ["developer_id", "user_id", "user_api_key"] {
+        head.push_str(&format!("{}: {}\r\n", k.replace('_', "-"), t.cred(k)));
+    }
+    head.push_str("\r\n");
+    stream.write_all(head.as_bytes()).unwrap();
+    stream.write_all(body.as_bytes()).unwrap();
+    let asked = sim.events("request").len();
+    sim.wait_events("request", asked + 1);
+    let linger = libc::linger {
+        l_onoff: 1,
+        l_linger: 0,
+    };
+    let set = unsafe {
+        libc::setsockopt(
+            stream.as_raw_fd(),
+            libc::SOL_SOCKET,
+            libc::SO_LINGER,
+            &linger as *const libc::linger as *const libc::c_void,
+            std::mem::size_of::<libc::linger>() as libc::socklen_t,
+        )
+    };
+    assert_eq!(set, 0, "SO_LINGER");
+    drop(stream);
+}
+
+/// A device term whose client hangs up while the cardholder reads it
+/// goes on (a request's work is its own task): its api id stays claimed
+/// while the terms are on the device, and is given back when the prompt
+/// ends, here unanswered and recorded declined, so a retry may show it.
+fn a_device_term_claim_holds_past_a_hang_up_until_the_prompt_ends(app: &TestApp) {
+    let t = app.bootstrap();
+    let loc = t.location_id();
+    let (slow, slow_secret) = terminal(&t, json!({ "terminal_timeouts": { "overall_timeout": 30 } }));
+    let (quick, quick_secret) = terminal(&t, json!({}));
+    let hesitant = Sim::start(&app.base, &slow, &slow_secret, &["--think-ms", "60000"]);
+    let ready = Sim::start(&app.base, &quick, &quick_secret, &[]);
+    let term = |terminal_id: &str| {
+        json!({ "deviceterm": { "location_id": loc, "terminal_id": terminal_id,
+            "require_signature": 0, "terms_conditions": "I agree.", "device_terms_api_id": "hang-1" } })
+    };
+    post_and_hang_up(app, &t, "/v2/deviceterms", &term(&slow), &hesitant);
+    let r = t.post("/v2/deviceterms", term(&quick)).expect(422);
+    assert!(!r.errors("device_terms_api_id").is_empty(), "{}", r.text);
+    assert!(ready.events("request").is_empty());
+    advance(&t, 31);
+    wait_until("the hung-up term recorded", Duration::from_secs(20), || {
+        let r = t.get("/v2/deviceterms?device_terms_api_id=hang-1").expect(200);
+        let term = r.body["deviceterms"].as_array()?.first()?.clone();
+        (term["reason_code_id"] == 1601).then_some(())
+    });
+    let accepted = wait_until("the api id given back", Duration::from_secs(20), || {
+        let r = t.post("/v2/deviceterms", term(&quick));
+        (r.status != 422).then_some(r)
+    });
+    assert_eq!(accepted.status, 200, "{}", accepted.text);
+    assert_eq!(
+        accepted.body["deviceterm"]["reason_code_id"], 1000,
+        "{}",
+        accepted.text
+    );
+    assert_eq!(ready.events("request").len(), 1);
+}
+
 /// The cardholder approves the amount the device shows: an account's
 /// surcharge is not added to a terminal payment (the reference lists no
 /// consumer fees on terminals), while the same account's API sale takes it.
@@ -1072,7 +1118,7 @@ fn terminal_timeouts_reach_the_device_and_the_gateway_applies_them(app: &TestApp
     t.put(
         &format!("/v2/terminals/{tid}"),
         json!({ "terminal": { "terminal_timeouts": { "card_entry_timeout": 20,
-            "pin_entry_timeout": 20, "device_terms_prompt_timeout": 5 } } }),
+            "pin_entry_timeout": 20, "tip_cashback_timeout": 20, "device_terms_prompt_timeout": 5 } } }),
     )
     .expect(200);
     let waiting = post_later(
@@ -1087,9 +1133,9 @@ fn terminal_timeouts_reach_the_device_and_the_gateway_applies_them(app: &TestApp
     assert_eq!(timeouts["device_terms_prompt_timeout"], 5);
     assert_eq!(timeouts["overall_timeout"], 300);
     assert_eq!(timeouts["status_display_time"], 7);
-    // No card within card entry and PIN entry (and 5 s for the device's
-    // own report): stopped long before the overall 300 s.
-    advance(&t, 46);
+    // No card within card entry, PIN entry and the tip screen (and 5 s
+    // for the device's own report): stopped long before the overall 300 s.
+    advance(&t, 66);
     let r = waiting.join().unwrap().expect(422);
     assert_eq!(r.body["terminal_result"], "card_entry_timeout", "{}", r.text);
     sim.wait_events("cancelled", 1);

@@ -16,6 +16,7 @@ engine_tests!(
     expired_sessions_sign_out_as_none_and_are_swept,
     the_token_method_needs_a_developer_id,
     sign_in_format_errors_are_named,
+    guesses_sent_at_once_are_counted_one_by_one,
 );
 
 /// A client of the token method: it sends the developer-id, as on every
@@ -363,11 +364,15 @@ fn the_lock_does_not_tell_which_names_exist(app: &TestApp) {
     }
     // Even the right password waits, for the name that exists.
     assert_eq!(sign_in(&c, "bob", "Welcome123").status, 429);
-    // Names are counted case-blind and never kept in clear.
-    assert_eq!(sign_in(&c, "GHOST", "Wrong1234").status, 429);
+    // Names are found case-sensitively, so they are counted so (another
+    // case is another name, with a count of its own), and never kept in
+    // clear.
+    assert_eq!(sign_in(&c, "GHOST", "Wrong1234").status, 401);
+    assert_eq!(sign_in(&c, "BOB", "Welcome123").status, 401);
     let mut conn = db(app);
     assert!(conn.columns_containing("ghost").is_empty());
-    assert_eq!(conn.count("SELECT COUNT(*) FROM sign_in_failures", &[]), 3);
+    assert!(conn.columns_containing("GHOST").is_empty());
+    assert_eq!(conn.count("SELECT COUNT(*) FROM sign_in_failures", &[]), 5);
 }
 
 fn the_lock_passes_and_an_administrator_lifts_it(app: &TestApp) {
@@ -586,4 +591,27 @@ fn sign_in_format_errors_are_named(app: &TestApp) {
     );
     // Format errors check no password: nothing was counted.
     sign_in(&c, "otto", "Welcome123").expect(201);
+}
+
+/// Guesses sent at once are counted before any password is checked: of
+/// twelve wrong passwords for one name in flight together, five are
+/// checked (and lock the name) and the rest are refused unchecked; the
+/// right password then waits like any other.
+fn guesses_sent_at_once_are_counted_one_by_one(app: &TestApp) {
+    let t = app.bootstrap();
+    reader(&t, "racer", "Welcome123");
+    let (base, id) = (app.base.clone(), t.cred("developer_id"));
+    let guesses: Vec<_> = (0..12)
+        .map(|_| {
+            let c = Dev {
+                c: Client { base: base.clone() },
+                id: id.clone(),
+            };
+            std::thread::spawn(move || sign_in(&c, "racer", "Wrong1234").status)
+        })
+        .collect();
+    let mut statuses: Vec<u16> = guesses.into_iter().map(|g| g.join().unwrap()).collect();
+    statuses.sort();
+    assert_eq!(statuses, [vec![401; 5], vec![429; 7]].concat());
+    assert_eq!(sign_in(&dev(app, &t), "racer", "Welcome123").status, 429);
 }
