@@ -162,13 +162,23 @@ pub fn authenticate(conn: &mut dyn Conn, creds: Credentials, clock: &Clock) -> A
     if let (None, Some(token)) = (&creds.api_key, &creds.access_token) {
         return authenticate_token(conn, token, creds.developer_id.as_deref(), clock);
     }
-    let (Some(developer_id), Some(user_id), Some(api_key)) =
-        (creds.developer_id, creds.user_id, creds.api_key)
-    else {
-        return Err(ApiError::Unauthorized(
-            "Authentication required: send developer-id, user-id and user-api-key (or an access-token)."
-                .into(),
-        ));
+    let (developer_id, user_id, api_key) = match (creds.developer_id, creds.user_id, creds.api_key) {
+        (Some(d), Some(u), Some(k)) => (d, u, k),
+        (d, u, k) => {
+            // Naming what is missing tells nothing about what was wrong.
+            let missing: Vec<&str> = [
+                ("developer-id", d.is_none()),
+                ("user-id", u.is_none()),
+                ("user-api-key", k.is_none()),
+            ]
+            .into_iter()
+            .filter_map(|(name, absent)| absent.then_some(name))
+            .collect();
+            return Err(ApiError::Unauthorized(format!(
+                "Authentication required: send developer-id, user-id and user-api-key (or an access-token); missing: {}.",
+                missing.join(", ")
+            )));
+        }
     };
     let invalid = || ApiError::Unauthorized("Invalid developer-id, user-id or user-api-key.".into());
     if !crate::ids::looks_like_id(&user_id)

@@ -314,6 +314,12 @@ fn missing_credentials_answer_401(app: &TestApp) {
             .collect();
         let r = raw(app, "GET", "/v2/contacts", &hs, None);
         assert_json_error(&r, 401, &format!("without {}", headers[skip].0));
+        // The answer names what is missing, and only that.
+        assert!(
+            r.text.contains(&format!("missing: {}.", headers[skip].0)),
+            "{}",
+            r.text
+        );
         // Present but empty is missing too.
         let mut empty = hs.clone();
         empty.push((headers[skip].0, ""));
