@@ -12,9 +12,9 @@ pub mod calendar;
 pub mod scheduler;
 pub mod transitions;
 
-use crate::db::{Conn, Sql, Value};
+use crate::db::{Conn, Dialect, Sql, Value};
 use crate::engine::record::Record;
-use crate::error::ApiResult;
+use crate::error::{ApiError, ApiResult, FieldErrors};
 use calendar::{local_midnight, parse_date};
 use chrono::Days;
 use chrono_tz::Tz;
@@ -66,6 +66,35 @@ pub fn due_times(r: &Record, tz: Tz) -> (Option<i64>, Option<i64>) {
     (Some(due), notify)
 }
 
+/// Refuses a change of schedule `recurring_id` (an update, an action, a
+/// delete) while a run holds it: the scheduler charges from the copy it
+/// leased, and records its outcome onto the row, so an amount, a vault,
+/// a hold or a deletion made meanwhile would be charged past or
+/// overwritten. A run holds its lease from its claim to its record
+/// (seconds); the answer is a 409 to retry. On PostgreSQL the row is
+/// locked for the rest of the job, so a claim cannot slip in between.
+pub fn refuse_while_running(conn: &mut dyn Conn, recurring_id: &str) -> ApiResult<()> {
+    let lock = match conn.dialect() {
+        Dialect::Postgres => " FOR UPDATE",
+        Dialect::Sqlite => "",
+    };
+    let held = conn
+        .query_one(&Sql::with(
+            &format!("SELECT lease_owner FROM recurrings WHERE id = ?{lock}"),
+            vec![recurring_id.into()],
+        ))?
+        .is_some_and(|r| !r[0].is_null());
+    if held {
+        let mut errors = FieldErrors::new();
+        errors.add(
+            "id",
+            "A payment of this recurring is running; try again in a moment.",
+        );
+        return Err(ApiError::Conflict(errors));
+    }
+    Ok(())
+}
+
 /// Keeps the row's due times and the vaults' `has_recurring` true after
 /// `new` was written (`old`: the record before, for a change of vault).
 pub fn after_change(conn: &mut dyn Conn, new: &Record, old: Option<&Record>) -> ApiResult<()> {
@@ -113,14 +142,55 @@ pub fn refresh_vault(conn: &mut dyn Conn, vault_id: &str, leaving: Option<&str>)
 /// A deleted vault ends the recurrings that charged it (only held ones
 /// can remain: a vault with an active recurring cannot be deleted).
 pub fn end_for_vault(cx: &crate::engine::Cx, conn: &mut dyn Conn, vault_id: &str) -> ApiResult<()> {
+    end_where(
+        cx,
+        conn,
+        "account_vault_id",
+        vault_id,
+        transitions::ENDED_VAULT_DELETED,
+    )
+}
+
+/// A contact being deleted: refused while an active recurring bills it
+/// (as its vault could not be deleted), and its held ones end with it,
+/// so that nothing can resume billing a customer who is gone.
+pub fn end_for_contact(cx: &crate::engine::Cx, conn: &mut dyn Conn, contact_id: &str) -> ApiResult<()> {
+    let active = conn.query_one(&Sql::with(
+        "SELECT 1 FROM recurrings WHERE contact_id = ? AND status = 'active'",
+        vec![contact_id.into()],
+    ))?;
+    if active.is_some() {
+        return Err(ApiError::field(
+            "id",
+            "The contact is billed by an active recurring payment; delete the recurring or put it on hold first.",
+        ));
+    }
+    end_where(
+        cx,
+        conn,
+        "contact_id",
+        contact_id,
+        transitions::ENDED_CONTACT_DELETED,
+    )
+}
+
+fn end_where(
+    cx: &crate::engine::Cx,
+    conn: &mut dyn Conn,
+    column: &str,
+    id: &str,
+    reason: &str,
+) -> ApiResult<()> {
     let mut sql = crate::engine::query::select_unscoped(&crate::resources::RECURRING);
-    sql.push(" AND t.account_vault_id = ")
-        .bind(vault_id.to_string())
+    sql.push(" AND t.")
+        .push(column)
+        .push(" = ")
+        .bind(id.to_string())
         .push(" AND t.status <> 'ended'");
     for row in conn.query(&sql)? {
         let old = Record::from_row(&crate::resources::RECURRING, row);
         let mut new = old.clone();
-        transitions::end(&mut new, transitions::ENDED_VAULT_DELETED);
+        transitions::end(&mut new, reason);
         let new = crate::engine::save_record(cx, conn, &old, new)?;
         after_change(conn, &new, None)?;
     }

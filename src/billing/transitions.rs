@@ -41,6 +41,7 @@ pub const MAX_MOVE: i64 = 99;
 pub const ENDED_END_DATE: &str = "end_date_passed";
 pub const ENDED_INSTALLMENTS: &str = "installments_collected";
 pub const ENDED_VAULT_DELETED: &str = "account_vault_deleted";
+pub const ENDED_CONTACT_DELETED: &str = "contact_deleted";
 
 /// The dates of a stored schedule.
 pub struct Plan {

@@ -242,6 +242,13 @@ pub const MIGRATIONS: &[Migration] = &[
         "",
         "",
     ),
+    (
+        36,
+        "recurrings_by_contact",
+        include_str!("../../migrations/0036_recurrings_by_contact.sql"),
+        "",
+        "",
+    ),
 ];
 
 /// Applies every migration not yet recorded. Returns how many ran.

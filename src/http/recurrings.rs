@@ -101,6 +101,7 @@ async fn action(
         .write(move |conn| {
             let old = query::find(conn, &RECURRING, &cx2.scope, &id)?
                 .ok_or_else(|| ApiError::not_found(RECURRING.name))?;
+            billing::refuse_while_running(conn, old.id())?;
             let (tz, _) = billing::location_zone(conn, old.text("location_id").unwrap_or_default())?;
             let today = local_date(cx2.now, tz);
             let new = match (act, count) {

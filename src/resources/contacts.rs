@@ -191,8 +191,10 @@ impl Rules for ContactRules {
     }
 
     /// The contact's vaults stay (they may still be charged) but no longer
-    /// name it; each change is logged.
+    /// name it; each change is logged. Its recurrings: see
+    /// [`crate::billing::end_for_contact`].
     fn before_delete(&self, cx: &Cx, conn: &mut dyn Conn, record: &Record) -> ApiResult<()> {
+        crate::billing::end_for_contact(cx, conn, record.id())?;
         let contact_id = ACCOUNT_VAULT
             .field("contact_id")
             .ok_or_else(|| ApiError::internal("field"))?;

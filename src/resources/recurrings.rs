@@ -421,6 +421,7 @@ impl Rules for RecurringRules {
     }
 
     fn before_update(&self, cx: &Cx, conn: &mut dyn Conn, old: &Record, new: &mut Record) -> ApiResult<()> {
+        billing::refuse_while_running(conn, old.id())?;
         if old.text("status") == Some(transitions::ENDED) {
             return Err(ApiError::field(
                 "status",
@@ -493,6 +494,22 @@ impl Rules for RecurringRules {
                 (Some(d), _) if d < today => {
                     errors.add("next_run_date", "Next Run Date cannot be in the past.")
                 }
+                // The day of the last run was charged (or tried) already:
+                // moving the next run onto it would charge it twice.
+                (Some(d), _)
+                    if old
+                        .text("last_run_date")
+                        .and_then(parse_date)
+                        .is_some_and(|last| d <= last) =>
+                {
+                    errors.add(
+                        "next_run_date",
+                        format!(
+                            "Next Run Date must be after the last run ({}).",
+                            old.text("last_run_date").unwrap_or_default()
+                        ),
+                    )
+                }
                 _ => {}
             }
         }
@@ -556,6 +573,7 @@ impl Rules for RecurringRules {
     }
 
     fn before_delete(&self, _cx: &Cx, conn: &mut dyn Conn, record: &Record) -> ApiResult<()> {
+        billing::refuse_while_running(conn, record.id())?;
         billing::refresh_vault(
             conn,
             record.text("account_vault_id").unwrap_or_default(),

@@ -32,6 +32,9 @@ engine_tests!(
     mail_over_starttls,
     development_mailbox,
     users_receipts_follow_their_settings,
+    no_change_while_a_run_is_under_way,
+    the_last_run_day_is_not_charged_again,
+    a_contact_billed_by_a_recurring,
 );
 
 /// The location's date (its test clock included; bootstrap locations are UTC).
@@ -1814,4 +1817,94 @@ fn changes_after_runs(app: &TestApp) {
         .expect(422);
     assert_eq!(r.errors("end_date"), ["End Date cannot be before start_date."]);
     assert_eq!(get(&t, oid)["status"], json!("active"));
+}
+
+/// While a run holds its schedule (its lease, from the claim to the
+/// record of its charge), a change, an action or a delete is a 409: the
+/// run charges the copy it began with, so a new amount, a hold or a
+/// deletion would be charged past. Once the run is recorded they go
+/// through. (The lease is set by hand: a charge in flight, held still.)
+fn no_change_while_a_run_is_under_way(app: &TestApp) {
+    let t = app.bootstrap();
+    let (_, vault) = customer(&t, false);
+    let r = create(&t, &vault, json!({}));
+    let id = r["id"].as_str().unwrap().to_string();
+    let path = format!("/v2/recurrings/{id}");
+    let mut db = crate::support::db::db(app);
+    db.exec(
+        "UPDATE recurrings SET lease_owner = 'another-node', lease_until_ms = 9999999999999 WHERE id = ?",
+        &[&id],
+    );
+    let amount = json!({ "recurring": { "transaction_amount": "20.00" } });
+    let refused = t.put(&path, amount.clone()).expect(409);
+    assert!(dump(&refused.body).contains("running"), "{:?}", refused.body);
+    t.post(&format!("{path}/placeOnHold"), json!({})).expect(409);
+    t.post(&format!("{path}/skipPayment?skip_count=1"), json!({}))
+        .expect(409);
+    t.delete(&path).expect(409);
+    let kept = get(&t, &id);
+    assert_eq!(kept["transaction_amount"], "9.00");
+    assert_eq!(kept["status"], "active");
+    db.exec(
+        "UPDATE recurrings SET lease_owner = NULL, lease_until_ms = NULL WHERE id = ?",
+        &[&id],
+    );
+    assert_eq!(
+        t.put(&path, amount).expect(200).body["recurring"]["transaction_amount"],
+        "20.00"
+    );
+    t.delete(&path).expect(204);
+}
+
+/// Today's run done, moving the next run back onto today would charge
+/// today twice: the next run must come after the last one.
+fn the_last_run_day_is_not_charged_again(app: &TestApp) {
+    let t = app.bootstrap();
+    let (_, vault) = customer(&t, false);
+    let r = create(&t, &vault, json!({ "start_date": text(today(&t)) }));
+    let id = r["id"].as_str().unwrap().to_string();
+    advance(&t, 0);
+    assert_eq!(runs(&t, &id).len(), 1, "today's run");
+    let ran = get(&t, &id);
+    assert_eq!(ran["last_run_date"], json!(text(today(&t))), "{}", dump(&ran));
+    let refused = t
+        .put(
+            &format!("/v2/recurrings/{id}"),
+            json!({ "recurring": { "next_run_date": text(today(&t)) } }),
+        )
+        .expect(422);
+    assert!(
+        refused.errors("next_run_date")[0].contains("after the last run"),
+        "{:?}",
+        refused.body
+    );
+    advance(&t, 0);
+    assert_eq!(runs(&t, &id).len(), 1, "charged once");
+    t.put(
+        &format!("/v2/recurrings/{id}"),
+        json!({ "recurring": { "next_run_date": text(plus_days(today(&t), 1)) } }),
+    )
+    .expect(200);
+}
+
+/// A contact an active recurring bills cannot be deleted (as its vault
+/// could not); once the recurring is held, the contact can go and the
+/// recurring ends with it, so nothing resumes billing the vault.
+fn a_contact_billed_by_a_recurring(app: &TestApp) {
+    let t = app.bootstrap();
+    let (contact, vault) = customer(&t, false);
+    let r = create(&t, &vault, json!({}));
+    let id = r["id"].as_str().unwrap().to_string();
+    let refused = t.delete(&format!("/v2/contacts/{contact}")).expect(422);
+    assert!(dump(&refused.body).contains("recurring"), "{:?}", refused.body);
+    t.get(&format!("/v2/contacts/{contact}")).expect(200);
+    t.post(&format!("/v2/recurrings/{id}/placeOnHold"), json!({}))
+        .expect(200);
+    t.delete(&format!("/v2/contacts/{contact}")).expect(204);
+    let ended = get(&t, &id);
+    assert_eq!(ended["status"], json!("ended"));
+    assert_eq!(ended["ended_reason"], json!("contact_deleted"));
+    t.post(&format!("/v2/recurrings/{id}/activate"), json!({}))
+        .expect(422);
+    assert!(!has_recurring(&t, &vault));
 }
