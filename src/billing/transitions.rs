@@ -126,8 +126,18 @@ pub fn end(r: &mut Record, reason: &str) {
     r.set("status", ENDED);
     r.set("active", 0);
     r.set("next_run_date", Value::Null);
-    r.set("retry_count", 0);
+    drop_retries(r);
     r.set("ended_reason", reason.to_string());
+}
+
+/// Drops the retries of a declined period (a hold, an end, a skip, a
+/// deferral, a new anchor): none will come, so the last run no longer
+/// says one will.
+fn drop_retries(r: &mut Record) {
+    r.set("retry_count", 0);
+    if r.text("last_run_status") == Some("declined_retrying") {
+        r.set("last_run_status", "declined");
+    }
 }
 
 /// The record of a new schedule, from its checked fields: anchor, first
@@ -180,7 +190,7 @@ pub fn place_on_hold(old: &Record) -> ApiResult<Record> {
     let mut r = old.clone();
     r.set("status", ON_HOLD);
     r.set("next_run_date", Value::Null);
-    r.set("retry_count", 0);
+    drop_retries(&mut r);
     Ok(r)
 }
 
@@ -209,7 +219,7 @@ pub fn activate(old: &Record, today: NaiveDate) -> ApiResult<Record> {
     r.set("period", resume);
     r.set("status", ACTIVE);
     r.set("active", 1);
-    r.set("retry_count", 0);
+    drop_retries(&mut r);
     r.set("ended_reason", Value::Null);
     schedule(&mut r);
     Ok(r)
@@ -223,7 +233,7 @@ pub fn move_next_run(old: &Record, date: NaiveDate) -> Record {
     let mut r = old.clone();
     r.set("anchor_date", date_text(date));
     r.set("period", 0);
-    r.set("retry_count", 0);
+    drop_retries(&mut r);
     if plan.installment {
         let left = plan.remaining().unwrap_or(0);
         r.set("end_date", plan.interval.end_of(date, left).map(date_text));
@@ -279,7 +289,7 @@ pub fn skip(old: &Record, k: i64) -> ApiResult<Record> {
     let mut r = old.clone();
     r.set("period", plan.period + k);
     r.set("skip_count", old.int("skip_count").unwrap_or(0) + k);
-    r.set("retry_count", 0);
+    drop_retries(&mut r);
     if plan.installment {
         let total = old.int("installment_amount_total").unwrap_or(0);
         let amount = old.int("transaction_amount").unwrap_or(0);
@@ -305,7 +315,7 @@ pub fn defer(old: &Record, k: i64) -> ApiResult<Record> {
     r.set("end_date", plan.end_moved(k).map(date_text));
     r.set("period", plan.period + k);
     r.set("defer_count", old.int("defer_count").unwrap_or(0) + k);
-    r.set("retry_count", 0);
+    drop_retries(&mut r);
     schedule(&mut r);
     refuse_past_the_calendar(&r, "defer_count")?;
     Ok(r)
@@ -497,6 +507,27 @@ mod tests {
         two = after_run(&two, &no, d("2027-01-02"));
         assert_eq!(two.text("next_run_date"), Some("2027-01-03"));
         assert_eq!(two.text("last_run_status"), Some("declined"));
+    }
+
+    #[test]
+    fn retries_dropped_are_no_longer_promised() {
+        let no = RunOutcome::Declined { transaction_id: None };
+        let declined = after_run(&schedule_of("o", "2027-01-01", None), &no, d("2027-01-01"));
+        assert_eq!(declined.text("last_run_status"), Some("declined_retrying"));
+        let held = place_on_hold(&declined).unwrap();
+        assert_eq!(held.text("last_run_status"), Some("declined"));
+        let resumed = activate(&held, d("2027-01-02")).unwrap();
+        assert_eq!(resumed.text("last_run_status"), Some("declined"));
+        assert_eq!(resumed.int("retry_count"), Some(0));
+        let skipped = skip(&declined, 1).unwrap();
+        assert_eq!(skipped.text("last_run_status"), Some("declined"));
+        // An approved run says so whatever comes after.
+        let ok = RunOutcome::Approved {
+            transaction_id: String::new(),
+        };
+        let paid = after_run(&schedule_of("o", "2027-01-01", None), &ok, d("2027-01-01"));
+        let held = place_on_hold(&paid).unwrap();
+        assert_eq!(held.text("last_run_status"), paid.text("last_run_status"));
     }
 
     #[test]
