@@ -1417,26 +1417,32 @@ fn repeated_follow_ups_and_unknown_types(app: &TestApp) {
     assert_eq!(emulated(&t).len(), 2, "the sale and the authorization");
 }
 
-/// `refundTransaction` needs the referenced transaction's card: its last
-/// four, the full number or the masked number we answered; another card,
-/// or none, is their reason 54 and nothing is refunded.
-fn refunds_need_the_referenced_card(app: &TestApp) {
-    let t = app.bootstrap();
+/// A Visa sale of `amount` (invoice `invoice`) through the emulator, its
+/// batch settled so that it can be refunded: its `transId`.
+fn settled_sale(app: &TestApp, t: &Tenant, amount: &str, invoice: &str) -> String {
     let sale = post_json(
         app,
-        &t,
-        &json_sale(&t, "9.00", "4111111111111111", "2035-12", "R-1", &[]),
+        t,
+        &json_sale(t, amount, "4111111111111111", "2035-12", invoice, &[]),
     );
-    let sale_id = sale["transactionResponse"]["transId"]
-        .as_str()
-        .unwrap()
-        .to_string();
-    let batch = emulated(&t)[0]["transaction_batch_id"]
+    let batch = emulated(t)[0]["transaction_batch_id"]
         .as_str()
         .unwrap()
         .to_string();
     t.post(&format!("/v2/transactionbatches/{batch}/settle"), json!({}))
         .expect(200);
+    sale["transactionResponse"]["transId"]
+        .as_str()
+        .unwrap()
+        .to_string()
+}
+
+/// `refundTransaction` needs the referenced transaction's card: its last
+/// four, the full number or the masked number we answered; another card,
+/// or none, is their reason 54 and nothing is refunded.
+fn refunds_need_the_referenced_card(app: &TestApp) {
+    let t = app.bootstrap();
+    let sale_id = settled_sale(app, &t, "9.00", "R-1");
     let refund = |card: Option<&str>, amount: &str| {
         let mut request =
             json!({ "transactionType": "refundTransaction", "amount": amount, "refTransId": sale_id });
@@ -2077,21 +2083,7 @@ fn duplicate_subscriptions_are_refused(app: &TestApp) {
 /// is another refund.
 fn repeated_refunds_are_duplicates(app: &TestApp) {
     let t = app.bootstrap();
-    let sale = post_json(
-        app,
-        &t,
-        &json_sale(&t, "40.00", "4111111111111111", "2035-12", "R-40", &[]),
-    );
-    let sale_id = sale["transactionResponse"]["transId"]
-        .as_str()
-        .unwrap()
-        .to_string();
-    let batch = emulated(&t)[0]["transaction_batch_id"]
-        .as_str()
-        .unwrap()
-        .to_string();
-    t.post(&format!("/v2/transactionbatches/{batch}/settle"), json!({}))
-        .expect(200);
+    let sale_id = settled_sale(app, &t, "40.00", "R-40");
     let refund = |amount: &str, settings: &[(&str, &str)]| {
         let setting: Vec<Value> = settings
             .iter()

@@ -51,6 +51,23 @@ fn count(t: &Tenant, api_id: &str) -> usize {
         .map_or(0, Vec::len)
 }
 
+/// A router transaction sent with an `Idempotency-Key`.
+fn post_keyed(t: &Tenant, key: &str, body: &Value) -> Resp {
+    let creds = ["developer_id", "user_id", "user_api_key"].map(|k| t.cred(k));
+    let headers = [
+        ("developer-id", creds[0].as_str()),
+        ("user-id", creds[1].as_str()),
+        ("user-api-key", creds[2].as_str()),
+        ("idempotency-key", key),
+    ];
+    Client { base: t.base.clone() }.send(
+        "POST",
+        "/v2/routertransactions",
+        &headers,
+        Some(&body.to_string()),
+    )
+}
+
 /// A POST on a thread of its own (the router holds it open).
 fn post_later(t: &Tenant, path: &str, body: Value) -> std::thread::JoinHandle<Resp> {
     let (t, path) = (t.clone(), path.to_string());
@@ -212,21 +229,9 @@ fn router_sales_carry_the_card_present_data(app: &TestApp) {
 
     // An Idempotency-Key replays the first answer without the terminal.
     let requests_before = sim.events("request").len();
-    let headers = [
-        ("developer-id", t.cred("developer_id")),
-        ("user-id", t.cred("user_id")),
-        ("user-api-key", t.cred("user_api_key")),
-        ("idempotency-key", "router-key-1".to_string()),
-    ];
-    let headers: Vec<(&str, &str)> = headers.iter().map(|(k, v)| (*k, v.as_str())).collect();
-    let body = sale(&t, &tid, "4.00", "r-idem", json!({})).to_string();
-    let client = Client { base: t.base.clone() };
-    let first = client
-        .send("POST", "/v2/routertransactions", &headers, Some(&body))
-        .expect(201);
-    let again = client
-        .send("POST", "/v2/routertransactions", &headers, Some(&body))
-        .expect(201);
+    let body = sale(&t, &tid, "4.00", "r-idem", json!({}));
+    let first = post_keyed(&t, "router-key-1", &body).expect(201);
+    let again = post_keyed(&t, "router-key-1", &body).expect(201);
     assert_eq!(
         first.body["routertransaction"]["id"],
         again.body["routertransaction"]["id"]
@@ -1198,28 +1203,14 @@ fn a_card_refusal_is_not_kept_under_the_idempotency_key(app: &TestApp) {
     let t = app.bootstrap();
     let (tid, secret) = terminal(&t, json!({}));
     let mut expired = Sim::start(&app.base, &tid, &secret, &["--exp", "0120"]);
-    let headers = [
-        ("developer-id", t.cred("developer_id")),
-        ("user-id", t.cred("user_id")),
-        ("user-api-key", t.cred("user_api_key")),
-        ("idempotency-key", "router-card-key".to_string()),
-    ];
-    let headers: Vec<(&str, &str)> = headers.iter().map(|(k, v)| (*k, v.as_str())).collect();
-    let body = sale(&t, &tid, "4.00", "r-card-key", json!({})).to_string();
-    let client = Client { base: t.base.clone() };
-    let r = client
-        .send("POST", "/v2/routertransactions", &headers, Some(&body))
-        .expect(422);
+    let body = sale(&t, &tid, "4.00", "r-card-key", json!({}));
+    let r = post_keyed(&t, "router-card-key", &body).expect(422);
     assert!(r.text.contains("Exp Date is in the past"), "{}", r.text);
     expired.kill();
     let valid = Sim::start(&app.base, &tid, &secret, &[]);
-    let r = client
-        .send("POST", "/v2/routertransactions", &headers, Some(&body))
-        .expect(201);
+    let r = post_keyed(&t, "router-card-key", &body).expect(201);
     assert_eq!(r.body["routertransaction"]["status_id"], 101, "{}", r.text);
-    let again = client
-        .send("POST", "/v2/routertransactions", &headers, Some(&body))
-        .expect(201);
+    let again = post_keyed(&t, "router-card-key", &body).expect(201);
     assert_eq!(
         again.body["routertransaction"]["id"],
         r.body["routertransaction"]["id"]
