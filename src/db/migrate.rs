@@ -285,6 +285,7 @@ fn apply_locked(conn: &mut dyn Conn) -> anyhow::Result<usize> {
         .into_iter()
         .filter_map(|r| r.first().and_then(Value::as_int))
         .collect();
+    refuse_newer_schema(&applied)?;
     let mut count = 0;
     for (version, name, common, postgres_only, sqlite_only) in MIGRATIONS {
         if applied.contains(version) {
@@ -309,6 +310,21 @@ fn apply_locked(conn: &mut dyn Conn) -> anyhow::Result<usize> {
         count += 1;
     }
     Ok(count)
+}
+
+/// A build must not serve a schema that a newer build moved on: its
+/// queries would miss what the newer migrations changed (migration 27's
+/// batch stripes, for one). Upgrade every node before any node migrates
+/// ahead of it; a node started on an older build stops here, saying so.
+fn refuse_newer_schema(applied: &[i64]) -> anyhow::Result<()> {
+    let known = MIGRATIONS.last().map(|m| m.0).unwrap_or(0);
+    match applied.iter().max() {
+        Some(&newest) if newest > known => Err(anyhow::anyhow!(
+            "the database schema is at migration {newest}, newer than this build knows \
+             (it ends at {known}): run the newer build on this node"
+        )),
+        _ => Ok(()),
+    }
 }
 
 fn run(conn: &mut dyn Conn, text: &str) -> anyhow::Result<()> {
@@ -341,6 +357,19 @@ fn statements(text: &str) -> Vec<String> {
 
 #[cfg(test)]
 mod tests {
+    #[test]
+    fn a_schema_ahead_of_the_build_is_refused() {
+        use super::{refuse_newer_schema, MIGRATIONS};
+        let known = MIGRATIONS.last().unwrap().0;
+        assert!(refuse_newer_schema(&[]).is_ok());
+        assert!(refuse_newer_schema(&[1, known]).is_ok());
+        let err = refuse_newer_schema(&[1, known, known + 1])
+            .unwrap_err()
+            .to_string();
+        assert!(err.contains(&format!("migration {}", known + 1)), "{err}");
+        assert!(err.contains("newer build"), "{err}");
+    }
+
     #[test]
     fn splits_statements_and_drops_comments() {
         let s = super::statements("-- c\nCREATE TABLE a (x TEXT); -- tail\n\nINSERT INTO a VALUES ('1');\n");

@@ -175,9 +175,12 @@ fn release_in(conn: &mut dyn Conn, user: &str, key: &str) -> ApiResult<()> {
     Ok(())
 }
 
-/// Settles a claim whose request failed before any money moved: a 4xx
-/// answer is kept when `keep_refusal` (a repeat gets the same refusal);
-/// anything else frees the key for a retry.
+/// Settles a claim whose request failed: a 4xx answer is kept when
+/// `keep_refusal` (a repeat gets the same refusal); anything else frees
+/// the key for a retry. Only a claim still bare is touched: once a
+/// transaction is linked the outcome may already be at the processor (or
+/// committed, with its answer lost in transit), so the key stays until
+/// the answer is stored or reconciliation reverses the charge and frees it.
 pub async fn fail(store: &Store, cx: &Cx, key: &str, error: &ApiError, keep_refusal: bool) {
     let (user, key) = (cx.user_id.clone(), key.to_string());
     let status = error.status().as_u16();
@@ -185,10 +188,24 @@ pub async fn fail(store: &Store, cx: &Cx, key: &str, error: &ApiError, keep_refu
     let result = store
         .write(move |conn| {
             if keep_refusal && (400..500).contains(&status) {
-                finish(conn, &user, &key, status, &body)
+                conn.execute(&Sql::with(
+                    "UPDATE idempotency_keys SET status = ?, response = ? \
+                     WHERE user_id = ? AND idem_key = ? AND status IS NULL AND transaction_id IS NULL",
+                    vec![
+                        (status as i64).into(),
+                        body.to_string().into(),
+                        user.into(),
+                        key.into(),
+                    ],
+                ))?;
             } else {
-                release_in(conn, &user, &key)
+                conn.execute(&Sql::with(
+                    "DELETE FROM idempotency_keys \
+                     WHERE user_id = ? AND idem_key = ? AND status IS NULL AND transaction_id IS NULL",
+                    vec![user.into(), key.into()],
+                ))?;
             }
+            Ok(())
         })
         .await;
     if let Err(e) = result {

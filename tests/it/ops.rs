@@ -80,6 +80,20 @@ fn migrate_is_idempotent(app: &TestApp) {
     }
     // The running server is unaffected.
     app.bootstrap().get("/v2/contacts").expect(200);
+
+    // A schema a newer build moved on stops an older build's migrate
+    // (and so its serve), naming the migration; nothing is applied.
+    crate::support::db::db(app).exec(
+        "INSERT INTO schema_migrations (version, name, applied_ts) VALUES (9999, 'from_a_newer_build', 0)",
+        &[],
+    );
+    let out = app.cli(&["migrate"]);
+    assert!(!out.status.success());
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        err.contains("migration 9999") && err.contains("newer build"),
+        "{err}"
+    );
 }
 
 fn bootstrap_gives_separate_tenants(app: &TestApp) {

@@ -23,6 +23,7 @@ engine_tests!(
     a_settle_and_a_void_never_overlap,
     a_sale_moved_to_the_next_batch_says_so_everywhere,
     a_sale_reversed_while_completing_is_not_counted,
+    a_keyed_sale_whose_completion_failed_keeps_its_key,
     sales_of_one_batch_do_not_wait_for_its_row,
     a_batch_opened_by_another_writer_takes_sales,
     a_sale_whose_batch_is_gone_finds_an_open_one,
@@ -1034,6 +1035,41 @@ fn a_sale_reversed_while_completing_is_not_counted(app: &mut TestApp) {
     );
     let b = t.get(&format!("/v2/transactionbatches/{batch}")).expect(200).body["transactionbatch"].clone();
     assert_holds(&b, 1, "10.00");
+}
+
+/// PostgreSQL: a keyed sale whose completing write fails after the
+/// processor answered (here its connection is cut while it waits) keeps
+/// its Idempotency-Key: a retry with the key is told to wait (409) rather
+/// than charged a second time, until reconciliation reverses the first.
+fn a_keyed_sale_whose_completion_failed_keeps_its_key(app: &mut TestApp) {
+    if app.engine != Engine::Postgres {
+        return;
+    }
+    let (t, _batch, mut holder) = one_sale_and_a_lock_on_its_batch(
+        app,
+        "SELECT batch_id FROM batch_tallies WHERE batch_id = ? FOR UPDATE",
+    );
+    let body = sale("7.25", json!({}));
+    let waiting = {
+        let (t, body) = (t.clone(), body.clone());
+        std::thread::spawn(move || keyed(&t, "POST", "/v2/transactions", "cut-mid-completion", &body))
+    };
+    wait_for_lock_wait(app, &waiting, "the sale never reached the stripes the test holds");
+    let cut = db(app).count(
+        "SELECT COUNT(*) FROM (SELECT pg_terminate_backend(pid) FROM pg_stat_activity \
+         WHERE wait_event_type = 'Lock' AND datname = current_database()) cut",
+        &[],
+    );
+    assert_eq!(cut, 1);
+    holder.exec("ROLLBACK", &[]);
+    let failed = waiting.join().unwrap();
+    assert!(failed.status >= 500, "{} {}", failed.status, failed.text);
+    assert_eq!(count(&t), 2, "the first sale and the pending one");
+
+    let retry = keyed(&t, "POST", "/v2/transactions", "cut-mid-completion", &body);
+    assert_eq!(retry.status, 409, "{}", retry.text);
+    assert!(retry.text.contains("still being processed"), "{}", retry.text);
+    assert_eq!(count(&t), 2, "the retry charged nothing");
 }
 
 /// PostgreSQL: a sale counts itself in one stripe of its open batch's
