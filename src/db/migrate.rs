@@ -249,6 +249,13 @@ pub const MIGRATIONS: &[Migration] = &[
         "",
         "",
     ),
+    (
+        37,
+        "emulator_bill_to_names",
+        include_str!("../../migrations/0037_emulator_bill_to_names.sql"),
+        "",
+        "",
+    ),
 ];
 
 /// Applies every migration not yet recorded. Returns how many ran.

@@ -39,6 +39,15 @@ pub struct NewSubscription {
 
 /// Reads an `ARBCreateSubscriptionRequest`'s `subscription`.
 pub fn create(sub: &Map<String, Json>, location_id: &str) -> Result<NewSubscription, Refusal> {
+    // A subscription of a customer profile: the emulator keeps no
+    // customer profiles (the profile ids its subscriptions answer name
+    // none), so it is their answer to an account without CIM.
+    if ["profile.customerProfileId", "profile.customerPaymentProfileId"]
+        .iter()
+        .any(|p| tree::text(sub, p).is_some())
+    {
+        return Err((api::NO_CIM.0, api::NO_CIM.1.to_string()));
+    }
     no_trial(sub)?;
     let t = |path: &str| tree::text(sub, path);
     let mut recurring = Map::new();

@@ -232,9 +232,18 @@ pub mod api {
         "E00007",
         "User authentication failed due to invalid authentication values.",
     );
+    /// No records match a list request: a success.
+    pub const NO_RECORDS: (&str, &str) = ("I00004", "No records found.");
     pub const DENIED: (&str, &str) = (
         "E00011",
-        "Access denied. You do not have permissions to call the API method.",
+        "Access denied. You do not have the appropriate permissions.",
+    );
+    /// Their E00011 for the Transaction Details API (details, lists,
+    /// batches) when the account may not use it: ours, a caller who may
+    /// not read transactions or batches.
+    pub const NO_REPORTING: (&str, &str) = (
+        "E00011",
+        "Access denied. You do not have permissions to call the Transaction Details API.",
     );
     /// A new subscription identical to a running one (ARB's duplicate
     /// check).
@@ -259,6 +268,9 @@ pub mod api {
     /// Canceling a subscription that already ended (canceled or expired).
     pub const ALREADY_CANCELED: (&str, &str) = ("E00038", "The subscription has already been canceled.");
     pub const NO_RECORD: (&str, &str) = ("E00040", "The record cannot be found.");
+    /// An account without customer profiles: every CIM method, and a
+    /// payment or subscription by customer profile.
+    pub const NO_CIM: (&str, &str) = ("E00044", "Customer Information Manager is not enabled.");
     pub const INTERNAL: (&str, &str) = ("E00001", "An error occurred during processing. Please try again.");
 }
 

@@ -11,8 +11,11 @@ pub mod aim;
 pub mod arb;
 pub mod codes;
 pub mod credentials;
+pub mod methods;
 pub mod numbers;
+pub mod reporting;
 pub mod sent;
+pub mod shown;
 pub mod subscription_keys;
 pub mod transaction;
 pub mod tree;
@@ -46,15 +49,4 @@ pub fn envelope(
     ));
     fields.extend(rest);
     Out::Node(fields)
-}
-
-/// The response element of a request method: `xRequest` answers
-/// `xResponse`; anything else answers `ErrorResponse`.
-pub fn response_name(method: &str) -> String {
-    match method.strip_suffix("Request") {
-        Some(stem) if !stem.is_empty() && stem.chars().all(|c| c.is_ascii_alphanumeric()) => {
-            format!("{stem}Response")
-        }
-        _ => "ErrorResponse".to_string(),
-    }
 }

@@ -5,6 +5,7 @@
 use super::codes::{self, Reason, ResponseCode};
 use super::sent::Sent;
 use super::tree::{self, Out};
+use crate::engine::validate::is_email;
 use crate::money;
 use crate::resources::transactions::MAX_AMOUNT;
 use serde_json::{json, Map, Value as Json};
@@ -381,6 +382,11 @@ fn customer(request: &Map<String, Json>, body: &mut Map<String, Json>) {
     if let Some(id) = t("customer.id") {
         body.insert("customer_id".into(), json!(fit(&id, 64)));
     }
+    // Their customer's email is where the receipt goes: our notification
+    // address (the payment's receipt is sent to it).
+    if let Some(email) = t("customer.email").filter(|e| (3..=128).contains(&e.len()) && is_email(e)) {
+        body.insert("notification_email_address".into(), json!(email));
+    }
 }
 
 // ---------------------------------------------------------------------
@@ -620,14 +626,20 @@ pub fn user_fields(request: &Map<String, Json>) -> Vec<(String, String)> {
         .collect()
 }
 
-/// What `getTransactionDetails` shows besides our transaction row, looked
-/// up beside it.
+/// What `getTransactionDetails` and the transaction lists show besides
+/// our transaction row, looked up beside it (a list looks up only what
+/// its summary shows: the number, what was sent, the names and the
+/// subscription).
 #[derive(Clone, Debug, Default)]
 pub struct DetailFacts {
     pub trans_id: i64,
     pub ref_trans_id: Option<i64>,
     /// What the client sent, for a payment the emulator made.
     pub sent: Option<Sent>,
+    /// The bill-to first and last names, where they are known apart: as
+    /// sent, else the transaction's contact's (a subscription's payment
+    /// is its bill-to's). `None` shows the holder name whole.
+    pub names: Option<(String, String)>,
     /// An ARB payment's subscription number and its payment number.
     pub subscription: Option<(i64, i64)>,
     /// A settled transaction's batch: its number and when it closed.
@@ -654,7 +666,7 @@ fn inferred_kind(tx: &Json) -> Kind {
 
 /// The schema's dateTime of our "yyyy-mm-dd hh:mm:ss" UTC text: UTC
 /// (with `Z`) and local (we keep no merchant time zone: the same time).
-fn date_times(utc: &str) -> (String, String) {
+pub fn date_times(utc: &str) -> (String, String) {
     let local = utc.replacen(' ', "T", 1);
     (format!("{local}Z"), local)
 }
@@ -701,37 +713,18 @@ fn line_items(items: &[Json]) -> Vec<Out> {
 pub fn details(tx: &Json, facts: &DetailFacts) -> Out {
     let s = |k: &str| tx[k].as_str().unwrap_or_default().to_string();
     let status = tx["status_id"].as_i64().unwrap_or(0);
-    let settled = tx["settle_date"]
-        .as_str()
-        .is_some_and(|d| !d.is_empty() && d != "0000-00-00");
-    let refund = tx["type_id"].as_i64() == Some(30);
-    let kind = facts.sent.map_or_else(|| inferred_kind(tx), |sent| sent.kind);
-    let status_name = match status {
-        301 => "declined",
-        201 => "voided",
-        102 => "authorizedPendingCapture",
-        _ if refund && settled => "refundSettledSuccessfully",
-        _ if refund => "refundPendingSettlement",
-        _ if settled => "settledSuccessfully",
-        _ => "capturedPendingSettlement",
-    };
+    let kind = facts
+        .sent
+        .as_ref()
+        .map_or_else(|| inferred_kind(tx), |sent| sent.kind);
     let outcome = Outcome::of(kind, tx, facts.trans_id, facts.ref_trans_id);
     let (submitted_utc, submitted_local) = date_times(&s("timestamp"));
-    let amount = if s("transaction_amount").is_empty() {
-        "0.00".to_string()
-    } else {
-        s("transaction_amount")
-    };
+    let amount = amount_of(tx);
     // A declined payment's authAmount is the amount asked for, as theirs
     // shows it (settleAmount is 0.00); ours keeps 0 authorized.
     let auth_amount = match tx["auth_amount"].as_str() {
         Some(a) if status != 301 => a.to_string(),
         _ => amount.clone(),
-    };
-    let settle_amount = if matches!(status, 301 | 201 | 102) {
-        "0.00".to_string()
-    } else {
-        amount.clone()
     };
     let level3 = facts.level3.as_ref().unwrap_or(&Json::Null);
     let mut fields = vec![("transId", Out::text(facts.trans_id.to_string()))];
@@ -745,7 +738,7 @@ pub fn details(tx: &Json, facts: &DetailFacts) -> Out {
         ("submitTimeUTC", Out::text(submitted_utc)),
         ("submitTimeLocal", Out::text(submitted_local)),
         ("transactionType", Out::text(kind.api_name())),
-        ("transactionStatus", Out::text(status_name)),
+        ("transactionStatus", Out::text(status_name(tx))),
         (
             "responseCode",
             Out::text(outcome.reason.response.code().to_string()),
@@ -769,7 +762,7 @@ pub fn details(tx: &Json, facts: &DetailFacts) -> Out {
     if !outcome.cvv.is_empty() {
         fields.push(("cardCodeResponse", Out::text(outcome.cvv)));
     }
-    if let (true, Some((batch_id, closed))) = (settled, facts.batch) {
+    if let (true, Some((batch_id, closed))) = (settled(tx), facts.batch) {
         let mut batch = vec![("batchId", Out::text(batch_id.to_string()))];
         if let Some(closed) = closed {
             let (utc, local) = date_times(&crate::clock::timestamp_text(closed));
@@ -779,19 +772,13 @@ pub fn details(tx: &Json, facts: &DetailFacts) -> Out {
         batch.push(("settlementState", Out::text("settledSuccessfully")));
         fields.push(("batch", Out::Node(batch)));
     }
-    // The core numbers an order sent without an invoice number, and a
-    // subscription's payments never carry one of the client's.
-    let invoice_sent = match facts.sent {
-        Some(sent) => sent.invoice_sent,
-        None => tx["recurring_id"].as_str().is_none_or(str::is_empty),
-    };
     let mut order = Vec::new();
-    for (name, value, shown) in [
-        ("invoiceNumber", s("order_num"), invoice_sent),
-        ("description", s("description"), true),
-        ("purchaseOrderNumber", s("po_number"), true),
+    for (name, value) in [
+        ("invoiceNumber", invoice_number(tx, facts)),
+        ("description", s("description")),
+        ("purchaseOrderNumber", s("po_number")),
     ] {
-        if shown && !value.is_empty() {
+        if !value.is_empty() {
             order.push((name, Out::text(value)));
         }
     }
@@ -800,7 +787,7 @@ pub fn details(tx: &Json, facts: &DetailFacts) -> Out {
     }
     fields.extend([
         ("authAmount", Out::text(auth_amount)),
-        ("settleAmount", Out::text(settle_amount)),
+        ("settleAmount", Out::text(settle_amount(tx))),
     ]);
     for (name, value) in [
         ("tax", nonzero(tx["tax"].as_str())),
@@ -840,12 +827,8 @@ pub fn details(tx: &Json, facts: &DetailFacts) -> Out {
     if !customer.is_empty() {
         fields.push(("customer", Out::Node(customer)));
     }
-    let holder = s("account_holder_name");
-    if !holder.is_empty() || !s("billing_zip").is_empty() {
-        let (first, last) = match holder.rsplit_once(' ') {
-            Some((f, l)) => (f.to_string(), l.to_string()),
-            None => (String::new(), holder.clone()),
-        };
+    let (first, last) = names(tx, facts);
+    if !first.is_empty() || !last.is_empty() || !s("billing_zip").is_empty() {
         let mut bill = Vec::new();
         for (name, value) in [
             ("firstName", first),
@@ -870,6 +853,139 @@ pub fn details(tx: &Json, facts: &DetailFacts) -> Out {
         fields.push(("customerIP", Out::text(s("customer_ip"))));
     }
     Out::Node(fields)
+}
+
+/// Their `transactionStatus` of our transaction.
+fn status_name(tx: &Json) -> &'static str {
+    let refund = tx["type_id"].as_i64() == Some(30);
+    match tx["status_id"].as_i64().unwrap_or(0) {
+        301 => "declined",
+        201 => "voided",
+        102 => "authorizedPendingCapture",
+        _ if refund && settled(tx) => "refundSettledSuccessfully",
+        _ if refund => "refundPendingSettlement",
+        _ if settled(tx) => "settledSuccessfully",
+        _ => "capturedPendingSettlement",
+    }
+}
+
+/// Whether the transaction's batch settled (it has a settle date).
+fn settled(tx: &Json) -> bool {
+    tx["settle_date"]
+        .as_str()
+        .is_some_and(|d| !d.is_empty() && d != "0000-00-00")
+}
+
+/// The amount as their decimal text; 0.00 when none is stored.
+fn amount_of(tx: &Json) -> String {
+    match tx["transaction_amount"].as_str() {
+        Some(a) if !a.is_empty() => a.to_string(),
+        _ => "0.00".to_string(),
+    }
+}
+
+/// `settleAmount`: nothing settles of a declined, voided or only
+/// authorized transaction.
+fn settle_amount(tx: &Json) -> String {
+    if matches!(tx["status_id"].as_i64(), Some(301 | 201 | 102)) {
+        "0.00".to_string()
+    } else {
+        amount_of(tx)
+    }
+}
+
+/// The invoice number as the client sent it; empty when it sent none.
+/// The core numbers an order sent without one, and a subscription's
+/// payments never carry one of the client's.
+fn invoice_number(tx: &Json, facts: &DetailFacts) -> String {
+    let sent = match &facts.sent {
+        Some(sent) => sent.invoice_sent,
+        None => tx["recurring_id"].as_str().is_none_or(str::is_empty),
+    };
+    match tx["order_num"].as_str() {
+        Some(n) if sent => n.to_string(),
+        _ => String::new(),
+    }
+}
+
+/// The bill-to first and last names: as known apart, else the holder
+/// name whole as the last name. A name is never split at a space: "Ellen
+/// Van Dyke" may be Ellen and Van Dyke, or Ellen Van and Dyke.
+fn names(tx: &Json, facts: &DetailFacts) -> (String, String) {
+    match &facts.names {
+        Some(names) => names.clone(),
+        None => (
+            String::new(),
+            tx["account_holder_name"].as_str().unwrap_or_default().to_string(),
+        ),
+    }
+}
+
+/// A transaction of a list (`transactionSummaryType`), in the schema's
+/// order: what `details` shows of it, summed up.
+pub fn summary(tx: &Json, facts: &DetailFacts) -> Out {
+    let (submitted_utc, submitted_local) = date_times(tx["timestamp"].as_str().unwrap_or_default());
+    let mut fields = vec![
+        ("transId", Out::text(facts.trans_id.to_string())),
+        ("submitTimeUTC", Out::text(submitted_utc)),
+        ("submitTimeLocal", Out::text(submitted_local)),
+        ("transactionStatus", Out::text(status_name(tx))),
+    ];
+    let invoice = invoice_number(tx, facts);
+    if !invoice.is_empty() {
+        fields.push(("invoiceNumber", Out::text(invoice)));
+    }
+    let (first, last) = names(tx, facts);
+    if !first.is_empty() {
+        fields.push(("firstName", Out::text(first)));
+    }
+    if !last.is_empty() {
+        fields.push(("lastName", Out::text(last)));
+    }
+    let last_four = tx["last_four"].as_str().unwrap_or_default();
+    fields.extend([
+        (
+            "accountType",
+            Out::text(codes::card_type(tx["account_type"].as_str())),
+        ),
+        (
+            "accountNumber",
+            Out::text(if last_four.is_empty() {
+                String::new()
+            } else {
+                format!("XXXX{last_four}")
+            }),
+        ),
+        ("settleAmount", Out::text(settle_amount(tx))),
+    ]);
+    if let Some((id, pay_num)) = facts.subscription {
+        fields.push((
+            "subscription",
+            Out::Node(vec![
+                ("id", Out::text(id.to_string())),
+                ("payNum", Out::text(pay_num.to_string())),
+            ]),
+        ));
+    }
+    Out::Node(fields)
+}
+
+/// A bill-to name as sent (`firstName`, `lastName`), within their 50
+/// characters.
+pub fn bill_to_name(request: &Map<String, Json>, which: &str) -> Option<String> {
+    tree::text(request, &format!("billTo.{which}")).map(|n| fit(&n, 50))
+}
+
+/// A payment by customer profile (`profile.customerProfileId` or
+/// `profile.paymentProfile`): there are no customer profiles to charge.
+pub fn pays_by_profile(request: &Map<String, Json>) -> bool {
+    tree::text(request, "profile.customerProfileId").is_some()
+        || tree::at(request, "profile.paymentProfile").is_some()
+}
+
+/// `profile.createProfile`: a customer profile asked of the payment.
+pub fn asks_for_profile(request: &Map<String, Json>) -> bool {
+    tree::text(request, "profile.createProfile").is_some_and(|v| is_on(&v))
 }
 
 #[cfg(test)]
@@ -973,7 +1089,7 @@ mod tests {
             "auth_amount": "10.00", "timestamp": "2030-01-02 03:04:05", "settle_date": "2030-01-03",
             "order_num": "123456789012", "description": "Tea", "po_number": "PO-9", "tax": "0.80",
             "customer_id": "C-7", "notification_email_address": "pat@example.com", "last_four": "1111",
-            "account_type": "visa", "account_holder_name": "Pat Doe", "billing_zip": "32606",
+            "account_type": "visa", "account_holder_name": "Ellen Van Dyke", "billing_zip": "32606",
             "recurring_id": "r1", "is_recurring": 1, "auth_code": "abc123"
         });
         let facts = DetailFacts {
@@ -982,7 +1098,10 @@ mod tests {
             sent: Some(Sent {
                 kind: Kind::AuthOnly,
                 invoice_sent: false,
+                first_name: Some("Ellen".into()),
+                last_name: Some("Van Dyke".into()),
             }),
+            names: Some(("Ellen".into(), "Van Dyke".into())),
             subscription: Some((22222222222, 3)),
             batch: Some((33333333333, Some(1_893_639_600))),
             level3: Some(json!({
@@ -1032,6 +1151,11 @@ mod tests {
         );
         assert_eq!(v["customer"], json!({"id": "C-7", "email": "pat@example.com"}));
         assert_eq!(v["shipTo"], json!({"zip": "10001"}));
+        assert_eq!(
+            (&v["billTo"]["firstName"], &v["billTo"]["lastName"]),
+            (&json!("Ellen"), &json!("Van Dyke")),
+            "the names as sent, not the holder name split at its last space"
+        );
         assert_eq!(v["payment"]["creditCard"]["cardNumber"], "XXXX1111");
         // Without a record of what was sent: the status's guess, and a
         // subscription's payment carries no client invoice.
@@ -1041,6 +1165,108 @@ mod tests {
         ));
         assert_eq!(guessed["transactionType"], "authOnlyTransaction");
         assert!(guessed.get("order").is_none(), "{guessed}");
+        // Names not known apart: the holder name whole, never split.
+        let unsplit = tree::to_json(&details(
+            &json!({"status_id": 101, "account_holder_name": "Ellen Van Dyke"}),
+            &DetailFacts::default(),
+        ));
+        assert_eq!(unsplit["billTo"], json!({"lastName": "Ellen Van Dyke"}));
+    }
+
+    /// The element names of `transactionSummaryType`, in the schema's order.
+    const SUMMARY_ORDER: &[&str] = &[
+        "transId",
+        "submitTimeUTC",
+        "submitTimeLocal",
+        "transactionStatus",
+        "invoiceNumber",
+        "firstName",
+        "lastName",
+        "accountType",
+        "accountNumber",
+        "settleAmount",
+        "marketType",
+        "product",
+        "mobileDeviceId",
+        "subscription",
+        "hasReturnedItems",
+        "fraudInformation",
+        "profile",
+    ];
+
+    #[test]
+    fn a_summary_is_in_the_schemas_order() {
+        let tx = json!({
+            "status_id": 101, "type_id": 30, "transaction_amount": "4.00", "timestamp": "2030-01-02 03:04:05",
+            "settle_date": "2030-01-03", "order_num": "INV-3", "last_four": "1111", "account_type": "mc",
+            "account_holder_name": "Ellen Van Dyke"
+        });
+        let facts = DetailFacts {
+            trans_id: 12345678901,
+            sent: Some(Sent {
+                kind: Kind::Refund,
+                invoice_sent: true,
+                first_name: Some("Ellen".into()),
+                last_name: Some("Van Dyke".into()),
+            }),
+            names: Some(("Ellen".into(), "Van Dyke".into())),
+            subscription: Some((2222222, 1)),
+            ..DetailFacts::default()
+        };
+        let out = summary(&tx, &facts);
+        let Out::Node(fields) = &out else { panic!("a node") };
+        let positions: Vec<usize> = fields
+            .iter()
+            .map(|(n, _)| SUMMARY_ORDER.iter().position(|o| o == n).unwrap())
+            .collect();
+        assert!(positions.windows(2).all(|w| w[0] < w[1]), "{fields:?}");
+        let v = tree::to_json(&out);
+        assert_eq!(v["transactionStatus"], "refundSettledSuccessfully");
+        assert_eq!(v["invoiceNumber"], "INV-3");
+        assert_eq!(
+            (&v["firstName"], &v["lastName"]),
+            (&json!("Ellen"), &json!("Van Dyke"))
+        );
+        assert_eq!(
+            (&v["accountType"], &v["accountNumber"]),
+            (&json!("MasterCard"), &json!("XXXX1111"))
+        );
+        assert_eq!(v["settleAmount"], "4.00");
+        assert_eq!(v["subscription"], json!({"id": "2222222", "payNum": "1"}));
+    }
+
+    #[test]
+    fn a_customers_email_is_the_receipt_address() {
+        let body = |email: &str| {
+            plan(&request(json!({
+                "transactionType": "authCaptureTransaction", "amount": "1.00",
+                "payment": {"creditCard": {"cardNumber": "4111111111111111", "expirationDate": "2030-12"}},
+                "customer": {"id": "C-9", "email": email}
+            })))
+            .unwrap()
+            .body
+        };
+        assert_eq!(body("a@b.example")["notification_email_address"], "a@b.example");
+        assert!(!body("not an address").contains_key("notification_email_address"));
+    }
+
+    #[test]
+    fn profiles_are_recognised() {
+        let r = |v: Json| request(v);
+        assert!(pays_by_profile(&r(json!({"profile": {"customerProfileId": "1",
+            "paymentProfile": {"paymentProfileId": "2"}}}))));
+        assert!(pays_by_profile(&r(
+            json!({"profile": {"paymentProfile": {"paymentProfileId": "2"}}})
+        )));
+        assert!(!pays_by_profile(&r(
+            json!({"profile": {"createProfile": "true"}})
+        )));
+        assert!(asks_for_profile(&r(
+            json!({"profile": {"createProfile": "true"}})
+        )));
+        assert!(!asks_for_profile(&r(
+            json!({"profile": {"createProfile": "false"}})
+        )));
     }
 
     #[test]

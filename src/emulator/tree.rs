@@ -145,13 +145,21 @@ fn parse_xml(raw: &[u8]) -> Result<Parsed, Unreadable> {
         message,
     };
     let text = std::str::from_utf8(raw).map_err(|_| unreadable("The request is not UTF-8 text.".into()))?;
+    // Never the parser's own message: it quotes the request (an entity
+    // name, a tag), which may hold a card number. Where it failed is
+    // enough to find the fault.
+    let malformed = |at: u64| {
+        unreadable(format!(
+            "An error occurred while parsing the XML request: it is not well-formed near byte {at}."
+        ))
+    };
     let mut reader = Reader::from_str(text);
     let mut stack: Vec<Open> = Vec::new();
     let mut root: Option<(String, Json)> = None;
     loop {
         let event = reader
             .read_event()
-            .map_err(|e| unreadable(format!("The XML could not be read: {e}.")))?;
+            .map_err(|_| malformed(reader.error_position()))?;
         match event {
             Event::Start(e) => {
                 if root.is_some() {
@@ -171,9 +179,7 @@ fn parse_xml(raw: &[u8]) -> Result<Parsed, Unreadable> {
                 }
             }
             Event::Text(t) => {
-                let piece = t
-                    .unescape()
-                    .map_err(|e| unreadable(format!("The XML could not be read: {e}.")))?;
+                let piece = t.unescape().map_err(|_| malformed(reader.buffer_position()))?;
                 match stack.last_mut() {
                     Some(open) => open.text.push_str(&piece),
                     None if piece.trim().is_empty() => {}
@@ -387,6 +393,15 @@ mod tests {
         assert!(parse(b"", Format::Xml).is_err());
         assert!(parse(b"<!DOCTYPE x [<!ENTITY e \"e\">]><x>&e;</x>", Format::Xml).is_err());
         assert!(parse(&b"<a>".repeat(100), Format::Xml).is_err());
+        // What the parser met is never repeated: it may be a card number.
+        for bad in [
+            &b"<x><cardNumber>&4111111111111111;</cardNumber></x>"[..],
+            b"<x></x4111111111111111>",
+        ] {
+            let e = parse(bad, Format::Xml).unwrap_err();
+            assert!(!e.message.contains("4111"), "{}", e.message);
+            assert!(e.message.contains("near byte "), "{}", e.message);
+        }
         // What is neither is answered in the format the client declared.
         assert_eq!(parse(b"[1]", Format::Xml).unwrap_err().format, Format::Json);
         assert_eq!(parse(b"\"x\"", Format::Json).unwrap_err().format, Format::Json);

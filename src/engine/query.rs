@@ -169,6 +169,16 @@ pub fn find_columns(
     conn.query_one(&sql)
 }
 
+/// `SELECT <columns> FROM <table> t ... WHERE <scope>`: some columns
+/// (`t.a, t.b`) of the records inside the scope, for a caller that adds
+/// its own conditions (`AND ...`) and order and needs no whole records.
+pub fn select_columns(res: &'static Resource, scope: &TenantScope, columns: &str) -> Sql {
+    let mut sql = Sql::new("SELECT ");
+    sql.push(columns);
+    from_scoped(res, scope, &mut sql);
+    sql
+}
+
 /// The record whose api id column holds `api_id` at `location_id`.
 pub fn find_by_api_id(
     conn: &mut dyn Conn,

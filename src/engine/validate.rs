@@ -548,7 +548,7 @@ fn is_base64(s: &str) -> bool {
             .all(|b| b.is_ascii_alphanumeric() || *b == b'+' || *b == b'/')
 }
 
-fn is_email(s: &str) -> bool {
+pub fn is_email(s: &str) -> bool {
     let Some((local, domain)) = s.split_once('@') else {
         return false;
     };

@@ -12,13 +12,15 @@ use super::extract::query_pairs;
 use super::AppState;
 use crate::auth::{authenticate, Caller, Credentials};
 use crate::billing::{self, transitions};
-use crate::db::Sql;
 use crate::emulator::codes::{self, api, ResponseCode};
+use crate::emulator::methods::{self, Method};
 use crate::emulator::numbers::{self, Kind as Number};
+use crate::emulator::reporting::{self, Which};
 use crate::emulator::sent::{self, Sent};
+use crate::emulator::shown::{self, Depth};
 use crate::emulator::transaction::{self, Kind, Outcome, Refusal};
 use crate::emulator::tree::{self, Format, Out};
-use crate::emulator::{aim, arb, envelope, response_name, subscription_keys};
+use crate::emulator::{aim, arb, envelope, subscription_keys};
 use crate::engine::{self, query, validate, Cx};
 use crate::error::{ApiError, FieldErrors};
 use crate::payments::{actions, DuplicateGuard, FollowUp, NewPayment, Origin, TransactionId, TrxSource};
@@ -152,17 +154,6 @@ fn developer_of(query: Option<&str>) -> Option<String> {
 // ---------------------------------------------------------------------
 // The XML and JSON API
 
-const METHODS: &[&str] = &[
-    "authenticateTestRequest",
-    "createTransactionRequest",
-    "getTransactionDetailsRequest",
-    "ARBCreateSubscriptionRequest",
-    "ARBGetSubscriptionRequest",
-    "ARBGetSubscriptionStatusRequest",
-    "ARBUpdateSubscriptionRequest",
-    "ARBCancelSubscriptionRequest",
-];
-
 async fn request_api(
     State(app): State<AppState>,
     RawQuery(q): RawQuery,
@@ -191,8 +182,15 @@ async fn request_api(
     let format = parsed.format;
     let ref_id = tree::text(&parsed.body, "refId").map(|r| r.chars().take(20).collect::<String>());
     let ref_id = ref_id.as_deref();
-    if !METHODS.contains(&parsed.method.as_str()) {
+    let method = parsed.method.as_str();
+    let kind = methods::of(method);
+    if kind == Method::Unknown {
         return error_document(format, ref_id, message(api::UNKNOWN_METHOD));
+    }
+    let root = methods::answer_root(method);
+    // Their gateway's ping: no credentials.
+    if method == "isAliveRequest" {
+        return document(format, &root, &envelope(ref_id, true, api::OK, Vec::new()));
     }
     let login = tree::text(&parsed.body, "merchantAuthentication.name");
     let key = tree::text(&parsed.body, "merchantAuthentication.transactionKey");
@@ -200,20 +198,33 @@ async fn request_api(
         Ok(c) => c,
         Err(e) => return error_document(format, ref_id, api_message(&e)),
     };
-    let root = response_name(&parsed.method);
-    let result = match parsed.method.as_str() {
-        "authenticateTestRequest" => Ok((message(api::OK), true, Vec::new())),
-        "createTransactionRequest" => Ok(create_transaction(&app, &caller, &parsed.body).await),
-        "getTransactionDetailsRequest" => transaction_details(&app, &caller, &parsed.body).await,
-        "ARBCreateSubscriptionRequest" => arb_create(&app, &caller, &parsed.body).await,
-        "ARBGetSubscriptionRequest" => arb_get(&app, &caller, &parsed.body, false).await,
-        "ARBGetSubscriptionStatusRequest" => arb_get(&app, &caller, &parsed.body, true).await,
-        "ARBUpdateSubscriptionRequest" => arb_update(&app, &caller, &parsed.body).await,
-        _ => arb_cancel(&app, &caller, &parsed.body).await,
+    let body = &parsed.body;
+    let result = match (kind, method) {
+        (Method::Cim, _) => Ok((message(api::NO_CIM), false, methods::required_empty(method))),
+        (Method::NotEnabled, _) => Ok((message(api::DENIED), false, methods::required_empty(method))),
+        (_, "authenticateTestRequest") => Ok((message(api::OK), true, Vec::new())),
+        (_, "createTransactionRequest") => Ok(create_transaction(&app, &caller, body).await),
+        (_, "getTransactionDetailsRequest") => transaction_details(&app, &caller, body).await,
+        (_, "getSettledBatchListRequest") => settled_batch_list(&app, &caller, body).await,
+        (_, "getBatchStatisticsRequest") => batch_statistics(&app, &caller, body).await,
+        (_, "getTransactionListRequest") => transaction_list(&app, &caller, body).await,
+        (_, "getUnsettledTransactionListRequest") => unsettled_transaction_list(&app, &caller, body).await,
+        (_, "ARBCreateSubscriptionRequest") => arb_create(&app, &caller, body).await,
+        (_, "ARBGetSubscriptionRequest") => arb_get(&app, &caller, body, false).await,
+        (_, "ARBGetSubscriptionStatusRequest") => arb_get(&app, &caller, body, true).await,
+        (_, "ARBUpdateSubscriptionRequest") => arb_update(&app, &caller, body).await,
+        _ => arb_cancel(&app, &caller, body).await,
     };
     match result {
+        // What their schema check refuses is answered before any method
+        // runs, as ErrorResponse.
+        Ok((m, _, _)) if m.0 == api::UNREADABLE => error_document(format, ref_id, m),
         Ok((m, ok, rest)) => document(format, &root, &envelope(ref_id, ok, (m.0, &m.1), rest)),
-        Err(e) => error_document(format, ref_id, api_message(&e)),
+        // A method's own refusal (a permission, a field) is its answer.
+        Err(e) => {
+            let m = api_message(&e);
+            document(format, &root, &envelope(ref_id, false, (m.0, &m.1), Vec::new()))
+        }
     }
 }
 
@@ -222,22 +233,39 @@ async fn request_api(
 type Answer = (Message, bool, Vec<(&'static str, Out)>);
 
 async fn create_transaction(app: &AppState, caller: &Caller, body: &Map<String, Json>) -> Answer {
-    let outcome = match tree::object(body, "transactionRequest") {
-        Some(request) => Outcome {
-            user_fields: transaction::user_fields(request),
-            ..run_transaction(app, caller, request).await
-        },
-        None => Outcome::refused(
+    let Some(request) = tree::object(body, "transactionRequest") else {
+        let outcome = Outcome::refused(
             None,
             &Refusal::with(codes::TRY_AGAIN, "transactionRequest is required."),
-        ),
+        );
+        return (
+            message(api::FAILED),
+            false,
+            vec![("transactionResponse", outcome.to_out())],
+        );
+    };
+    // A payment by customer profile: the emulator keeps no customer
+    // profiles (the ids an ARB subscription answers name none), so it is
+    // their answer to an account without CIM, and nothing is charged.
+    if transaction::pays_by_profile(request) {
+        return (message(api::NO_CIM), false, Vec::new());
+    }
+    let outcome = Outcome {
+        user_fields: transaction::user_fields(request),
+        ..run_transaction(app, caller, request).await
     };
     let m = if outcome.ok() {
         message(api::OK)
     } else {
         message(api::FAILED)
     };
-    (m, outcome.ok(), vec![("transactionResponse", outcome.to_out())])
+    let mut rest = vec![("transactionResponse", outcome.to_out())];
+    // A profile asked of the payment: the payment is made as asked, and
+    // `profileResponse` says beside it that no profile was.
+    if transaction::asks_for_profile(request) {
+        rest.push(("profileResponse", envelope(None, false, api::NO_CIM, Vec::new())));
+    }
+    (m, outcome.ok(), rest)
 }
 
 /// One transaction request through the payments core, as their outcome.
@@ -419,6 +447,8 @@ async fn run_transaction(app: &AppState, caller: &Caller, request: &Map<String, 
     let sent = (!kind.follows_up()).then(|| Sent {
         kind,
         invoice_sent: body.contains_key("order_num"),
+        first_name: transaction::bill_to_name(request, "firstName"),
+        last_name: transaction::bill_to_name(request, "lastName"),
     });
     // Their reason 19 asks the client to try again: the attempt must not
     // hold the duplicate key the retry needs.
@@ -431,7 +461,7 @@ async fn run_transaction(app: &AppState, caller: &Caller, request: &Map<String, 
             if let Some(key) = release {
                 crate::payments::create::release_duplicate_guard(conn, &key, &id)?;
             }
-            if let Some(sent) = sent {
+            if let Some(sent) = &sent {
                 sent::record(conn, &id, sent)?;
             }
             // A partial approval opens a split tender for the balance.
@@ -609,83 +639,49 @@ fn refusal_of(kind: Kind, e: &ApiError, referenced_status: Option<i64>) -> Refus
     }
 }
 
+// ---------------------------------------------------------------------
+// Transaction Reporting
+
+/// Their E00011 for the Transaction Details API when the caller may not
+/// use it: our permissions to read what the method shows.
+fn reporting_denied(caller: &Caller, permissions: &[&str]) -> Option<Answer> {
+    permissions
+        .iter()
+        .any(|p| caller.perms.require(p).is_err())
+        .then(|| (message(api::NO_REPORTING), false, Vec::new()))
+}
+
+fn refused(r: reporting::Refusal) -> Answer {
+    ((r.0, r.1), false, Vec::new())
+}
+
 async fn transaction_details(
     app: &AppState,
     caller: &Caller,
     body: &Map<String, Json>,
 ) -> Result<Answer, ApiError> {
-    caller.perms.require("transactions.read")?;
-    let number = tree::text(body, "transId").unwrap_or_default();
+    if let Some(denied) = reporting_denied(caller, &["transactions.read"]) {
+        return Ok(denied);
+    }
+    let number = match reporting::number(body, "transId") {
+        Ok(Some(n)) => n,
+        Ok(None) => {
+            return Ok(refused(reporting::missing(
+                "getTransactionDetailsRequest",
+                "transId",
+            )))
+        }
+        Err(r) => return Ok(refused(r)),
+    };
     let cx = app.cx(caller);
-    let cx2 = cx.clone();
     let found = app
         .store
         .write(move |conn| {
-            let Some(id) = numbers::record_of(conn, Number::Transaction, &number)? else {
+            let Some(tx) = shown::find(conn, &cx.scope, &number)? else {
                 return Ok(None);
             };
-            let Some(tx) = query::find(conn, &TRANSACTION, &cx2.scope, &id)? else {
-                return Ok(None);
-            };
-            let previous = match tx.text("previous_transaction_id") {
-                Some(p) => Some(numbers::number_of(conn, Number::Transaction, p)?),
-                None => None,
-            };
-            let recurring = match tx.text("recurring_id") {
-                Some(recurring_id) => query::find(conn, &RECURRING, &cx2.scope, recurring_id)?,
-                None => None,
-            };
-            let subscription = match recurring {
-                Some(recurring) => {
-                    let payments = subscription_payments(conn, &recurring)?;
-                    let own = payments.iter().position(|(id, _)| id == tx.id());
-                    let numbers: Vec<_> = payments.into_iter().map(|(_, p)| p).collect();
-                    match own {
-                        Some(i) => Some((
-                            numbers::number_of(conn, Number::Subscription, recurring.id())?,
-                            arb::pay_numbers(&numbers)[i].0,
-                        )),
-                        None => None,
-                    }
-                }
-                None => None,
-            };
-            let batch = match tx.text("transaction_batch_id") {
-                Some(batch_id) => {
-                    let closed = conn
-                        .query_one(&Sql::with(
-                            "SELECT batch_close_ts FROM transaction_batches WHERE id = ?",
-                            vec![batch_id.into()],
-                        ))?
-                        .and_then(|r| r.first().and_then(|v| v.as_int()));
-                    Some((numbers::number_of(conn, Number::Batch, batch_id)?, closed))
-                }
-                None => None,
-            };
-            let level3 = conn
-                .query_one(&Sql::with(
-                    "SELECT level3_data FROM transaction_level3s WHERE transaction_id = ?",
-                    vec![tx.id().into()],
-                ))?
-                .and_then(|r| r.first().and_then(|v| v.as_str()).map(str::to_string))
-                .and_then(|data| serde_json::from_str(&data).ok());
-            // A partial approval opened a split tender (numbered when answered).
-            let split_tender =
-                if tx.int("reason_code_id") == Some(i64::from(ReasonCode::PARTIAL_APPROVAL.code())) {
-                    Some(numbers::number_of(conn, Number::SplitTender, tx.id())?)
-                } else {
-                    None
-                };
-            let facts = transaction::DetailFacts {
-                split_tender,
-                trans_id: numbers::number_of(conn, Number::Transaction, tx.id())?,
-                ref_trans_id: previous,
-                sent: sent::of(conn, tx.id())?,
-                subscription,
-                batch,
-                level3,
-            };
-            Ok(Some((Json::Object(engine::render(&cx2, &tx)), facts)))
+            let facts = shown::facts(conn, &cx.scope, &tx, Depth::Details)?;
+            Ok(Some((Json::Object(engine::render(&cx, &tx)), facts)))
         })
         .await?;
     Ok(match found {
@@ -698,43 +694,144 @@ async fn transaction_details(
     })
 }
 
-/// A recurring's finished runs (a subscription's payments), oldest
-/// first, each by our id and as their ARB payment. A run's billing period
-/// is the last one whose date (in the recurring location's time zone) is
-/// on or before the day it ran: the scheduler runs a period on its date
-/// and retries a declined one before the next period's.
-fn subscription_payments(
-    conn: &mut dyn crate::db::Conn,
-    recurring: &crate::engine::record::Record,
-) -> Result<Vec<(String, arb::Payment)>, ApiError> {
-    let plan = transitions::Plan::of(recurring);
-    let tz = conn
-        .query_one(&Sql::with(
-            "SELECT tz FROM locations WHERE id = ?",
-            vec![recurring.text("location_id").unwrap_or_default().into()],
-        ))?
-        .and_then(|r| r.into_iter().next())
-        .and_then(|v| v.as_str().and_then(|t| t.parse::<chrono_tz::Tz>().ok()))
-        .unwrap_or(chrono_tz::UTC);
-    let rows = conn.query(&Sql::with(
-        "SELECT id, timestamp, status_id, reason_code_id, created_ts FROM transactions \
-         WHERE recurring_id = ? AND state = ? ORDER BY created_ts, id",
-        vec![recurring.id().into(), crate::payments::state::DONE.into()],
-    ))?;
-    let mut payments = Vec::new();
-    for row in rows {
-        let id = row[0].as_str().unwrap_or_default().to_string();
-        let ran_on = crate::billing::calendar::local_date(row[4].as_int().unwrap_or(0), tz);
-        let payment = arb::Payment {
-            trans_id: numbers::number_of(conn, Number::Transaction, &id)?,
-            timestamp: row[1].as_str().unwrap_or_default().to_string(),
-            status_id: row[2].as_int().unwrap_or(0),
-            reason_code_id: row[3].as_int().unwrap_or(0),
-            period: plan.interval.periods_through(plan.anchor, ran_on) - 1,
-        };
-        payments.push((id, payment));
+/// Ok, with I00004 when a list is empty, as theirs answers.
+fn listed(empty: bool) -> Message {
+    if empty {
+        message(api::NO_RECORDS)
+    } else {
+        message(api::OK)
     }
-    Ok(payments)
+}
+
+async fn settled_batch_list(
+    app: &AppState,
+    caller: &Caller,
+    body: &Map<String, Json>,
+) -> Result<Answer, ApiError> {
+    if let Some(denied) = reporting_denied(caller, &["transactionbatches.read", "transactions.read"]) {
+        return Ok(denied);
+    }
+    let cx = app.cx(caller);
+    let (statistics, window) = match (
+        reporting::boolean(body, "includeStatistics"),
+        reporting::settlement_window(body, cx.now),
+    ) {
+        (Ok(statistics), Ok(window)) => (statistics.unwrap_or(false), window),
+        (Err(r), _) | (_, Err(r)) => return Ok(refused(r)),
+    };
+    let batches = app
+        .store
+        .write(move |conn| reporting::settled_batches(conn, &cx, window, statistics))
+        .await?;
+    if batches.is_empty() {
+        return Ok((listed(true), true, Vec::new()));
+    }
+    Ok((
+        listed(false),
+        true,
+        vec![("batchList", Out::List("batch", batches))],
+    ))
+}
+
+async fn batch_statistics(
+    app: &AppState,
+    caller: &Caller,
+    body: &Map<String, Json>,
+) -> Result<Answer, ApiError> {
+    if let Some(denied) = reporting_denied(caller, &["transactionbatches.read", "transactions.read"]) {
+        return Ok(denied);
+    }
+    let number = match reporting::number(body, "batchId") {
+        Ok(Some(n)) => n,
+        Ok(None) => {
+            return Ok(refused(reporting::missing(
+                "getBatchStatisticsRequest",
+                "batchId",
+            )))
+        }
+        Err(r) => return Ok(refused(r)),
+    };
+    let cx = app.cx(caller);
+    let batch = app
+        .store
+        .write(move |conn| match reporting::settled_batch(conn, &cx, &number)? {
+            Some(batch) => Ok(Some(reporting::batch_out(conn, &cx, &batch, true)?)),
+            None => Ok(None),
+        })
+        .await?;
+    Ok(match batch {
+        Some(batch) => (message(api::OK), true, vec![("batch", batch)]),
+        None => (message(api::NO_RECORD), false, Vec::new()),
+    })
+}
+
+/// A page of a transaction list, as their answer: the transactions and
+/// how many the list holds.
+fn transactions_page(page: Vec<Out>, total: usize) -> Answer {
+    let mut rest = Vec::new();
+    let empty = page.is_empty();
+    if !empty {
+        rest.push(("transactions", Out::List("transaction", page)));
+    }
+    rest.push(("totalNumInResultSet", Out::text(total.to_string())));
+    (listed(empty), true, rest)
+}
+
+async fn transaction_list(
+    app: &AppState,
+    caller: &Caller,
+    body: &Map<String, Json>,
+) -> Result<Answer, ApiError> {
+    if let Some(denied) = reporting_denied(caller, &["transactionbatches.read", "transactions.read"]) {
+        return Ok(denied);
+    }
+    let (number, listing) = match (reporting::number(body, "batchId"), reporting::listing(body)) {
+        (Ok(Some(number)), Ok(listing)) => (number, listing),
+        // Their schema lets batchId out; their method lists one batch.
+        (Ok(None), Ok(_)) => {
+            return Ok((
+                (api::MISSING_FIELD, "batchId is required.".into()),
+                false,
+                Vec::new(),
+            ))
+        }
+        (Err(r), _) | (_, Err(r)) => return Ok(refused(r)),
+    };
+    let cx = app.cx(caller);
+    let (page, total) = app
+        .store
+        .write(move |conn| match reporting::settled_batch(conn, &cx, &number)? {
+            Some(batch) => reporting::transactions(conn, &cx, &Which::Batch(batch.id().to_string()), listing),
+            // A number that names none of the caller's settled batches:
+            // no records, as a batch without transactions.
+            None => Ok((Vec::new(), 0)),
+        })
+        .await?;
+    Ok(transactions_page(page, total))
+}
+
+async fn unsettled_transaction_list(
+    app: &AppState,
+    caller: &Caller,
+    body: &Map<String, Json>,
+) -> Result<Answer, ApiError> {
+    if let Some(denied) = reporting_denied(caller, &["transactions.read"]) {
+        return Ok(denied);
+    }
+    let (pending_approval, listing) = match (reporting::pending_approval_only(body), reporting::listing(body))
+    {
+        (Ok(p), Ok(l)) => (p, l),
+        (Err(r), _) | (_, Err(r)) => return Ok(refused(r)),
+    };
+    if pending_approval {
+        return Ok(transactions_page(Vec::new(), 0));
+    }
+    let cx = app.cx(caller);
+    let (page, total) = app
+        .store
+        .write(move |conn| reporting::transactions(conn, &cx, &Which::Unsettled, listing))
+        .await?;
+    Ok(transactions_page(page, total))
 }
 
 // ---------------------------------------------------------------------
@@ -890,7 +987,7 @@ async fn arb_get(
                 vault: numbers::number_of(conn, Number::Vault, &vault_id)?,
             };
             let payments = if with_payments {
-                let payments = subscription_payments(conn, &r)?;
+                let payments = shown::subscription_payments(conn, &r)?;
                 Some(payments.into_iter().map(|(_, p)| p).collect::<Vec<_>>())
             } else {
                 None

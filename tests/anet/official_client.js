@@ -5,6 +5,9 @@
 //   ENDPOINT=http://127.0.0.1:PORT/xml/v1/request.api?developer=ID \
 //   LOGIN=<user id> KEY=<user api key> PHASE=charge|refund node official_client.js
 //
+// The refund phase (FIRST, LAST: when the sale's batch settled, as
+// dateTimes; SALE: its transId) lists the batch first.
+//
 // Prints one JSON object of what it saw; exits non-zero on any surprise.
 'use strict';
 
@@ -244,8 +247,43 @@ async function charge() {
   return out;
 }
 
+// The settled sale's batch, as the reporting API lists it: the batch
+// settled between FIRST and LAST (with statistics), then its
+// transactions, sorted and paged as the official sample asks.
+async function report(out) {
+  const list = new C.GetSettledBatchListRequest();
+  list.setMerchantAuthentication(auth());
+  list.setIncludeStatistics(true);
+  list.setFirstSettlementDate(process.env.FIRST);
+  list.setLastSettlementDate(process.env.LAST);
+  const batches = await call(K.GetSettledBatchListController, C.GetSettledBatchListResponse, list);
+  check(batches.getMessages().getResultCode() === C.MessageTypeEnum.OK, 'settled batch list', batches);
+  const batch = batches.getBatchList().getBatch()[0];
+  check(batch.getSettlementState() === 'settledSuccessfully', 'batch settled', batch);
+  const visa = batch.getStatistics().getStatistic().find((s) => s.getAccountType() === 'Visa');
+  check(visa && visa.getChargeAmount() === '12.34' && visa.getVoidCount() === '1', 'batch statistics', batch);
+  out.batch_id = batch.getBatchId();
+
+  const paging = new C.Paging();
+  paging.setLimit(10);
+  paging.setOffset(1);
+  const sorting = new C.TransactionListSorting();
+  sorting.setOrderBy(C.TransactionListOrderFieldEnum.ID);
+  sorting.setOrderDescending(true);
+  const get = new C.GetTransactionListRequest();
+  get.setMerchantAuthentication(auth());
+  get.setBatchId(out.batch_id);
+  get.setPaging(paging);
+  get.setSorting(sorting);
+  const listed = await call(K.GetTransactionListController, C.GetTransactionListResponse, get);
+  check(listed.getMessages().getResultCode() === C.MessageTypeEnum.OK, 'transaction list', listed);
+  out.batch_transactions = listed.getTransactions().getTransaction().map((t) => t.getTransId());
+  out.batch_total = listed.getTotalNumInResultSet();
+}
+
 async function refund() {
   const out = {};
+  await report(out);
   const card_last4 = new C.CreditCardType();
   card_last4.setCardNumber('1111');
   card_last4.setExpirationDate('XXXX');

@@ -36,6 +36,8 @@ engine_tests!(
     a_duplicate_names_its_original,
     pay_numbers_count_billing_periods,
     aim_void_answers_the_voided_amount,
+    transaction_reporting_on_our_batches,
+    methods_not_emulated_answer_as_without_the_feature,
 );
 
 /// The full card numbers these tests (and the SDK scripts) send: none may
@@ -158,13 +160,33 @@ fn official_client_library(app: &TestApp) {
         .to_string();
     t.post(&format!("/v2/transactionbatches/{batch}/settle"), json!({}))
         .expect(200);
+    let closed = t.get(&format!("/v2/transactionbatches/{batch}")).expect(200).body["transactionbatch"]
+        ["batch_close_ts"]
+        .as_i64()
+        .unwrap();
     let refunded = sdk(
         app,
         &t,
         "refund",
-        &[("SALE", seen["sale"].as_str().unwrap().to_string())],
+        &[
+            ("SALE", seen["sale"].as_str().unwrap().to_string()),
+            ("FIRST", date_time_of(closed - 86_400)),
+            ("LAST", date_time_of(closed)),
+        ],
     );
     assert!(refunded["refund"].as_str().is_some());
+    // The reporting API listed the batch: the sale, the capture and the
+    // void (the decline and the refused ACH never entered it).
+    let listed: Vec<&str> = refunded["batch_transactions"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|v| v.as_str().unwrap())
+        .collect();
+    for id in [&seen["sale"], &seen["auth"], &seen["voided"]] {
+        assert!(listed.contains(&id.as_str().unwrap()), "{id} in {refunded}");
+    }
+    assert_eq!(refunded["batch_total"], json!(listed.len().to_string()));
     let refund = emulated(&t)
         .into_iter()
         .find(|tx| tx["type_id"] == json!(30))
@@ -318,8 +340,17 @@ fn refusals_are_theirs_never_a_server_error(app: &TestApp) {
     assert!(content.starts_with("application/json"));
     assert!(text.contains("\"E00003\""), "{text}");
     // An unknown method; wrong credentials; no developer id.
-    let (_, _, text) = post_raw(app, &path, "text/xml", "<isAliveRequest/>");
+    let (_, _, text) = post_raw(app, &path, "text/xml", "<isDeadRequest/>");
     assert_eq!(code(&text), "E00004");
+    // A parse error never repeats the request: it may hold a card number.
+    let (_, _, text) = post_raw(
+        app,
+        &path,
+        "text/xml",
+        "<createTransactionRequest><x>&4111111111111111;</x></createTransactionRequest>",
+    );
+    assert_eq!(code(&text), "E00003", "{text}");
+    assert!(!text.contains("4111"), "{text}");
     let wrong = xml_sale(&t, "1.00", "4111111111111111").replace(&t.cred("user_api_key"), "nope");
     let (_, _, text) = post_raw(app, &path, "text/xml", &wrong);
     assert_eq!(code(&text), "E00007");
@@ -363,10 +394,17 @@ fn refusals_are_theirs_never_a_server_error(app: &TestApp) {
     );
     let (_, _, text) = post_raw(app, &path, "text/xml", &void);
     assert_eq!(element(&text, "errorCode"), "16");
-    let details =
-        format!("<getTransactionDetailsRequest>{auth}<transId>abc</transId></getTransactionDetailsRequest>");
-    let (_, _, text) = post_raw(app, &path, "text/xml", &details);
-    assert_eq!(code(&text), "E00040");
+    let details = |trans_id: &str| {
+        let xml = format!("<getTransactionDetailsRequest>{auth}{trans_id}</getTransactionDetailsRequest>");
+        post_raw(app, &path, "text/xml", &xml).2
+    };
+    assert_eq!(code(&details("<transId>12345678901</transId>")), "E00040");
+    // Their schema's numericString, required: E00003, as ErrorResponse.
+    for bad in ["<transId>abc</transId>", "<transId></transId>", ""] {
+        let text = details(bad);
+        assert_eq!(code(&text), "E00003", "{bad}: {text}");
+        assert!(text.contains("<ErrorResponse "), "{text}");
+    }
     let get = format!(
         "<ARBGetSubscriptionRequest>{auth}<subscriptionId>1</subscriptionId></ARBGetSubscriptionRequest>"
     );
@@ -568,6 +606,8 @@ fn python_sdk_with_short_credentials(app: &TestApp) {
     let (_, _, text) = post_raw(app, "/gateway/request.api", "application/json", &bare.to_string());
     assert!(text.contains("E00007"), "{text}");
     if let Some(python) = python_sdk() {
+        // A settled batch for the script's reporting calls.
+        let settled = settled_sale(app, &t, "2.50", "PY-B");
         let out = Command::new(python)
             .arg(scripts().join("official_client.py"))
             .env(
@@ -592,6 +632,16 @@ fn python_sdk_with_short_credentials(app: &TestApp) {
         assert_eq!(seen["account"], "XXXX1111");
         assert_eq!(seen["details_amount"], "7.77");
         assert_eq!(seen["declined_code"], "2");
+        // The reporting lists, each answer valid in their schema.
+        let unsettled = seen["unsettled"].as_array().unwrap();
+        assert_eq!(unsettled.len(), 2, "the sale and the decline: {seen}");
+        assert!(unsettled.contains(&seen["trans_id"]), "{seen}");
+        assert_eq!(seen["batch_transactions"], json!([settled]), "{seen}");
+        assert_eq!(seen["batch_total"], 1);
+        assert_eq!(
+            seen["batch_charges"].as_str().unwrap().parse::<f64>().ok(),
+            Some(2.5)
+        );
         let sale = emulated(&t)
             .into_iter()
             .find(|tx| tx["transaction_amount"] == json!("7.77"))
@@ -1666,8 +1716,8 @@ fn transaction_details_keep_what_was_sent(app: &TestApp) {
         "order": { "invoiceNumber": "INV-9", "description": "Tea" },
         "tax": { "amount": "0.80", "name": "state" },
         "poNumber": "PO-7",
-        "customer": { "id": "C-42" },
-        "billTo": { "firstName": "Pat", "lastName": "Doe", "zip": "32606" } }),
+        "customer": { "id": "C-42", "email": "ellen@example.com" },
+        "billTo": { "firstName": "Ellen", "lastName": "Van Dyke", "zip": "32606" } }),
     );
     assert_eq!(sale["transactionResponse"]["responseCode"], "1", "{sale}");
     let sale_id = trans_id(&sale);
@@ -1676,6 +1726,10 @@ fn transaction_details_keep_what_was_sent(app: &TestApp) {
         .find(|tx| tx["transaction_amount"] == "12.80")
         .expect("the sale");
     assert_eq!(ours["tax"], "0.80");
+    assert_eq!(
+        ours["notification_email_address"], "ellen@example.com",
+        "the customer's email is where the receipt goes"
+    );
     t.post(
         "/v2/transactionlevel3s",
         json!({ "transactionlevel3": { "transaction_id": ours["id"], "level3_data": {
@@ -1702,7 +1756,15 @@ fn transaction_details_keep_what_was_sent(app: &TestApp) {
     assert_eq!(d["duty"], json!({ "amount": "0.25" }));
     assert_eq!(d["lineItems"][0]["itemId"], "WID-1", "{d}");
     assert_eq!(d["lineItems"][0]["unitPrice"], "6.00", "{d}");
-    assert_eq!(d["customer"], json!({ "id": "C-42" }));
+    assert_eq!(
+        d["customer"],
+        json!({ "id": "C-42", "email": "ellen@example.com" })
+    );
+    assert_eq!(
+        d["billTo"],
+        json!({ "firstName": "Ellen", "lastName": "Van Dyke", "zip": "32606" }),
+        "the names as sent, never split at a space"
+    );
     assert_eq!(d["shipTo"], json!({ "zip": "10001" }));
     assert_eq!(d["batch"]["settlementState"], "settledSuccessfully", "{d}");
     let batch_id = d["batch"]["batchId"].as_str().unwrap();
@@ -2399,4 +2461,668 @@ fn aim_void_answers_the_voided_amount(app: &TestApp) {
         ("1", fields[6], "12.34", "void"),
         "{void}"
     );
+}
+
+/// Whether an XML answer is valid in their schema, as the bindings of
+/// the official Python SDK (generated from it) read it: `None` without
+/// the SDK (outside CI).
+fn in_their_schema(xml: &str) -> Option<Result<(), String>> {
+    use std::io::Write;
+    let python = python_sdk()?;
+    let mut child = Command::new(python)
+        .args([
+            "-c",
+            "import sys\nfrom authorizenet import apicontractsv1\napicontractsv1.CreateFromDocument(sys.stdin.read())",
+        ])
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .expect("run python");
+    child
+        .stdin
+        .take()
+        .unwrap()
+        .write_all(xml.trim_start_matches('\u{feff}').as_bytes())
+        .unwrap();
+    let out = child.wait_with_output().unwrap();
+    Some(if out.status.success() {
+        Ok(())
+    } else {
+        Err(String::from_utf8_lossy(&out.stderr).into_owned())
+    })
+}
+
+#[track_caller]
+fn valid_in_their_schema(xml: &str) {
+    if let Some(Err(e)) = in_their_schema(xml) {
+        panic!("not valid in their schema: {e}\n{xml}");
+    }
+}
+
+/// An XML request of `method` with the tenant's credentials and `inner`.
+fn xml_api(app: &TestApp, t: &Tenant, method: &str, inner: &str) -> String {
+    let xml = format!(
+        "<{method} xmlns=\"AnetApi/xml/v1/schema/AnetApiSchema.xsd\"><merchantAuthentication>\
+         <name>{}</name><transactionKey>{}</transactionKey></merchantAuthentication>{inner}</{method}>",
+        t.user_id(),
+        t.cred("user_api_key")
+    );
+    let (status, _, text) = post_raw(app, &json_path(t), "text/xml", &xml);
+    assert_eq!(status, 200, "{text}");
+    text
+}
+
+fn now_of(t: &Tenant) -> i64 {
+    t.get("/v2/developer/testclock").expect(200).body["testclock"]["now"]
+        .as_i64()
+        .unwrap()
+}
+
+fn date_time_of(ts: i64) -> String {
+    chrono::DateTime::from_timestamp(ts, 0)
+        .unwrap()
+        .format("%Y-%m-%dT%H:%M:%SZ")
+        .to_string()
+}
+
+/// The Transaction Reporting API on our batches and transactions: the
+/// unsettled list, then the batch they settle in with its statistics and
+/// transactions, each list sorted and paged as asked, empty lists Ok with
+/// I00004, in their schema's order (XML valid in their schema); only card
+/// transactions of the caller's scope, as getTransactionDetails shows
+/// them, and their E00003, E00011, E00013, E00014 and E00040 refusals.
+fn transaction_reporting_on_our_batches(app: &TestApp) {
+    let t = app.bootstrap();
+    let code = |v: &Value| message_code(v);
+    // Nothing yet: Ok, no records.
+    let none = api(app, &t, "getSettledBatchListRequest", json!({}));
+    assert_eq!(
+        (none["messages"]["resultCode"].as_str(), code(&none).as_str()),
+        (Some("Ok"), "I00004"),
+        "{none}"
+    );
+    assert!(none.get("batchList").is_none(), "{none}");
+    let none = api(app, &t, "getUnsettledTransactionListRequest", json!({}));
+    assert_eq!(code(&none), "I00004", "{none}");
+    assert_eq!(none["messages"]["message"][0]["text"], "No records found.");
+    assert_eq!(none["totalNumInResultSet"], "0", "{none}");
+
+    // A sale with names of more than one word, a voided sale, an
+    // authorization and a decline through the emulator; a card sale and
+    // an ACH debit made elsewhere.
+    let transact = |request: Value| {
+        api(
+            app,
+            &t,
+            "createTransactionRequest",
+            json!({ "transactionRequest": request }),
+        )
+    };
+    let trans_id = |v: &Value| v["transactionResponse"]["transId"].as_str().unwrap().to_string();
+    let card = json!({ "creditCard": { "cardNumber": "4111111111111111", "expirationDate": "2035-12" } });
+    let sale = trans_id(&transact(
+        json!({ "transactionType": "authCaptureTransaction", "amount": "3.00",
+        "payment": card, "order": { "invoiceNumber": "INV-A" },
+        "billTo": { "firstName": "Ellen", "lastName": "Van Dyke" } }),
+    ));
+    let voided = trans_id(&transact(
+        json!({ "transactionType": "authCaptureTransaction", "amount": "4.00", "payment": card }),
+    ));
+    let void = transact(json!({ "transactionType": "voidTransaction", "refTransId": voided }));
+    assert_eq!(void["transactionResponse"]["responseCode"], "1", "{void}");
+    let authorized = trans_id(&transact(
+        json!({ "transactionType": "authOnlyTransaction", "amount": "5.50", "payment": card }),
+    ));
+    let declined = trans_id(&transact(
+        json!({ "transactionType": "authCaptureTransaction", "amount": "5.00", "payment": card }),
+    ));
+    t.post(
+        "/v2/transactions",
+        json!({ "transaction": { "action": "sale", "payment_method": "cc", "transaction_amount": "6.00",
+            "account_number": "5454545454545454", "exp_date": "1235", "account_holder_name": "Mary Ann Lee" } }),
+    )
+    .expect(201);
+    t.post(
+        "/v2/transactions",
+        json!({ "transaction": { "action": "debit", "payment_method": "ach", "ach_sec_code": "WEB",
+            "product_transaction_id": t.cred("ach_product_transaction_id"), "transaction_amount": "7.00",
+            "account_type": "checking", "account_number": "123456789012", "routing": "072000326",
+            "account_holder_name": "Jane Doe" } }),
+    )
+    .expect(201);
+
+    // Unsettled: the five card transactions, by submit time; no ACH.
+    let unsettled = api(app, &t, "getUnsettledTransactionListRequest", json!({}));
+    assert_eq!(code(&unsettled), "I00001", "{unsettled}");
+    assert_eq!(unsettled["totalNumInResultSet"], "5", "{unsettled}");
+    let list = unsettled["transactions"].as_array().unwrap().clone();
+    let statuses: Vec<&str> = list
+        .iter()
+        .map(|tx| tx["transactionStatus"].as_str().unwrap())
+        .collect();
+    assert_eq!(
+        statuses,
+        [
+            "capturedPendingSettlement",
+            "voided",
+            "authorizedPendingCapture",
+            "declined",
+            "capturedPendingSettlement"
+        ],
+        "{unsettled}"
+    );
+    let ids: Vec<String> = list
+        .iter()
+        .map(|tx| tx["transId"].as_str().unwrap().to_string())
+        .collect();
+    assert_eq!(
+        ids[..4],
+        [sale.clone(), voided.clone(), authorized.clone(), declined.clone()]
+    );
+    assert_eq!(
+        list[0],
+        json!({ "transId": sale, "submitTimeUTC": list[0]["submitTimeUTC"], "submitTimeLocal": list[0]["submitTimeLocal"],
+            "transactionStatus": "capturedPendingSettlement", "invoiceNumber": "INV-A", "firstName": "Ellen",
+            "lastName": "Van Dyke", "accountType": "Visa", "accountNumber": "XXXX1111", "settleAmount": "3.00" })
+    );
+    assert_eq!(list[1]["settleAmount"], "0.00", "a void settles nothing");
+    // Names not known apart are shown whole, never split.
+    assert_eq!(list[4]["lastName"], "Mary Ann Lee", "{}", list[4]);
+    assert!(list[4].get("firstName").is_none(), "{}", list[4]);
+    assert_eq!(list[4]["accountType"], "MasterCard");
+    // Each as getTransactionDetails shows it.
+    for tx in &list {
+        let d = api(
+            app,
+            &t,
+            "getTransactionDetailsRequest",
+            json!({ "transId": tx["transId"] }),
+        );
+        assert_eq!(
+            d["transaction"]["transactionStatus"], tx["transactionStatus"],
+            "{d}"
+        );
+        assert_eq!(d["transaction"]["settleAmount"], tx["settleAmount"], "{d}");
+    }
+    // Paged (their offset counts pages) and sorted by their number.
+    let page = api(
+        app,
+        &t,
+        "getUnsettledTransactionListRequest",
+        json!({ "sorting": { "orderBy": "submitTimeUTC", "orderDescending": true },
+            "paging": { "limit": 2, "offset": 2 } }),
+    );
+    let page_ids: Vec<&str> = page["transactions"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|tx| tx["transId"].as_str().unwrap())
+        .collect();
+    assert_eq!(page_ids, [authorized.as_str(), voided.as_str()], "{page}");
+    assert_eq!(page["totalNumInResultSet"], "5");
+    let by_id = api(
+        app,
+        &t,
+        "getUnsettledTransactionListRequest",
+        json!({ "sorting": { "orderBy": "id", "orderDescending": false } }),
+    );
+    let numbers: Vec<i64> = by_id["transactions"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|tx| tx["transId"].as_str().unwrap().parse().unwrap())
+        .collect();
+    let mut sorted = numbers.clone();
+    sorted.sort();
+    assert_eq!((numbers.len(), &numbers), (5, &sorted));
+    let past_the_end = api(
+        app,
+        &t,
+        "getUnsettledTransactionListRequest",
+        json!({ "paging": { "limit": 10, "offset": 2 } }),
+    );
+    assert_eq!(code(&past_the_end), "I00004", "{past_the_end}");
+    let held = api(
+        app,
+        &t,
+        "getUnsettledTransactionListRequest",
+        json!({ "status": "pendingApproval" }),
+    );
+    assert_eq!(
+        code(&held),
+        "I00004",
+        "no card payment of ours is held for review: {held}"
+    );
+
+    // Settle the batch: the two sales of the emulator, the void and the
+    // other card sale; the authorization and the decline stay unsettled.
+    let batch = emulated(&t)
+        .into_iter()
+        .find(|tx| tx["transaction_amount"] == "3.00")
+        .unwrap()["transaction_batch_id"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    t.post(&format!("/v2/transactionbatches/{batch}/settle"), json!({}))
+        .expect(200);
+    let now = now_of(&t);
+    let closed = t.get(&format!("/v2/transactionbatches/{batch}")).expect(200).body["transactionbatch"]
+        ["batch_close_ts"]
+        .as_i64()
+        .expect("closed");
+    let settled = api(
+        app,
+        &t,
+        "getSettledBatchListRequest",
+        json!({ "includeStatistics": true }),
+    );
+    assert_eq!(code(&settled), "I00001", "{settled}");
+    let batches = settled["batchList"].as_array().unwrap();
+    assert_eq!(batches.len(), 1, "{settled}");
+    let batch_id = batches[0]["batchId"].as_str().unwrap().to_string();
+    assert_eq!(batches[0]["settlementState"], "settledSuccessfully");
+    assert_eq!(batches[0]["paymentMethod"], "creditCard");
+    assert_eq!(batches[0]["settlementTimeUTC"], date_time_of(closed), "{settled}");
+    assert_eq!(
+        batches[0]["statistics"],
+        json!([
+            { "accountType": "MasterCard", "chargeAmount": "6.00", "chargeCount": "1", "refundAmount": "0.00",
+              "refundCount": "0", "voidCount": "0", "declineCount": "0", "errorCount": "0" },
+            { "accountType": "Visa", "chargeAmount": "3.00", "chargeCount": "1", "refundAmount": "0.00",
+              "refundCount": "0", "voidCount": "1", "declineCount": "0", "errorCount": "0" }
+        ]),
+        "{settled}"
+    );
+    // The batch is the one getTransactionDetails names.
+    let d = api(
+        app,
+        &t,
+        "getTransactionDetailsRequest",
+        json!({ "transId": sale }),
+    );
+    assert_eq!(d["transaction"]["batch"]["batchId"], batch_id.as_str(), "{d}");
+    let without = api(app, &t, "getSettledBatchListRequest", json!({}));
+    assert!(without["batchList"][0].get("statistics").is_none(), "{without}");
+    // Explicit windows: one holding the settlement, one before it.
+    let around = api(
+        app,
+        &t,
+        "getSettledBatchListRequest",
+        json!({ "firstSettlementDate": date_time_of(closed - 3600), "lastSettlementDate": date_time_of(closed) }),
+    );
+    assert_eq!(around["batchList"][0]["batchId"], batch_id.as_str(), "{around}");
+    let before = api(
+        app,
+        &t,
+        "getSettledBatchListRequest",
+        json!({ "firstSettlementDate": date_time_of(closed - 7200), "lastSettlementDate": date_time_of(closed - 1) }),
+    );
+    assert_eq!(code(&before), "I00004", "{before}");
+
+    let in_batch = api(
+        app,
+        &t,
+        "getTransactionListRequest",
+        json!({ "batchId": batch_id }),
+    );
+    assert_eq!(in_batch["totalNumInResultSet"], "3", "{in_batch}");
+    let statuses: Vec<(&str, &str)> = in_batch["transactions"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|tx| {
+            (
+                tx["transId"].as_str().unwrap(),
+                tx["transactionStatus"].as_str().unwrap(),
+            )
+        })
+        .collect();
+    assert_eq!(
+        statuses[..2],
+        [
+            (sale.as_str(), "settledSuccessfully"),
+            (voided.as_str(), "voided")
+        ]
+    );
+    assert_eq!(statuses[2].1, "settledSuccessfully");
+    let stats = api(
+        app,
+        &t,
+        "getBatchStatisticsRequest",
+        json!({ "batchId": batch_id }),
+    );
+    assert_eq!(stats["batch"]["statistics"], batches[0]["statistics"], "{stats}");
+    let unsettled = api(app, &t, "getUnsettledTransactionListRequest", json!({}));
+    let left: Vec<&str> = unsettled["transactions"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|tx| tx["transId"].as_str().unwrap())
+        .collect();
+    assert_eq!(left, [authorized.as_str(), declined.as_str()], "{unsettled}");
+
+    // XML: in their schema's order, valid in their schema.
+    let xml = xml_api(
+        app,
+        &t,
+        "getSettledBatchListRequest",
+        "<includeStatistics>true</includeStatistics>",
+    );
+    assert!(xml.contains("<getSettledBatchListResponse "), "{xml}");
+    in_schema_order(
+        &xml,
+        &[
+            "messages",
+            "batchList",
+            "batch",
+            "batchId",
+            "settlementTimeUTC",
+            "settlementTimeLocal",
+            "settlementState",
+            "paymentMethod",
+            "statistics",
+            "statistic",
+            "accountType",
+            "chargeAmount",
+            "chargeCount",
+            "refundAmount",
+            "refundCount",
+            "voidCount",
+            "declineCount",
+            "errorCount",
+        ],
+    );
+    valid_in_their_schema(&xml);
+    let xml = xml_api(
+        app,
+        &t,
+        "getTransactionListRequest",
+        &format!(
+            "<batchId>{batch_id}</batchId><sorting><orderBy>submitTimeUTC</orderBy><orderDescending>false\
+             </orderDescending></sorting><paging><limit>10</limit><offset>1</offset></paging>"
+        ),
+    );
+    in_schema_order(
+        &xml,
+        &[
+            "messages",
+            "transactions",
+            "transaction",
+            "transId",
+            "submitTimeUTC",
+            "submitTimeLocal",
+            "transactionStatus",
+            "invoiceNumber",
+            "firstName",
+            "lastName",
+            "accountType",
+            "accountNumber",
+            "settleAmount",
+            "totalNumInResultSet",
+        ],
+    );
+    valid_in_their_schema(&xml);
+    for (method, inner) in [
+        ("getUnsettledTransactionListRequest", ""),
+        ("getBatchStatisticsRequest", &format!("<batchId>{batch_id}</batchId>")[..]),
+        ("getSettledBatchListRequest", "<firstSettlementDate>2001-01-01T00:00:00</firstSettlementDate><lastSettlementDate>2001-01-02T00:00:00</lastSettlementDate>"),
+    ] {
+        valid_in_their_schema(&xml_api(app, &t, method, inner));
+    }
+
+    // Refusals. Their schema's (E00003) answer as ErrorResponse; their
+    // rules' and a missing record under the method's element.
+    for (method, inner) in [
+        ("getSettledBatchListRequest", "<firstSettlementDate>yesterday</firstSettlementDate><lastSettlementDate>2030-01-01T00:00:00Z</lastSettlementDate>"),
+        ("getSettledBatchListRequest", "<includeStatistics>yes</includeStatistics>"),
+        ("getTransactionListRequest", "<batchId>12a</batchId>"),
+        ("getTransactionListRequest", "<batchId>1</batchId><paging><limit>1001</limit><offset>1</offset></paging>"),
+        ("getUnsettledTransactionListRequest", "<paging><limit>10</limit><offset>0</offset></paging>"),
+        ("getUnsettledTransactionListRequest", "<sorting><orderBy>amount</orderBy><orderDescending>true</orderDescending></sorting>"),
+        ("getUnsettledTransactionListRequest", "<status>held</status>"),
+        ("getBatchStatisticsRequest", ""),
+        ("getTransactionDetailsRequest", ""),
+        ("getTransactionDetailsRequest", "<transId>abc</transId>"),
+    ] {
+        let xml = xml_api(app, &t, method, inner);
+        assert!(xml.contains("<ErrorResponse "), "{method} {inner}: {xml}");
+        assert_eq!(element(&xml, "code"), "E00003", "{method} {inner}: {xml}");
+    }
+    for (method, inner, expected) in [
+        (
+            "getSettledBatchListRequest",
+            format!("<firstSettlementDate>{}</firstSettlementDate>", date_time_of(now)),
+            "E00013",
+        ),
+        (
+            "getSettledBatchListRequest",
+            format!(
+                "<firstSettlementDate>{}</firstSettlementDate><lastSettlementDate>{}</lastSettlementDate>",
+                date_time_of(now - 32 * 86_400),
+                date_time_of(now)
+            ),
+            "E00013",
+        ),
+        ("getTransactionListRequest", String::new(), "E00014"),
+        (
+            "getBatchStatisticsRequest",
+            "<batchId>1</batchId>".to_string(),
+            "E00040",
+        ),
+        (
+            "getTransactionListRequest",
+            "<batchId>1</batchId>".to_string(),
+            "I00004",
+        ),
+    ] {
+        let xml = xml_api(app, &t, method, &inner);
+        let root = format!("<{}Response ", method.trim_end_matches("Request"));
+        assert!(xml.contains(&root), "{method} {inner}: {xml}");
+        assert_eq!(element(&xml, "code"), expected, "{method} {inner}: {xml}");
+    }
+
+    // Another tenant sees none of it; a user who may not read
+    // transactions gets their E00011 for the Transaction Details API.
+    let other = app.bootstrap();
+    let theirs = api(app, &other, "getSettledBatchListRequest", json!({}));
+    assert_eq!(code(&theirs), "I00004", "{theirs}");
+    let theirs = api(
+        app,
+        &other,
+        "getTransactionListRequest",
+        json!({ "batchId": batch_id }),
+    );
+    assert_eq!(code(&theirs), "I00004", "{theirs}");
+    assert_eq!(theirs["totalNumInResultSet"], "0");
+    let theirs = api(
+        app,
+        &other,
+        "getTransactionDetailsRequest",
+        json!({ "transId": sale }),
+    );
+    assert_eq!(code(&theirs), "E00040", "{theirs}");
+    let (nobody, key) = t.user(&t.location_id(), None);
+    let nobody = t.as_user(&nobody, &key);
+    for method in [
+        "getSettledBatchListRequest",
+        "getTransactionListRequest",
+        "getUnsettledTransactionListRequest",
+        "getBatchStatisticsRequest",
+        "getTransactionDetailsRequest",
+    ] {
+        let xml = xml_api(app, &nobody, method, "");
+        let root = format!("<{}Response ", method.trim_end_matches("Request"));
+        assert!(xml.contains(&root), "{method}: {xml}");
+        assert_eq!(element(&xml, "code"), "E00011", "{method}: {xml}");
+        assert_eq!(
+            element(&xml, "text"),
+            "Access denied. You do not have permissions to call the Transaction Details API."
+        );
+    }
+    no_card_in_log(app);
+}
+
+/// Methods the emulator does not emulate answer, after authentication,
+/// as Authorize.Net answers an account without the feature: customer
+/// profiles E00044 under the method's own element (with what their
+/// schema requires of it, so validating clients read it), the others
+/// E00011; E00004 only for what is no method. A payment or subscription
+/// by customer profile is E00044 and charges nothing; a profile asked of
+/// a card payment is not made, and `profileResponse` says so beside the
+/// payment.
+fn methods_not_emulated_answer_as_without_the_feature(app: &TestApp) {
+    let t = app.bootstrap();
+    let dev = t.cred("developer_id");
+    let path = format!("/xml/v1/request.api?developer={dev}");
+    for (method, root) in [
+        ("createCustomerProfileRequest", "createCustomerProfileResponse"),
+        ("getCustomerProfileRequest", "getCustomerProfileResponse"),
+        (
+            "getCustomerPaymentProfileRequest",
+            "getCustomerPaymentProfileResponse",
+        ),
+        (
+            "deleteCustomerShippingAddressRequest",
+            "deleteCustomerShippingAddressResponse",
+        ),
+        ("getCustomerProfileIdsRequest", "getCustomerProfileIdsResponse"),
+        ("getHostedProfilePageRequest", "getHostedProfilePageResponse"),
+        (
+            "validateCustomerPaymentProfileRequest",
+            "validateCustomerPaymentProfileResponse",
+        ),
+        (
+            "getCustomerPaymentProfileListRequest",
+            "getCustomerPaymentProfileListResponse",
+        ),
+        (
+            "createCustomerProfileFromTransactionRequest",
+            "createCustomerProfileResponse",
+        ),
+        (
+            "getTransactionListForCustomerRequest",
+            "getTransactionListResponse",
+        ),
+    ] {
+        let xml = xml_api(app, &t, method, "<refId>r-1</refId>");
+        assert!(xml.contains(&format!("<{root} ")), "{method}: {xml}");
+        assert_eq!(element(&xml, "code"), "E00044", "{method}: {xml}");
+        assert_eq!(
+            element(&xml, "text"),
+            "Customer Information Manager is not enabled."
+        );
+        assert_eq!(element(&xml, "refId"), "r-1");
+        valid_in_their_schema(&xml);
+        let v = api(app, &t, method, json!({}));
+        assert_eq!(message_code(&v), "E00044", "{method}: {v}");
+        // A wrong key is their E00007 first.
+        let bad = api(app, &t.as_user(&t.user_id(), "wrong-key"), method, json!({}));
+        assert_eq!(message_code(&bad), "E00007", "{method}: {bad}");
+    }
+    for method in [
+        "getMerchantDetailsRequest",
+        "getHostedPaymentPageRequest",
+        "decryptPaymentDataRequest",
+        "sendCustomerTransactionReceiptRequest",
+        "updateSplitTenderGroupRequest",
+        "ARBGetSubscriptionListRequest",
+    ] {
+        let xml = xml_api(app, &t, method, "");
+        let root = format!("<{}Response ", method.trim_end_matches("Request"));
+        assert!(xml.contains(&root), "{method}: {xml}");
+        assert_eq!(element(&xml, "code"), "E00011", "{method}: {xml}");
+        assert_eq!(
+            element(&xml, "text"),
+            "Access denied. You do not have the appropriate permissions."
+        );
+    }
+    // Their ping needs no credentials; what is no method is E00004.
+    let (_, _, text) = post_raw(
+        app,
+        &path,
+        "text/xml",
+        "<isAliveRequest><refId>p</refId></isAliveRequest>",
+    );
+    assert!(text.contains("<isAliveResponse "), "{text}");
+    assert_eq!(
+        (element(&text, "resultCode"), element(&text, "code")),
+        ("Ok", "I00001"),
+        "{text}"
+    );
+    valid_in_their_schema(&text);
+    let (_, _, text) = post_raw(app, &path, "text/xml", "<getCustomerWishesRequest/>");
+    assert!(text.contains("<ErrorResponse "), "{text}");
+    assert_eq!(element(&text, "code"), "E00004");
+
+    // Charging a customer profile (the ids a subscription answers):
+    // E00044, nothing charged.
+    let start = day_from_now(&t, 5);
+    let sub = api(
+        app,
+        &t,
+        "ARBCreateSubscriptionRequest",
+        json!({ "subscription": arb_subscription(&start, "8.00", "S-1") }),
+    );
+    assert_eq!(message_code(&sub), "I00001", "{sub}");
+    let profile = sub["profile"].clone();
+    let charge = api(
+        app,
+        &t,
+        "createTransactionRequest",
+        json!({ "transactionRequest": { "transactionType": "authCaptureTransaction", "amount": "9.00",
+            "profile": { "customerProfileId": profile["customerProfileId"],
+                "paymentProfile": { "paymentProfileId": profile["customerPaymentProfileId"] } } } }),
+    );
+    assert_eq!(
+        (
+            charge["messages"]["resultCode"].as_str(),
+            message_code(&charge).as_str()
+        ),
+        (Some("Error"), "E00044"),
+        "{charge}"
+    );
+    assert!(emulated(&t).is_empty(), "nothing charged");
+    // A subscription of a customer profile: E00044, nothing created.
+    let recurrings = || {
+        t.get("/v2/recurrings").expect(200).body["recurrings"]
+            .as_array()
+            .unwrap()
+            .len()
+    };
+    let before = recurrings();
+    let from_profile = api(
+        app,
+        &t,
+        "ARBCreateSubscriptionRequest",
+        json!({ "subscription": { "name": "From profile",
+            "paymentSchedule": { "interval": { "length": 1, "unit": "months" }, "startDate": start, "totalOccurrences": 12 },
+            "amount": "8.00",
+            "profile": { "customerProfileId": profile["customerProfileId"],
+                "customerPaymentProfileId": profile["customerPaymentProfileId"] } } }),
+    );
+    assert_eq!(message_code(&from_profile), "E00044", "{from_profile}");
+    assert_eq!(recurrings(), before);
+
+    // A profile asked of a card sale: the sale is made, the profile is
+    // not, and profileResponse says so.
+    let xml = xml_api(
+        app,
+        &t,
+        "createTransactionRequest",
+        "<transactionRequest><transactionType>authCaptureTransaction</transactionType><amount>9.50</amount>\
+         <payment><creditCard><cardNumber>4111111111111111</cardNumber><expirationDate>2035-12</expirationDate>\
+         </creditCard></payment><profile><createProfile>true</createProfile></profile>\
+         <customer><id>C-1</id></customer><billTo><firstName>Pat</firstName><lastName>Doe</lastName></billTo>\
+         </transactionRequest>",
+    );
+    assert_eq!(element(&xml, "resultCode"), "Ok", "{xml}");
+    assert_eq!(element(&xml, "responseCode"), "1", "{xml}");
+    let profile_response = &xml[xml.find("<profileResponse>").expect("profileResponse")..];
+    assert_eq!(element(profile_response, "resultCode"), "Error", "{xml}");
+    assert_eq!(element(profile_response, "code"), "E00044", "{xml}");
+    in_schema_order(&xml, &["transactionResponse", "profileResponse"]);
+    valid_in_their_schema(&xml);
+    assert_eq!(emulated(&t).len(), 1, "the sale was made");
+    no_card_in_log(app);
 }
