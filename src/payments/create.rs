@@ -428,6 +428,7 @@ pub fn prepare(
         new_amount: None,
         extra: Vec::new(),
         stored: Some(Box::new(record)),
+        node: node.to_string(),
     })
 }
 
@@ -1073,7 +1074,9 @@ pub fn complete(
         None => load(conn, &prepared.id)?,
     };
     let mut record = before.clone();
-    if record.text("state") != Some(PENDING) {
+    // A row read back here (none stored) may have been claimed by a
+    // reconciler since; the stored one is checked by the write below.
+    if record.text("state") != Some(PENDING) || record.text("pending_node") != Some(prepared.node.as_str()) {
         return Err(ApiError::Unavailable(
             "The transaction was interrupted and has been reversed; look it up by id or transaction_api_id."
                 .into(),
