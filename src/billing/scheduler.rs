@@ -436,10 +436,19 @@ impl Schedules {
                     tx["reason_code_id"].as_i64(),
                 ))
             }
+            // The attempt's run key is taken: another node is charging
+            // this run (its lease was released or expired meanwhile) or
+            // has charged it. Never a decline, whose retry would charge
+            // the period again: the run is looked at again later, and then
+            // records that transaction's outcome (`find_earlier`).
+            Err(e @ ApiError::Conflict(_)) => {
+                tracing::info!(recurring = r.id(), error = %e, "scheduler: the run is being charged elsewhere; looking again later");
+                None
+            }
             // Refused before the processor (an inactive product
             // transaction, a vault gone): a declined run, with the reason
             // in the log.
-            Err(e) if e.status().is_client_error() && !matches!(e, ApiError::Conflict(_)) => {
+            Err(e) if e.status().is_client_error() => {
                 tracing::info!(recurring = r.id(), error = %e, "scheduler: the payment was refused");
                 Some(RunOutcome::Declined { transaction_id: None })
             }

@@ -117,11 +117,13 @@ fn new_debit(cx: &Cx, original: &Record, update: &Parsed) -> ApiResult<Parsed> {
 
 /// After a void the processor refused: the original loses its mark and
 /// the new debit, never sent, is removed, as if nothing had been asked.
+/// A debit a reconciler has claimed (it took this node for dead) is left
+/// to it: it reverses the debit, which is harmless, and declines it.
 pub fn abandon(conn: &mut dyn Conn, void: &Prepared, debit_id: &str) -> ApiResult<()> {
     follow_up::abandon(conn, void)?;
     conn.execute(&Sql::with(
-        "DELETE FROM transactions WHERE id = ? AND state = ?",
-        vec![debit_id.into(), PENDING.into()],
+        "DELETE FROM transactions WHERE id = ? AND state = ? AND pending_node = ?",
+        vec![debit_id.into(), PENDING.into(), void.node.clone().into()],
     ))?;
     Ok(())
 }

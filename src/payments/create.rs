@@ -428,6 +428,7 @@ pub fn prepare(
         new_amount: None,
         extra: Vec::new(),
         stored: Some(Box::new(record)),
+        node: node.to_string(),
     })
 }
 
@@ -977,6 +978,18 @@ fn record_pending(cx: &Cx, conn: &mut dyn Conn, record: &Record, idem_key: Optio
     }
     conn.execute_and_commit(&insert_sql(record))
         .map_err(|e| match e {
+            // A schedule's attempt (its run key) has a transaction already:
+            // another node is charging this run, or has charged it. A
+            // conflict, not a refusal of the payment: the scheduler must
+            // not take it for a declined run and charge the period again.
+            crate::db::DbError::Unique(index) if index.contains("recurring_run") => {
+                let mut errors = FieldErrors::new();
+                errors.add(
+                    "recurring_id",
+                    "This run of the recurring schedule is already being charged.",
+                );
+                ApiError::Conflict(errors)
+            }
             crate::db::DbError::Unique(_) => ApiError::field(
                 "transaction_api_id",
                 "Transaction Api Id has already been taken at this location.",
@@ -1073,7 +1086,9 @@ pub fn complete(
         None => load(conn, &prepared.id)?,
     };
     let mut record = before.clone();
-    if record.text("state") != Some(PENDING) {
+    // A row read back here (none stored) may have been claimed by a
+    // reconciler since; the stored one is checked by the write below.
+    if record.text("state") != Some(PENDING) || record.text("pending_node") != Some(prepared.node.as_str()) {
         return Err(ApiError::Unavailable(
             "The transaction was interrupted and has been reversed; look it up by id or transaction_api_id."
                 .into(),

@@ -87,6 +87,7 @@ pub fn prepare(
         new_amount,
         extra,
         stored: None,
+        node: node.to_string(),
     };
     if action == Action::Edit {
         edit_links(cx, conn, tx, parsed, &mut prepared)?;
@@ -445,7 +446,7 @@ pub fn complete(
     // action away.
     if answer.is_some() {
         batches::hold(conn, &prepared.id)?;
-        if clear_mark(conn, &prepared.id, Some(prepared.action))? == 0 {
+        if clear_mark(conn, &prepared.id, prepared.action, &prepared.node)? == 0 {
             return Err(ApiError::Unavailable(
                 "The action was interrupted; look the transaction up and retry.".into(),
             ));
@@ -630,7 +631,7 @@ fn move_with_vault(
 /// Clears the mark of a PUT action whose processor call failed outright.
 /// The api id the mark claimed goes with it: the action did nothing.
 pub fn abandon(conn: &mut dyn Conn, prepared: &Prepared) -> ApiResult<()> {
-    if clear_mark(conn, &prepared.id, Some(prepared.action))? > 0 {
+    if clear_mark(conn, &prepared.id, prepared.action, &prepared.node)? > 0 {
         if let Some(api_id) = claimed_api_id(&prepared.extra) {
             let mut sql = Sql::new("UPDATE transactions SET transaction_api_id = NULL WHERE id = ");
             sql.bind(prepared.id.clone())

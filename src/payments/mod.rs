@@ -32,6 +32,8 @@ pub mod create;
 pub mod follow_up;
 pub mod idempotency;
 pub mod level3;
+#[cfg(test)]
+mod node_races;
 pub mod parts;
 pub mod pending;
 pub mod reconcile;

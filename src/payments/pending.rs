@@ -31,6 +31,11 @@ pub struct Prepared {
     /// not read it back (only the reconciler changes a pending row, and
     /// `store_pending` finds out if it did).
     pub stored: Option<Box<Record>>,
+    /// The node that stored the pending row or set the mark
+    /// (`pending_node`): step 3 finishes the row only while it is still
+    /// this node's. A reconciler that took the node for dead claims the
+    /// row (or clears the mark) first, and step 3 then fails.
+    pub node: String,
 }
 
 #[derive(Clone, Debug)]
@@ -63,7 +68,10 @@ pub fn load(conn: &mut dyn Conn, id: &str) -> ApiResult<Record> {
 }
 
 /// Writes the columns of `record` that differ from `before` (the row as
-/// read in this job), if the row is still `pending`. Only changed columns:
+/// its node stored it), if the row is still `pending` and still that
+/// node's (`pending_node`): a reconciler that took the node for dead
+/// claims the row before it reverses it, and then this writes nothing.
+/// Only changed columns:
 /// SQLite rewrites the entry of every index whose columns appear in the
 /// SET list, changed or not, and the completion changes none of the
 /// location, api id, previous or velocity keys.
@@ -100,7 +108,9 @@ pub fn push_store_pending(sql: &mut Sql, before: &Record, record: &Record, compu
     sql.push(" WHERE id = ")
         .bind(record.id().to_string())
         .push(" AND state = ")
-        .bind(PENDING);
+        .bind(PENDING)
+        .push(" AND pending_node = ")
+        .bind(before.get("pending_node").clone());
 }
 
 /// A completed operation: the stored record, and its answer when it had
@@ -231,14 +241,16 @@ pub fn save_vault(cx: &Cx, conn: &mut dyn Conn, tx: &Record, save: &SaveAccount)
     Ok(vault.id().to_string())
 }
 
-/// Removes a PUT action's mark: `action`'s own, or any (reconciliation).
-/// Returns how many rows changed (0: someone else cleared it).
-pub fn clear_mark(conn: &mut dyn Conn, id: &str, action: Option<Action>) -> ApiResult<u64> {
+/// Removes the mark `node` set for `action` (its own, when the action
+/// completes or is abandoned). Returns how many rows changed (0: the
+/// mark is gone, cleared by a reconciler that took `node` for dead; a
+/// mark another node set since is never touched).
+pub fn clear_mark(conn: &mut dyn Conn, id: &str, action: Action, node: &str) -> ApiResult<u64> {
     let mut sql = Sql::new("UPDATE transactions SET pending_action = NULL, pending_node = NULL WHERE id = ");
-    sql.bind(id.to_string());
-    match action {
-        Some(a) => sql.push(" AND pending_action = ").bind(a.name()),
-        None => sql.push(" AND pending_action IS NOT NULL"),
-    };
+    sql.bind(id.to_string())
+        .push(" AND pending_action = ")
+        .bind(action.name())
+        .push(" AND pending_node = ")
+        .bind(node);
     Ok(conn.execute(&sql)?)
 }

@@ -3,7 +3,7 @@
 //! during a run, two nodes) and the mail it sends.
 
 use crate::engine_tests;
-use crate::support::db::db;
+use crate::support::db::{db, wait_for_lock_wait};
 use crate::support::receiver::{self, Receiver};
 use crate::support::smtp::SmtpSink;
 use crate::support::wait::wait_until;
@@ -35,6 +35,7 @@ engine_tests!(
     no_change_while_a_run_is_under_way,
     the_last_run_day_is_not_charged_again,
     a_contact_billed_by_a_recurring,
+    a_run_being_charged_elsewhere_is_not_declined,
 );
 
 /// The location's date (its test clock included; bootstrap locations are UTC).
@@ -1907,4 +1908,81 @@ fn a_contact_billed_by_a_recurring(app: &TestApp) {
     t.post(&format!("/v2/recurrings/{id}/activate"), json!({}))
         .expect(422);
     assert!(!has_recurring(&t, &vault));
+}
+
+/// PostgreSQL: a run whose attempt another node is charging (its lease
+/// was released or ran out meanwhile; here a transaction of the run key,
+/// inserted by the test and not committed yet) is not a declined run:
+/// the scheduler's payment waits on that row's run key, then finds it
+/// taken. The run is looked at again later and records that
+/// transaction; before, it was recorded as declined and its retry
+/// charged the period a second time.
+fn a_run_being_charged_elsewhere_is_not_declined(app: &TestApp) {
+    if app.engine != Engine::Postgres {
+        return;
+    }
+    let t = app.bootstrap();
+    let (_, vault) = customer(&t, false);
+    let start = plus_days(today(&t), 1);
+    let r = create(&t, &vault, json!({ "start_date": text(start) }));
+    let id = r["id"].as_str().unwrap().to_string();
+    let mut sql = db(app);
+    let run_key = format!(
+        "{id}:{}",
+        sql.count("SELECT run_seq FROM recurrings WHERE id = ?", &[&id])
+    );
+    // The other node's charge: an approved sale carrying the run key.
+    let sale = t
+        .post(
+            "/v2/transactions",
+            json!({ "transaction": { "action": "sale", "payment_method": "cc",
+                "account_vault_id": vault, "transaction_amount": "9.00" } }),
+        )
+        .expect(201);
+    let source = sale.body["transaction"]["id"].as_str().unwrap().to_string();
+    let elsewhere = "0000000000000000000000000e15e7e7";
+    let mut other_node = db(app);
+    other_node.exec("BEGIN", &[]);
+    other_node.exec(
+        "CREATE TEMP TABLE run_copy ON COMMIT DROP AS SELECT * FROM transactions WHERE id = ?",
+        &[&source],
+    );
+    other_node.exec(
+        "UPDATE run_copy SET id = ?, recurring_run = ?, recurring_id = ?, is_recurring = 1",
+        &[elsewhere, &run_key, &id],
+    );
+    other_node.exec("INSERT INTO transactions SELECT * FROM run_copy", &[]);
+
+    let due = {
+        let t = t.clone();
+        std::thread::spawn(move || advance_to(&t, start, 6))
+    };
+    wait_for_lock_wait(
+        app,
+        &due,
+        "the run's payment never met the run key the test holds",
+    );
+    other_node.exec("COMMIT", &[]);
+    due.join().unwrap();
+    let waiting = get(&t, &id);
+    assert_eq!(waiting["retry_count"], json!(0), "not a decline: {waiting}");
+    assert_eq!(waiting["payment_count"], json!(0), "{waiting}");
+    assert!(waiting["last_run_status"].is_null(), "{waiting}");
+    assert_eq!(waiting["next_run_date"], json!(text(start)), "{waiting}");
+    let txs = runs(&t, &id);
+    assert_eq!(txs.len(), 1, "charged once: {txs:?}");
+
+    // The scheduler looks again (its lease, kept meanwhile, runs out) and
+    // records the run's transaction instead of charging.
+    sql.exec("UPDATE recurrings SET lease_until_ms = 0 WHERE id = ?", &[&id]);
+    advance(&t, 0);
+    let paid = get(&t, &id);
+    assert_eq!(paid["last_run_status"], json!("approved"), "{paid}");
+    assert_eq!(paid["payment_count"], json!(1), "{paid}");
+    assert_eq!(paid["last_transaction_id"], json!(elsewhere), "{paid}");
+    assert_eq!(
+        paid["next_run_date"],
+        json!(text(start.checked_add_months(Months::new(1)).unwrap()))
+    );
+    assert_eq!(runs(&t, &id).len(), 1, "still charged once");
 }

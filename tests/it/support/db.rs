@@ -170,3 +170,22 @@ impl Db {
         found
     }
 }
+
+/// PostgreSQL: waits until a backend of the test's database waits for a
+/// lock, that is until the request `running` reached a row the test holds
+/// in an open transaction; `failure` if the request finished first,
+/// having waited for nothing.
+pub fn wait_for_lock_wait<T>(app: &TestApp, running: &std::thread::JoinHandle<T>, failure: &str) {
+    super::wait::wait_until(
+        "a request to wait for a lock the test holds",
+        std::time::Duration::from_secs(10),
+        || {
+            let waiting = db(app).count(
+            "SELECT COUNT(*) FROM pg_stat_activity WHERE wait_event_type = 'Lock' AND datname = current_database()",
+            &[],
+        );
+            assert!(waiting > 0 || !running.is_finished(), "{failure}");
+            (waiting > 0).then_some(())
+        },
+    );
+}
