@@ -28,7 +28,14 @@ pub static LOCATION: Resource = Resource {
             .filter()
             .refers(&LOCATION)
             .doc("required on create; an update may leave it out, not blank it"),
-        Field::text("name", 1, 64).post().required().put().filter().sort(),
+        Field::text("name", 1, 64)
+            .post()
+            .required()
+            .put()
+            .filter()
+            .sort()
+            .pattern(Pattern::OneLine)
+            .doc("one line: the sender name of the location's mail"),
         Field::text("branding_domain_url", 1, 255)
             .post()
             .required()

@@ -32,6 +32,8 @@ engine_tests!(
     status_closes_and_reopens,
     the_mailbox_needs_quick_invoice_reads,
     a_pay_link_pays_only_while_its_user_may,
+    a_sender_name_with_a_line_break_cannot_break_mail,
+    mail_retries_follow_the_test_clock,
 );
 
 const PDF: &str = "%PDF-1.4\n1 0 obj << /Type /Catalog >> endobj\ntrailer << /Root 1 0 R >>\n%%EOF\n";
@@ -788,6 +790,108 @@ fn invoice_mail_by_smtp(app: &mut TestApp) {
         .mails()
         .iter()
         .any(|m| m.decoded().contains("4111111111111111")));
+}
+
+/// A location name is the sender name of its mail: a line break in it is
+/// refused, and one stored before that check (written here straight to
+/// the database) is sent as one line, while the mail round goes on.
+fn a_sender_name_with_a_line_break_cannot_break_mail(app: &mut TestApp) {
+    let sink = SmtpSink::start();
+    app.extra_env.push(("FERROGATE_SMTP_URL".into(), sink.url()));
+    app.kill();
+    app.spawn();
+    let t = app.bootstrap();
+    let evil = "Evil\r\nBcc: evil@evil.com";
+    let path = format!("/v2/locations/{}", t.location_id());
+    let r = t.put(&path, json!({ "location": { "name": evil } })).expect(422);
+    assert!(r.errors("name")[0].contains("one line"), "{}", r.text);
+    for name in ["Tab\tbed", "Bell\u{7}"] {
+        t.put(&path, json!({ "location": { "name": name } })).expect(422);
+    }
+    crate::support::db::db(app).exec(
+        "UPDATE locations SET name = ? WHERE id = ?",
+        &[evil, &t.location_id()],
+    );
+    for email in ["pat@example.com", "sam@example.com"] {
+        invoice(&t, json!({ "email": email, "send_email": 1 })).expect(201);
+    }
+    let got = sink.wait_for(2, Duration::from_secs(20));
+    for mail in &got {
+        let from = mail.header("From").expect("a From header");
+        // The name as one encoded word: `=?utf-8?b?...?= <address>`.
+        let name = from
+            .strip_prefix("=?utf-8?b?")
+            .and_then(|rest| rest.split_once("?="))
+            .map(|(encoded, _)| {
+                use base64::Engine as _;
+                let bytes = base64::engine::general_purpose::STANDARD.decode(encoded).unwrap();
+                String::from_utf8(bytes).unwrap()
+            })
+            .unwrap_or_else(|| from.clone());
+        assert_eq!(name, "Evil Bcc: evil@evil.com", "{from}");
+        assert!(
+            mail.header("Bcc").is_none(),
+            "no header smuggled in: {}",
+            mail.data
+        );
+        assert!(!mail.to.iter().any(|to| to.contains("evil")), "{:?}", mail.to);
+    }
+    let sent = wait_for_outbox(&t, |m| m.iter().all(|m| m["status"] == "sent"));
+    assert_eq!(sent.len(), 2);
+    assert_eq!(sink.mails().len(), 2, "each sent once");
+}
+
+/// A move of the test clock makes every mail retry that falls due on its
+/// way (30 s, then doubling: seven retries in 3810 s), and a message's
+/// `sent_ts` is on the location's clock, as its `created_ts` is.
+fn mail_retries_follow_the_test_clock(app: &mut TestApp) {
+    let sink = SmtpSink::start();
+    app.extra_env.push(("FERROGATE_SMTP_URL".into(), sink.url()));
+    app.kill();
+    app.spawn();
+    let t = app.bootstrap();
+    sink.answer_rcpt(Some("451 4.3.0 try again later"));
+    let q = invoice(&t, json!({ "email": "pat@example.com", "send_email": 1 }))
+        .expect(201)
+        .body["quickinvoice"]
+        .clone();
+    wait_for_outbox(&t, |m| m.len() == 1 && m[0]["last_error"].is_string());
+    let moved = t
+        .post(
+            "/v2/developer/testclock/advance",
+            json!({ "testclock": { "seconds": 3900 } }),
+        )
+        .expect(200)
+        .body["testclock"]
+        .clone();
+    assert_eq!(moved["ran"]["mail_attempts"], 7, "{moved}");
+    let failed = mails(&t).remove(0);
+    assert_eq!(failed["status"], "failed");
+    assert!(failed["last_error"].as_str().unwrap().contains("451"));
+    // Sent now, it shows the location's time.
+    sink.answer_rcpt(None);
+    let id = q["id"].as_str().unwrap();
+    t.send("POST", &format!("/v2/quickinvoices/{id}/resend"), None)
+        .expect(204);
+    let sent = wait_for_outbox(&t, |m| m.iter().any(|m| m["status"] == "sent"));
+    let sent = sent.iter().find(|m| m["status"] == "sent").unwrap();
+    let now = moved["now"].as_i64().unwrap();
+    let (created, sent_ts) = (
+        sent["created_ts"].as_i64().unwrap(),
+        sent["sent_ts"].as_i64().unwrap(),
+    );
+    assert!(
+        created >= now && sent_ts >= created && sent_ts < created + 60,
+        "{sent}"
+    );
+}
+
+/// The tenant's outbox once `done` holds for it.
+fn wait_for_outbox(t: &Tenant, done: impl Fn(&[Value]) -> bool) -> Vec<Value> {
+    crate::support::wait::wait_until("the outbox", Duration::from_secs(20), || {
+        let m = mails(t);
+        done(&m).then_some(m)
+    })
 }
 
 fn files_need_storage_and_are_checked(app: &TestApp) {
