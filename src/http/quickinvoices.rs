@@ -490,7 +490,11 @@ async fn add_transaction(
         .store
         .write(move |conn| {
             let invoice = find_invoice(conn, &cx, &id)?;
-            let tx = find_transaction(conn, &cx, &tx_id)?;
+            // Read again under the payment's lock: a concurrent request
+            // may have attached it meanwhile.
+            let found = find_transaction(conn, &cx, &tx_id)?;
+            invoices::lock_payment(conn, found.id())?;
+            let tx = find_transaction(conn, &cx, found.id())?;
             let mut errors = FieldErrors::new();
             if tx.text("location_id") != invoice.text("location_id") {
                 errors.add(
@@ -514,15 +518,7 @@ async fn add_transaction(
                 );
             }
             errors.into_result()?;
-            invoices::lock(conn, invoice.id())?;
-            // Unless a concurrent request attached it first.
-            let attached = conn.execute(&Sql::with(
-                "UPDATE transactions SET quick_invoice_id = ?, modified_ts = ? WHERE id = ? AND quick_invoice_id IS NULL",
-                vec![invoice.id().into(), cx.now.into(), tx.id().into()],
-            ))?;
-            if attached != 1 {
-                return Err(ApiError::field("transaction_id", "The transaction already pays an invoice."));
-            }
+            invoices::link_payment(&cx, conn, &tx, Some(invoice.id()))?;
             let updated = invoices::refresh_stored(conn, invoice.id(), cx.now)?.unwrap_or(invoice);
             answer(&cx, conn, &updated)
         })
@@ -545,17 +541,16 @@ async fn remove_transaction(
         .store
         .write(move |conn| {
             let invoice = find_invoice(conn, &cx, &id)?;
-            let tx = find_transaction(conn, &cx, &tx_id)?;
+            let found = find_transaction(conn, &cx, &tx_id)?;
+            invoices::lock_payment(conn, found.id())?;
+            let tx = find_transaction(conn, &cx, found.id())?;
             if tx.text("quick_invoice_id") != Some(invoice.id()) {
                 return Err(ApiError::field(
                     "transaction_id",
                     "The transaction does not pay this invoice.",
                 ));
             }
-            conn.execute(&Sql::with(
-                "UPDATE transactions SET quick_invoice_id = NULL, modified_ts = ? WHERE id = ?",
-                vec![cx.now.into(), tx.id().into()],
-            ))?;
+            invoices::link_payment(&cx, conn, &tx, None)?;
             let updated = invoices::refresh_stored(conn, invoice.id(), cx.now)?.unwrap_or(invoice);
             answer(&cx, conn, &updated)
         })

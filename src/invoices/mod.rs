@@ -151,6 +151,38 @@ pub fn lock(conn: &mut dyn Conn, id: &str) -> ApiResult<()> {
     Ok(())
 }
 
+/// Locks payment `id` (a transaction) for the rest of the write job on
+/// PostgreSQL, before its invoice (the order a payment's follow-up takes
+/// them in): which invoice it pays is read and changed under it.
+pub fn lock_payment(conn: &mut dyn Conn, id: &str) -> ApiResult<()> {
+    if conn.dialect() == crate::db::Dialect::Postgres {
+        conn.query(&Sql::with(
+            "SELECT id FROM transactions WHERE id = ? FOR UPDATE",
+            vec![id.into()],
+        ))?;
+    }
+    Ok(())
+}
+
+/// Links payment `tx` to invoice `invoice_id` (or unlinks it, `None`)
+/// as any update of a transaction is made: with its `modified_ts`, its
+/// change log entry and its UPDATE event (a postback), so a receiver that
+/// ties payments to invoices learns of it. The invoice's balance is the
+/// caller's to refresh.
+pub fn link_payment(
+    cx: &crate::engine::Cx,
+    conn: &mut dyn Conn,
+    tx: &Record,
+    invoice_id: Option<&str>,
+) -> ApiResult<Record> {
+    let mut linked = tx.clone();
+    linked.set(
+        "quick_invoice_id",
+        crate::db::Value::from(invoice_id.map(str::to_string)),
+    );
+    crate::engine::save_record(cx, conn, tx, linked)
+}
+
 /// Writes what [`refresh`] computes for the stored invoice `id`, outside
 /// the generic update (a payment, addTransaction, removeTransaction).
 pub fn refresh_stored(conn: &mut dyn Conn, id: &str, now: i64) -> ApiResult<Option<Record>> {

@@ -432,12 +432,27 @@ impl Rules for QuickInvoiceRules {
         Ok(())
     }
 
-    fn before_delete(&self, _cx: &Cx, conn: &mut dyn Conn, record: &Record) -> ApiResult<()> {
-        // Its payments stay; they no longer name an invoice that is gone.
-        conn.execute(&Sql::with(
-            "UPDATE transactions SET quick_invoice_id = NULL WHERE quick_invoice_id = ?",
-            vec![record.id().into()],
-        ))?;
+    fn before_delete(&self, cx: &Cx, conn: &mut dyn Conn, record: &Record) -> ApiResult<()> {
+        // Its payments stay; they no longer name an invoice that is gone,
+        // each changed as any update is (change log, UPDATE postback).
+        let mut sql = query::select_unscoped(&TRANSACTION);
+        sql.push(" AND t.quick_invoice_id = ")
+            .bind(record.id().to_string())
+            .push(" ORDER BY t.id");
+        let payments: Vec<Record> = conn
+            .query(&sql)?
+            .into_iter()
+            .map(|row| Record::from_row(&TRANSACTION, row))
+            .collect();
+        for payment in payments {
+            invoices::lock_payment(conn, payment.id())?;
+            // As it is now, under the lock.
+            if let Some(now) = query::find_unscoped(conn, &TRANSACTION, payment.id())?
+                .filter(|t| t.text("quick_invoice_id") == Some(record.id()))
+            {
+                invoices::link_payment(cx, conn, &now, None)?;
+            }
+        }
         // Its file rows go; the bytes stay in the store (a queued mail may
         // still carry them).
         conn.execute(&Sql::with(

@@ -34,6 +34,7 @@ engine_tests!(
     a_pay_link_pays_only_while_its_user_may,
     a_sender_name_with_a_line_break_cannot_break_mail,
     mail_retries_follow_the_test_clock,
+    linking_a_payment_is_an_update_of_it,
 );
 
 const PDF: &str = "%PDF-1.4\n1 0 obj << /Type /Catalog >> endobj\ntrailer << /Root 1 0 R >>\n%%EOF\n";
@@ -883,6 +884,76 @@ fn mail_retries_follow_the_test_clock(app: &mut TestApp) {
     assert!(
         created >= now && sent_ts >= created && sent_ts < created + 60,
         "{sent}"
+    );
+}
+
+/// addTransaction, removeTransaction and deleting the invoice change a
+/// payment's `quick_invoice_id` as any update does: `modified_ts`, a
+/// change log entry and an UPDATE postback each.
+fn linking_a_payment_is_an_update_of_it(app: &TestApp) {
+    let t = app.bootstrap();
+    let rx = crate::support::receiver::Receiver::start("/tx");
+    let config = crate::support::receiver::config(
+        &t,
+        json!({ "resource": "transaction", "url": rx.url,
+            "product_transaction_id": t.cred("cc_product_transaction_id") }),
+    );
+    let id = invoice(&t, json!({ "allow_partial_pay": 1 })).expect(201).body["quickinvoice"]["id"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    let tx = sale(&t, "10.00");
+    let read = |tx: &str| {
+        t.get(&format!("/v2/transactions/{tx}?expand=changelogs"))
+            .expect(200)
+            .body["transaction"]
+            .clone()
+    };
+    let created = read(&tx);
+    let link = json!({ "quickinvoice": { "transaction_id": tx } });
+    t.put(&format!("/v2/quickinvoices/{id}/addTransaction"), link.clone())
+        .expect(200);
+    t.put(&format!("/v2/quickinvoices/{id}/removeTransaction"), link.clone())
+        .expect(200);
+    t.put(&format!("/v2/quickinvoices/{id}/addTransaction"), link)
+        .expect(200);
+    t.delete(&format!("/v2/quickinvoices/{id}")).expect(204);
+    let after = read(&tx);
+    assert!(after["quick_invoice_id"].is_null());
+    assert!(after["modified_ts"].as_i64() >= created["modified_ts"].as_i64());
+    let changes: Vec<(String, Value)> = after["changelogs"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .rev()
+        .filter(|c| c["action"] == "UPDATE")
+        .flat_map(|c| c["changelog_details"].as_array().unwrap().clone())
+        .filter(|d| d["field"] == "quick_invoice_id")
+        .map(|d| (d["field"].as_str().unwrap().to_string(), d["old_value"].clone()))
+        .collect();
+    let old: Vec<Value> = changes.into_iter().map(|(_, old)| old).collect();
+    assert_eq!(old, [Value::Null, json!(id), Value::Null, json!(id)], "{after}");
+    let log = t
+        .get(&format!(
+            "/v2/postbackconfigs/{}/deliveries?record_id={tx}&sort=id&page_size=20",
+            config["id"].as_str().unwrap()
+        ))
+        .expect(200)
+        .body["postbackdeliveries"]
+        .clone();
+    let types: Vec<&str> = log
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|d| d["type"].as_str().unwrap())
+        .collect();
+    assert_eq!(types, ["CREATE", "UPDATE", "UPDATE", "UPDATE", "UPDATE"]);
+    // What the receiver got says which invoice the payment pays.
+    let got = rx.wait_for(5, Duration::from_secs(20));
+    let linked: Vec<Value> = got.iter().map(|r| r.data()["quick_invoice_id"].clone()).collect();
+    assert_eq!(
+        linked,
+        [Value::Null, json!(id), Value::Null, json!(id), Value::Null]
     );
 }
 
