@@ -492,6 +492,18 @@ impl Rules for QuickInvoiceRules {
     }
 }
 
+/// The invoice a payment pays, as `GET /v2/quickinvoices/{id}` shows it
+/// to the reader (null when it pays none, or one out of the reader's
+/// scope): a transaction's `quick_invoice` expand, in postbacks too.
+pub fn of_transaction(cx: &Cx, conn: &mut dyn Conn, transaction: &Record) -> ApiResult<Json> {
+    match transaction.text("quick_invoice_id") {
+        Some(id) => Ok(query::find(conn, &QUICK_INVOICE, &cx.scope, id)?
+            .map(|r| Json::Object(crate::engine::render_embedded(cx, &r)))
+            .unwrap_or(Json::Null)),
+        None => Ok(Json::Null),
+    }
+}
+
 /// The invoice's payments as the API renders transactions, oldest first.
 pub fn transactions(cx: &Cx, conn: &mut dyn Conn, invoice_id: &str) -> ApiResult<Json> {
     let mut sql = query::select(&TRANSACTION, &cx.scope);

@@ -895,7 +895,7 @@ fn linking_a_payment_is_an_update_of_it(app: &TestApp) {
     let rx = crate::support::receiver::Receiver::start("/tx");
     let config = crate::support::receiver::config(
         &t,
-        json!({ "resource": "transaction", "url": rx.url,
+        json!({ "resource": "transaction", "url": rx.url, "expands": "quick_invoice",
             "product_transaction_id": t.cred("cc_product_transaction_id") }),
     );
     let id = invoice(&t, json!({ "allow_partial_pay": 1 })).expect(201).body["quickinvoice"]["id"]
@@ -913,6 +913,26 @@ fn linking_a_payment_is_an_update_of_it(app: &TestApp) {
     let link = json!({ "quickinvoice": { "transaction_id": tx } });
     t.put(&format!("/v2/quickinvoices/{id}/addTransaction"), link.clone())
         .expect(200);
+    // The payment's quick_invoice expand: the invoice as its own GET shows
+    // it, and null for a reader who may not read invoices (a Clerk).
+    let expanded = t
+        .get(&format!("/v2/transactions/{tx}?expand=quick_invoice"))
+        .expect(200)
+        .body["transaction"]["quick_invoice"]
+        .clone();
+    let own = t.get(&format!("/v2/quickinvoices/{id}")).expect(200).body["quickinvoice"].clone();
+    assert_eq!(expanded, own);
+    assert!(own["_links"]["pay"]["href"].is_string());
+    let (clerk_id, clerk_key) = t.user(&t.location_id(), Some("3"));
+    let clerk = t.as_user(&clerk_id, &clerk_key);
+    let hidden = clerk
+        .get(&format!("/v2/transactions/{tx}?expand=quick_invoice"))
+        .expect(200);
+    assert!(
+        hidden.body["transaction"]["quick_invoice"].is_null(),
+        "{}",
+        hidden.text
+    );
     t.put(&format!("/v2/quickinvoices/{id}/removeTransaction"), link.clone())
         .expect(200);
     t.put(&format!("/v2/quickinvoices/{id}/addTransaction"), link)
@@ -953,6 +973,14 @@ fn linking_a_payment_is_an_update_of_it(app: &TestApp) {
     let linked: Vec<Value> = got.iter().map(|r| r.data()["quick_invoice_id"].clone()).collect();
     assert_eq!(
         linked,
+        [Value::Null, json!(id), Value::Null, json!(id), Value::Null]
+    );
+    let embedded: Vec<Value> = got
+        .iter()
+        .map(|r| r.data()["quick_invoice"]["id"].clone())
+        .collect();
+    assert_eq!(
+        embedded,
         [Value::Null, json!(id), Value::Null, json!(id), Value::Null]
     );
 }
