@@ -7,7 +7,7 @@ use super::crud::one;
 use super::extract::{envelope, IdPath, RawBody};
 use super::hosted::{render_result_page, FormView, Framing};
 use super::AppState;
-use crate::auth::{caller_of_user, Caller};
+use crate::auth::Caller;
 use crate::db::{Conn, Sql};
 use crate::engine::record::Record;
 use crate::engine::{self, query, Cx};
@@ -610,14 +610,13 @@ fn open(app: &AppState, conn: &mut dyn Conn, token: &str, wanted: Option<&str>) 
         .ok_or_else(gone)?;
     let id = row[0].as_str().unwrap_or_default().to_string();
     let user = row[1].as_str().map(str::to_string).ok_or_else(gone)?;
-    let caller = caller_of_user(conn, None, &user)?;
-    // The page pays as the invoice's user: one who may no longer take
-    // payments cannot take this one either.
-    if !caller.perms.allows("transactions.create") {
-        return Err(ApiError::Forbidden(
-            "This invoice cannot be paid online at the moment; contact the merchant.".into(),
-        ));
-    }
+    // The page pays as the invoice's user (ADR 0017): one who may no
+    // longer take payments (disabled, deleted, or without the permission)
+    // cannot take this one either. The customer is told in their words,
+    // nothing about users.
+    let caller = invoices::link_payer(conn, &user)?.ok_or_else(|| {
+        ApiError::Forbidden("This invoice can no longer be paid online. Please contact the merchant.".into())
+    })?;
     let cx = app.cx(&caller);
     let invoice = query::find(conn, &QUICK_INVOICE, &cx.scope, &id)?.ok_or_else(gone)?;
     // The link expires with the invoice.

@@ -35,6 +35,7 @@ engine_tests!(
     a_sender_name_with_a_line_break_cannot_break_mail,
     mail_retries_follow_the_test_clock,
     linking_a_payment_is_an_update_of_it,
+    a_pay_link_of_a_gone_user_is_not_mailed_again,
 );
 
 const PDF: &str = "%PDF-1.4\n1 0 obj << /Type /Catalog >> endobj\ntrailer << /Root 1 0 R >>\n%%EOF\n";
@@ -1718,6 +1719,63 @@ fn a_pay_link_pays_only_while_its_user_may(app: &TestApp) {
     t.delete(&format!("/v2/authroleusers/{role}")).expect(204);
     let r = page(app, &pay_path(&q), Some(&with_amount("21.00")));
     assert_eq!(r.status, 403, "{}", r.text);
-    assert!(r.text.contains("cannot be paid online"), "{}", r.text);
+    assert!(r.text.contains("can no longer be paid online"), "{}", r.text);
     assert!(invoice_transactions(&t, q["id"].as_str().unwrap()).is_empty());
+}
+
+/// A pay link whose user was disabled or deleted tells the customer, in
+/// their words, that it can no longer be paid online (403, nothing about
+/// users); no reminder mails that link again, and a resend is refused.
+fn a_pay_link_of_a_gone_user_is_not_mailed_again(app: &TestApp) {
+    let t = app.bootstrap();
+    let today = t.get("/v2/developer/testclock").expect(200).body["testclock"]["now"]
+        .as_i64()
+        .unwrap();
+    let due = chrono::DateTime::from_timestamp(today + 3 * 86_400, 0)
+        .unwrap()
+        .date_naive()
+        .to_string();
+    let mut invoices = Vec::new();
+    for gone in ["disabled", "deleted"] {
+        let (id, key) = t.user(&t.location_id(), Some("132"));
+        let integrator = t.as_user(&id, &key);
+        let q = invoice(
+            &integrator,
+            json!({ "due_date": due, "email": format!("{gone}@example.com"), "send_email": 1 }),
+        )
+        .expect(201)
+        .body["quickinvoice"]
+            .clone();
+        page(app, &pay_path(&q), None).expect(200);
+        if gone == "disabled" {
+            t.put(&format!("/v2/users/{id}"), json!({ "user": { "status": 0 } }))
+                .expect(200);
+        } else {
+            t.delete(&format!("/v2/users/{id}")).expect(204);
+        }
+        invoices.push(q);
+    }
+    let before = mails(&t).len();
+    for q in &invoices {
+        for r in [
+            page(app, &pay_path(q), None),
+            page(app, &pay_path(q), Some(&with_amount("21.00"))),
+        ] {
+            assert_eq!(r.status, 403, "{}", r.text);
+            assert!(r.text.contains("can no longer be paid online"), "{}", r.text);
+            assert!(!r.text.contains("user"), "{}", r.text);
+        }
+        let id = q["id"].as_str().unwrap();
+        let r = t.send("POST", &format!("/v2/quickinvoices/{id}/resend"), None);
+        assert_eq!(r.status, 422, "{}", r.text);
+        assert!(!r.errors("created_user_id").is_empty(), "{}", r.text);
+        assert!(invoice_transactions(&t, id).is_empty());
+    }
+    // Past the due date and the reminder after it: nothing is mailed.
+    t.post(
+        "/v2/developer/testclock/advance",
+        json!({ "testclock": { "seconds": 12 * 86_400 } }),
+    )
+    .expect(200);
+    assert_eq!(mails(&t).len(), before, "{:#?}", mails(&t));
 }
