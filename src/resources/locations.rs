@@ -62,7 +62,10 @@ pub static LOCATION: Resource = Resource {
             .pu()
             .pattern(Pattern::Digits)
             .doc("routing number"),
-        Field::text("dda", 3, 32).pu(),
+        Field::text("dda", 3, 32)
+            .pu()
+            .secret()
+            .doc("the deposit (bank) account number, with aba: sealed at rest, answered masked"),
         Field::text("tz", 0, 24)
             .pu()
             .filter()
