@@ -42,6 +42,7 @@ pub fn register(conn: &mut dyn Conn, keyring: &Keyring, now: i64) -> ApiResult<(
             keyring.current_key_id()
         )));
     }
+    seal_values_kept_in_clear(conn, keyring)?;
     let mut in_use: BTreeSet<String> = conn
         .query(&Sql::new("SELECT key_id FROM data_keys WHERE retired_ts IS NULL"))?
         .iter()
@@ -75,6 +76,45 @@ pub fn register(conn: &mut dyn Conn, keyring: &Keyring, now: i64) -> ApiResult<(
         "INSERT INTO data_keys (key_id, created_ts) VALUES (?, ?) ON CONFLICT (key_id) DO NOTHING",
         vec![keyring.current_key_id().into(), now.into()],
     ))?;
+    Ok(())
+}
+
+/// Columns sealed since a release that kept them in clear, with the
+/// longest value they take: anything that short is a clear value (a
+/// sealed one is a key id, a colon and at least 40 characters of base64).
+const SEALED_LATER: &[(&str, &str, i64)] = &[("locations", "dda", 32)];
+
+/// Seals the values a column sealed later still holds in clear (written
+/// before it was sealed), so that nothing reads them back as damage and
+/// no bank number stays in clear at rest.
+fn seal_values_kept_in_clear(conn: &mut dyn Conn, keyring: &Keyring) -> ApiResult<()> {
+    for (table, column, longest) in SEALED_LATER {
+        let mut sql = Sql::new("SELECT id, ");
+        sql.push(column)
+            .push(" FROM ")
+            .push(table)
+            .push(" WHERE ")
+            .push(column)
+            .push(" IS NOT NULL AND length(")
+            .push(column)
+            .push(") <= ")
+            .bind(*longest);
+        for row in conn.query(&sql)? {
+            let (Some(id), Some(clear)) = (row[0].as_str(), row[1].as_str()) else {
+                continue;
+            };
+            let mut update = Sql::new("UPDATE ");
+            update
+                .push(table)
+                .push(" SET ")
+                .push(column)
+                .push(" = ")
+                .bind(keyring.encrypt(clear))
+                .push(" WHERE id = ")
+                .bind(id.to_string());
+            conn.execute(&update)?;
+        }
+    }
     Ok(())
 }
 

@@ -9,8 +9,10 @@
 //! Background work keeps wall-clock due times; moving a clock moves the
 //! location's pending due times back by the same amount, and the caller
 //! then runs what came due. A move runs what falls due on the way in
-//! order, stepping the clock to each due moment (recurring runs, retries
-//! and notices) so every run happens at its own date. Clocks only move
+//! order, stepping the clock to each due moment (recurring runs and their
+//! retries, notices and reminders, postback and mail retries) so every
+//! run and attempt happens at its own time: a postback retried every
+//! minute is tried ten times in ten minutes of clock. Clocks only move
 //! forward.
 
 use crate::billing::scheduler::Schedules;
@@ -178,9 +180,11 @@ impl Ran {
 
 /// Moves the clock (see [`advance`]) in steps: to each moment something
 /// of the location falls due on the way (a recurring run, a retry, a
-/// notice), running it there, in order, so that a year of monthly
-/// billing is a year of runs, each at its own date; then to the target.
-/// Postbacks and mail that come due are delivered at every step.
+/// notice, a postback or mail retry), running it there, in order, so
+/// that a year of monthly billing is a year of runs, each at its own
+/// date; then to the target. Postbacks and mail of the location that
+/// come due are delivered at every step (only the location's: another
+/// tenant's receivers never hold up this move).
 pub async fn advance_and_run(
     store: &Store,
     workers: Workers<'_>,
@@ -208,18 +212,24 @@ pub async fn advance_and_run(
     let target = start + seconds;
     let mut current = start;
     let mut moved = show_at(&location_id, current, wall);
-    // Bounded: ten years of daily runs and their notices.
-    for _ in 0..(2 * 3_700 + 10) {
+    // Bounded: ten years of daily runs and their notices, with room for
+    // retries; a move that still has steps left then jumps to its target.
+    for _ in 0..MAX_STEPS {
         workers.schedules.run_once(Some(&location_id)).await?;
         workers.deliveries.run_once(Some(&location_id)).await?;
         workers.mailer.run_once(Some(&location_id)).await?;
         // The next moment something falls due, as an offset from `wall`.
-        let next = workers
-            .schedules
-            .next_due(&location_id)
-            .await?
+        let due = [
+            workers.schedules.next_due(&location_id).await?,
+            workers.deliveries.next_due(&location_id).await?,
+            workers.mailer.next_due(&location_id).await?,
+        ];
+        let next = due
+            .into_iter()
+            .flatten()
             .map(|due| due - wall)
-            .filter(|due| *due > current);
+            .filter(|due| *due > current)
+            .min();
         let step_to = match next {
             Some(due) if due < target => due,
             _ if current < target => target,
@@ -230,6 +240,16 @@ pub async fn advance_and_run(
             .write(move |conn| advance(&scope, conn, &location, step, wall))
             .await?;
         current = step_to;
+    }
+    if current < target {
+        let (scope, location, step) = (scope.clone(), location_id.clone(), target - current);
+        moved = store
+            .write(move |conn| advance(&scope, conn, &location, step, wall))
+            .await?;
+        current = target;
+        workers.schedules.run_once(Some(&location_id)).await?;
+        workers.deliveries.run_once(Some(&location_id)).await?;
+        workers.mailer.run_once(Some(&location_id)).await?;
     }
     // Sessions the move made expire are swept, as the background sweep
     // would in a minute (so a test sees the table without waiting).
@@ -246,6 +266,10 @@ pub async fn advance_and_run(
     moved.now = wall.saturating_add(current);
     Ok((moved, ran))
 }
+
+/// The most steps one move takes: ten years of daily runs and their
+/// notices, and as many retries again.
+const MAX_STEPS: usize = 4 * 3_700 + 10;
 
 fn show_at(location_id: &str, offset_s: i64, wall: i64) -> TestClock {
     TestClock {

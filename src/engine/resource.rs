@@ -59,6 +59,10 @@ pub enum Pattern {
     Base64,
     /// An IPv4 or IPv6 address.
     Ip,
+    /// One line of text: no control characters (a line break, a tab).
+    /// For names that go into headers, such as a location's name as the
+    /// sender of its mail.
+    OneLine,
 }
 
 /// A closed set of accepted values, checked exactly (no trimming, no case

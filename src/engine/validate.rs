@@ -513,6 +513,7 @@ fn check_pattern(field: &Field, s: &str) -> Result<(), String> {
         Pattern::Domain => is_domain_or_url(s),
         Pattern::Base64 => is_base64(s),
         Pattern::Ip => s.parse::<std::net::IpAddr>().is_ok(),
+        Pattern::OneLine => !s.chars().any(char::is_control),
     };
     if ok {
         Ok(())
@@ -529,6 +530,7 @@ fn check_pattern(field: &Field, s: &str) -> Result<(), String> {
             // Never the value itself: an image can be 64 KB.
             Pattern::Base64 => format!("{name} must be base64 (A-Z, a-z, 0-9, + and /, padded with =)."),
             Pattern::Ip => format!("{name} must be an IPv4 or IPv6 address."),
+            Pattern::OneLine => format!("{name} must be one line, without control characters."),
             _ => format!("{name} is invalid."),
         })
     }

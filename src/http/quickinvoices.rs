@@ -7,7 +7,7 @@ use super::crud::one;
 use super::extract::{envelope, IdPath, RawBody};
 use super::hosted::{render_result_page, FormView, Framing};
 use super::AppState;
-use crate::auth::{caller_of_user, Caller};
+use crate::auth::Caller;
 use crate::db::{Conn, Sql};
 use crate::engine::record::Record;
 use crate::engine::{self, query, Cx};
@@ -490,7 +490,11 @@ async fn add_transaction(
         .store
         .write(move |conn| {
             let invoice = find_invoice(conn, &cx, &id)?;
-            let tx = find_transaction(conn, &cx, &tx_id)?;
+            // Read again under the payment's lock: a concurrent request
+            // may have attached it meanwhile.
+            let found = find_transaction(conn, &cx, &tx_id)?;
+            invoices::lock_payment(conn, found.id())?;
+            let tx = find_transaction(conn, &cx, found.id())?;
             let mut errors = FieldErrors::new();
             if tx.text("location_id") != invoice.text("location_id") {
                 errors.add(
@@ -514,15 +518,7 @@ async fn add_transaction(
                 );
             }
             errors.into_result()?;
-            invoices::lock(conn, invoice.id())?;
-            // Unless a concurrent request attached it first.
-            let attached = conn.execute(&Sql::with(
-                "UPDATE transactions SET quick_invoice_id = ?, modified_ts = ? WHERE id = ? AND quick_invoice_id IS NULL",
-                vec![invoice.id().into(), cx.now.into(), tx.id().into()],
-            ))?;
-            if attached != 1 {
-                return Err(ApiError::field("transaction_id", "The transaction already pays an invoice."));
-            }
+            invoices::link_payment(&cx, conn, &tx, Some(invoice.id()))?;
             let updated = invoices::refresh_stored(conn, invoice.id(), cx.now)?.unwrap_or(invoice);
             answer(&cx, conn, &updated)
         })
@@ -545,17 +541,16 @@ async fn remove_transaction(
         .store
         .write(move |conn| {
             let invoice = find_invoice(conn, &cx, &id)?;
-            let tx = find_transaction(conn, &cx, &tx_id)?;
+            let found = find_transaction(conn, &cx, &tx_id)?;
+            invoices::lock_payment(conn, found.id())?;
+            let tx = find_transaction(conn, &cx, found.id())?;
             if tx.text("quick_invoice_id") != Some(invoice.id()) {
                 return Err(ApiError::field(
                     "transaction_id",
                     "The transaction does not pay this invoice.",
                 ));
             }
-            conn.execute(&Sql::with(
-                "UPDATE transactions SET quick_invoice_id = NULL, modified_ts = ? WHERE id = ?",
-                vec![cx.now.into(), tx.id().into()],
-            ))?;
+            invoices::link_payment(&cx, conn, &tx, None)?;
             let updated = invoices::refresh_stored(conn, invoice.id(), cx.now)?.unwrap_or(invoice);
             answer(&cx, conn, &updated)
         })
@@ -615,14 +610,13 @@ fn open(app: &AppState, conn: &mut dyn Conn, token: &str, wanted: Option<&str>) 
         .ok_or_else(gone)?;
     let id = row[0].as_str().unwrap_or_default().to_string();
     let user = row[1].as_str().map(str::to_string).ok_or_else(gone)?;
-    let caller = caller_of_user(conn, None, &user)?;
-    // The page pays as the invoice's user: one who may no longer take
-    // payments cannot take this one either.
-    if !caller.perms.allows("transactions.create") {
-        return Err(ApiError::Forbidden(
-            "This invoice cannot be paid online at the moment; contact the merchant.".into(),
-        ));
-    }
+    // The page pays as the invoice's user (ADR 0017): one who may no
+    // longer take payments (disabled, deleted, or without the permission)
+    // cannot take this one either. The customer is told in their words,
+    // nothing about users.
+    let caller = invoices::link_payer(conn, &user)?.ok_or_else(|| {
+        ApiError::Forbidden("This invoice can no longer be paid online. Please contact the merchant.".into())
+    })?;
     let cx = app.cx(&caller);
     let invoice = query::find(conn, &QUICK_INVOICE, &cx.scope, &id)?.ok_or_else(gone)?;
     // The link expires with the invoice.

@@ -121,6 +121,27 @@ pub fn expired(record: &Record, today: &str) -> bool {
     record.text("expire_date").is_some_and(|e| e < today)
 }
 
+/// The caller an invoice's pay link pays as: the user who created it
+/// (ADR 0017), while active and allowed to take payments; `None` once
+/// that user is disabled, deleted or lost the permission (the link then
+/// takes no payment, and no mail offers it).
+pub fn link_payer(conn: &mut dyn Conn, created_user_id: &str) -> ApiResult<Option<crate::auth::Caller>> {
+    match crate::auth::caller_of_user(conn, None, created_user_id) {
+        Ok(caller) if caller.perms.allows("transactions.create") => Ok(Some(caller)),
+        Ok(_) | Err(ApiError::Unauthorized(_)) => Ok(None),
+        Err(e) => Err(e),
+    }
+}
+
+/// Whether invoice `r`'s pay link can take a payment now, as far as its
+/// user goes (see [`link_payer`]).
+fn link_works(conn: &mut dyn Conn, r: &Record) -> ApiResult<bool> {
+    match r.text("created_user_id") {
+        Some(user) => Ok(link_payer(conn, user)?.is_some()),
+        None => Ok(false),
+    }
+}
+
 /// Sets an invoice's balance fields from its payments and its next
 /// reminder (the invoice as the record `r` holds it).
 pub fn refresh(conn: &mut dyn Conn, r: &mut Record, tz: Tz, now: i64) -> ApiResult<()> {
@@ -149,6 +170,38 @@ pub fn lock(conn: &mut dyn Conn, id: &str) -> ApiResult<()> {
         ))?;
     }
     Ok(())
+}
+
+/// Locks payment `id` (a transaction) for the rest of the write job on
+/// PostgreSQL, before its invoice (the order a payment's follow-up takes
+/// them in): which invoice it pays is read and changed under it.
+pub fn lock_payment(conn: &mut dyn Conn, id: &str) -> ApiResult<()> {
+    if conn.dialect() == crate::db::Dialect::Postgres {
+        conn.query(&Sql::with(
+            "SELECT id FROM transactions WHERE id = ? FOR UPDATE",
+            vec![id.into()],
+        ))?;
+    }
+    Ok(())
+}
+
+/// Links payment `tx` to invoice `invoice_id` (or unlinks it, `None`)
+/// as any update of a transaction is made: with its `modified_ts`, its
+/// change log entry and its UPDATE event (a postback), so a receiver that
+/// ties payments to invoices learns of it. The invoice's balance is the
+/// caller's to refresh.
+pub fn link_payment(
+    cx: &crate::engine::Cx,
+    conn: &mut dyn Conn,
+    tx: &Record,
+    invoice_id: Option<&str>,
+) -> ApiResult<Record> {
+    let mut linked = tx.clone();
+    linked.set(
+        "quick_invoice_id",
+        crate::db::Value::from(invoice_id.map(str::to_string)),
+    );
+    crate::engine::save_record(cx, conn, tx, linked)
 }
 
 /// Writes what [`refresh`] computes for the stored invoice `id`, outside
@@ -215,7 +268,8 @@ pub fn remind(conn: &mut dyn Conn, id: &str, now: i64, public_url: &str) -> ApiR
     };
     let (tz, _) = crate::billing::location_zone(conn, r.text("location_id").unwrap_or_default())?;
     refresh(conn, &mut r, tz, now)?;
-    let sent = if r.int("status_id") == Some(STATUS_OPEN) {
+    // A link that cannot take the payment is not mailed again.
+    let sent = if r.int("status_id") == Some(STATUS_OPEN) && link_works(conn, &r)? {
         let today = crate::billing::calendar::local_date(now, tz);
         let link = link_of(public_url, &r);
         mail::queue(conn, now, &r, reminder_kind(&r, today), &link, None)?
@@ -409,8 +463,16 @@ pub fn link_of(public_url: &str, r: &Record) -> String {
 }
 
 /// Mails the invoice itself (on creation with `send_email`, on resend);
-/// an invoice without an address is a 422 on `email`.
+/// an invoice without an address is a 422 on `email`, one whose link
+/// cannot take a payment (its user may no longer) a 422 saying so.
 pub fn send(conn: &mut dyn Conn, now: i64, public_url: &str, r: &Record) -> ApiResult<()> {
+    if !link_works(conn, r)? {
+        return Err(ApiError::field(
+            "created_user_id",
+            "The invoice's pay link takes payments as the user who created it, who can no longer take \
+             payments (disabled, deleted, or without the transactions.create permission): it is not mailed.",
+        ));
+    }
     if mail::queue(conn, now, r, mail::Kind::Invoice, &link_of(public_url, r), None)? {
         Ok(())
     } else {

@@ -148,6 +148,31 @@ impl Mailer {
         Ok(total)
     }
 
+    /// When the next retry of `location_id`'s mail falls due, in the
+    /// location's time (epoch seconds): a test clock's move steps to it.
+    /// `None` without SMTP (nothing is attempted then).
+    pub async fn next_due(&self, location_id: &str) -> ApiResult<Option<i64>> {
+        if !self.delivers() {
+            return Ok(None);
+        }
+        let now_ms = self.clock.now_ms();
+        let location = location_id.to_string();
+        self.store
+            .read(move |conn| {
+                let row = conn.query_one(&Sql::with(
+                    "SELECT MIN(m.due_ms), MIN(l.clock_offset_s) FROM mail_outbox m JOIN locations l ON l.id = m.location_id \
+                     WHERE m.location_id = ? AND m.status = 'pending' AND m.due_ms > ?",
+                    vec![location.into(), now_ms.into()],
+                ))?;
+                Ok(row.and_then(|r| {
+                    let due_ms = r[0].as_int()?;
+                    // Rounded up: the step to it must make it due.
+                    Some((due_ms + 999).div_euclid(1000) + r[1].as_int().unwrap_or(0))
+                }))
+            })
+            .await
+    }
+
     /// Whether a message (of `location_id`) is still due: being sent
     /// elsewhere, or free again (a lease that ended since this round's
     /// claim) for the next round to take.
@@ -174,19 +199,39 @@ impl Mailer {
         let claimed = self.claim(location_id).await?;
         let n = claimed.len();
         let mut sends = tokio::task::JoinSet::new();
+        // Which message each task sends, for a task that fails.
+        let mut tasks = std::collections::HashMap::new();
         for mut message in claimed {
             // Without its files the message still goes (logged).
             if let Err(e) = self.attach(&mut message).await {
                 tracing::warn!(message = %message.id, error = %e, "mail: the attached files could not be read");
             }
             let (transport, from) = (transport.clone(), self.from_address.clone());
-            sends.spawn(async move {
+            let (id, attempts) = (message.id.clone(), message.attempts + 1);
+            let task = sends.spawn(async move {
                 let sent = send(&transport, &from, &message).await;
                 (message.id, message.attempts + 1, sent)
             });
+            tasks.insert(task.id(), (id, attempts));
         }
-        while let Some(done) = sends.join_next().await {
-            let (id, attempts, sent) = done.map_err(ApiError::internal)?;
+        // Every outcome is recorded, a failed task's too: a round that
+        // stopped at one would leave the others' leases to run out, and
+        // messages already handed to SMTP would be sent again.
+        while let Some(done) = sends.join_next_with_id().await {
+            let (id, attempts, sent) = match done {
+                Ok((_, outcome)) => outcome,
+                Err(e) => {
+                    let Some((id, attempts)) = tasks.remove(&e.id()) else {
+                        continue;
+                    };
+                    tracing::error!(message = %id, error = %e, "mail: sending a message failed unexpectedly");
+                    (
+                        id,
+                        attempts,
+                        Sent::Refused("the message could not be built".into()),
+                    )
+                }
+            };
             self.record(id, attempts, sent).await?;
         }
         Ok(n)
@@ -284,11 +329,14 @@ impl Mailer {
         if status == "failed" {
             tracing::warn!(message = %id, attempts, error = ?error, "mail: a message could not be delivered");
         }
+        // On the location's clock, as the message's `created_ts`.
         let sent_ts = (status == "sent").then_some(now_ms.div_euclid(1000));
         self.store
             .write(move |conn| {
                 conn.execute(&Sql::with(
-                    "UPDATE mail_outbox SET status = ?, attempts = ?, last_error = ?, due_ms = ?, sent_ts = ?, \
+                    "UPDATE mail_outbox SET status = ?, attempts = ?, last_error = ?, due_ms = ?, \
+                     sent_ts = CAST(? AS BIGINT) + COALESCE((SELECT clock_offset_s FROM locations \
+                     WHERE locations.id = mail_outbox.location_id), 0), \
                      lease_owner = NULL, lease_until_ms = NULL WHERE id = ? AND lease_owner = ?",
                     vec![
                         status.into(),
@@ -349,14 +397,43 @@ fn host_of(url: &str) -> Option<String> {
     (!host.is_empty()).then(|| host.to_string())
 }
 
+/// The longest sender name shown (a location name has at most 64).
+const MAX_DISPLAY_NAME: usize = 64;
+
+/// A name as a mail header can carry it: control characters (a line
+/// break above all, which would end the header) become spaces, runs of
+/// spaces one, at most [`MAX_DISPLAY_NAME`] characters. `None` when
+/// nothing is left: the mail then goes without a name.
+pub fn display_name(name: &str) -> Option<String> {
+    let cleaned: String = name
+        .chars()
+        .map(|c| if c.is_control() { ' ' } else { c })
+        .collect::<String>()
+        .split_whitespace()
+        .collect::<Vec<_>>()
+        .join(" ")
+        .chars()
+        .take(MAX_DISPLAY_NAME)
+        .collect();
+    let cleaned = cleaned.trim_end().to_string();
+    (!cleaned.is_empty()).then_some(cleaned)
+}
+
+/// A mailbox of `address` named `name`, checked to be writable into a
+/// header first: lettre's builder panics on one that is not.
+fn mailbox(name: Option<&str>, address: &str) -> Result<Mailbox, String> {
+    let parsed = address
+        .parse::<lettre::Address>()
+        .map_err(|e| format!("address {address:?}: {e}"))?;
+    let mailbox = Mailbox::new(name.and_then(display_name), parsed);
+    let mut written = String::new();
+    std::fmt::Write::write_fmt(&mut written, format_args!("{mailbox}"))
+        .map_err(|_| format!("the name of {address:?} cannot be written in a mail header"))?;
+    Ok(mailbox)
+}
+
 /// One delivery attempt.
 async fn send(transport: &AsyncSmtpTransport<Tokio1Executor>, from: &str, m: &Outgoing) -> Sent {
-    let mailbox = |name: Option<&str>, address: &str| -> Result<Mailbox, String> {
-        let address = address
-            .parse::<lettre::Address>()
-            .map_err(|e| format!("address {address:?}: {e}"))?;
-        Ok(Mailbox::new(name.map(str::to_string), address))
-    };
     let built = (|| -> Result<lettre::Message, String> {
         let mut builder = lettre::Message::builder()
             .from(mailbox(Some(&m.from_name), from)?)
@@ -393,7 +470,33 @@ async fn send(transport: &AsyncSmtpTransport<Tokio1Executor>, from: &str, m: &Ou
 
 #[cfg(test)]
 mod tests {
-    use super::host_of;
+    use super::{display_name, host_of, mailbox};
+
+    #[test]
+    fn sender_names_are_one_clean_line() {
+        assert_eq!(
+            display_name("Evil\r\nBcc: evil@evil.com").as_deref(),
+            Some("Evil Bcc: evil@evil.com")
+        );
+        assert_eq!(
+            display_name(" Café  \t Ünïcode ").as_deref(),
+            Some("Café Ünïcode")
+        );
+        assert_eq!(display_name("\r\n\u{7}"), None);
+        assert_eq!(display_name(&"x".repeat(100)).map(|n| n.len()), Some(64));
+        // What lettre would panic on is refused or cleaned before it.
+        let built = mailbox(Some("Evil\r\nBcc: evil@evil.com"), "no-reply@example.com").unwrap();
+        assert_eq!(built.name.as_deref(), Some("Evil Bcc: evil@evil.com"));
+        let message = lettre::Message::builder()
+            .from(built)
+            .to("pat@example.com".parse().unwrap())
+            .subject("s")
+            .body(String::from("b"))
+            .unwrap();
+        let text = String::from_utf8(message.formatted()).unwrap();
+        assert!(!text.contains("\r\nBcc:"), "{text}");
+        assert!(mailbox(None, "not an address").is_err());
+    }
 
     #[test]
     fn the_host_of_an_smtp_url() {

@@ -19,12 +19,14 @@ pub fn redeliver(cx: &Cx, conn: &mut dyn Conn, id: &str, now_ms: i64) -> ApiResu
             format!("Only a failed delivery can be redelivered; this one is {status}."),
         ));
     }
+    // `next_attempt_ts` on the location's clock, as the worker writes it.
     conn.execute(&Sql::with(
-        "UPDATE postback_deliveries SET status = 'pending', attempts = 0, due_ms = ?, next_attempt_ts = ?, \
+        "UPDATE postback_deliveries SET status = 'pending', attempts = 0, due_ms = ?, \
+         next_attempt_ts = ? + COALESCE((SELECT clock_offset_s FROM locations WHERE id = postback_deliveries.location_id), 0), \
          lease_owner = NULL, lease_until_ms = NULL, modified_ts = ? WHERE id = ? AND status = 'failed'",
         vec![
             now_ms.into(),
-            (now_ms / 1000).into(),
+            now_ms.div_euclid(1000).into(),
             cx.now.into(),
             delivery.id().into(),
         ],
@@ -34,17 +36,13 @@ pub fn redeliver(cx: &Cx, conn: &mut dyn Conn, id: &str, now_ms: i64) -> ApiResu
 }
 
 /// A location's test clock moved `seconds` ahead: its pending deliveries
-/// come due that much sooner, as if the time had passed. Returns how many
-/// deliveries moved.
+/// come due that much sooner in wall time (`due_ms`), as if the time had
+/// passed. `next_attempt_ts` is on the location's clock, which moved with
+/// them: it stays. Returns how many deliveries moved.
 pub fn shift_due(conn: &mut dyn Conn, location_id: &str, seconds: i64) -> ApiResult<u64> {
     Ok(conn.execute(&Sql::with(
-        "UPDATE postback_deliveries SET due_ms = due_ms - ?, next_attempt_ts = next_attempt_ts - ? \
-         WHERE location_id = ? AND status = 'pending'",
-        vec![
-            seconds.saturating_mul(1000).into(),
-            seconds.into(),
-            location_id.into(),
-        ],
+        "UPDATE postback_deliveries SET due_ms = due_ms - ? WHERE location_id = ? AND status = 'pending'",
+        vec![seconds.saturating_mul(1000).into(), location_id.into()],
     ))?)
 }
 

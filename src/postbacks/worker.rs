@@ -8,8 +8,14 @@
 //!   is free) are released at once, those of a hung node when they expire.
 //! - Only the oldest pending event of a record (per config) is eligible,
 //!   so the events of one record arrive in order.
-//! - At most [`PER_CONFIG`] deliveries of one config are in flight: a
+//! - At most [`PER_CONFIG`] deliveries of one config are in flight in a
+//!   process (the loop's and [`Deliveries::run_once`]'s together): a
 //!   receiver that hangs holds its own slots, not everyone's.
+//! - The log's times (`last_attempt_ts`, `next_attempt_ts`,
+//!   `delivered_ts`) are on the clock of the delivery's location, as its
+//!   `created_ts` is: a location whose test clock moved sees them in its
+//!   own time. `due_ms` stays wall time, which the worker compares with
+//!   its clock (a test clock's move shifts it back).
 
 use super::send::{self, Outgoing};
 use super::signing;
@@ -62,6 +68,9 @@ struct Target {
     broken: Option<String>,
     max_attempts: i64,
     interval_s: i64,
+    /// The test clock offset of the config's location, in seconds: what
+    /// its log's times add to wall time.
+    clock_offset_s: i64,
 }
 
 /// The outcome of one attempt, to be written back.
@@ -74,7 +83,9 @@ struct Done {
     code: Option<u16>,
     error: Option<String>,
     excerpt: String,
+    /// On the location's clock, as `next_attempt_ts`.
     attempt_ts: i64,
+    /// Wall time.
     due_ms: i64,
     next_attempt_ts: Option<i64>,
 }
@@ -90,7 +101,12 @@ pub struct Deliveries {
     allow_private: bool,
     clock: Clock,
     wake: Arc<Notify>,
+    /// Deliveries in flight in this process, per config.
+    in_flight: InFlight,
 }
+
+/// Deliveries in flight per config, shared by the loop and `run_once`.
+type InFlight = Arc<std::sync::Mutex<HashMap<String, usize>>>;
 
 impl Deliveries {
     pub fn new(
@@ -108,6 +124,7 @@ impl Deliveries {
             allow_private,
             clock,
             wake,
+            in_flight: InFlight::default(),
         }
     }
 
@@ -118,11 +135,11 @@ impl Deliveries {
 
     /// Starts the background loop; it runs for the life of the process.
     pub fn start(&self) {
-        let mut worker = self.worker();
+        let mut worker = self.worker(None);
         tokio::spawn(async move { worker.run().await });
     }
 
-    fn worker(&self) -> Worker {
+    fn worker(&self, only_location: Option<&str>) -> Worker {
         Worker {
             store: self.store.clone(),
             keyring: self.keyring.clone(),
@@ -130,19 +147,21 @@ impl Deliveries {
             allow_private: self.allow_private,
             clock: self.clock.clone(),
             wake: self.wake.clone(),
-            in_flight: HashMap::new(),
+            in_flight: self.in_flight.clone(),
             total: 0,
+            only_location: only_location.map(str::to_string),
         }
     }
 
-    /// Delivers everything due now and waits for the outcomes: round after
-    /// round (a record's next event becomes eligible once the one before
-    /// it is settled) until a round finds nothing. Due rows of
-    /// `location_id` (every location when `None`) that another worker (this
-    /// process's loop, another node) holds are waited for, up to
-    /// [`RUN_ONCE_WAIT`], and counted. Returns the attempts made.
+    /// Delivers everything due now of `location_id` (every location when
+    /// `None`; a test clock's move delivers only its own location's) and
+    /// waits for the outcomes: round after round (a record's next event
+    /// becomes eligible once the one before it is settled) until a round
+    /// finds nothing. Due rows that another worker (this process's loop,
+    /// another node) holds are waited for, up to [`RUN_ONCE_WAIT`], and
+    /// counted. Returns the attempts made.
     pub async fn run_once(&self, location_id: Option<&str>) -> ApiResult<usize> {
-        let mut worker = self.worker();
+        let mut worker = self.worker(location_id);
         let mut attempts = 0;
         let mut finished = Vec::new();
         let mut waited: std::collections::HashSet<String> = std::collections::HashSet::new();
@@ -166,16 +185,45 @@ impl Deliveries {
             let mut sends = tokio::task::JoinSet::new();
             for delivery in claimed {
                 if let Some(target) = targets.get(&delivery.config_id).cloned() {
+                    worker.take_slot(&delivery.config_id);
                     let (clock, allow_private) = (self.clock.clone(), self.allow_private);
                     sends.spawn(async move { attempt(delivery, target, allow_private, &clock).await });
                 }
             }
             while let Some(done) = sends.join_next().await {
-                finished.push(done.map_err(crate::error::ApiError::internal)?);
+                let done = done.map_err(crate::error::ApiError::internal)?;
+                worker.release_slot(&done.config_id);
+                finished.push(done);
             }
         }
         worker.step(finished, 0).await.map_err(|(e, _)| e)?;
         Ok(attempts + waited.len())
+    }
+
+    /// When the next retry of `location_id` falls due, in the location's
+    /// time (epoch seconds), if one is waiting: a test clock's move steps
+    /// to it, so each attempt is made at its own moment. Rows already due
+    /// (being sent, or waiting behind an earlier event of their record)
+    /// are not waited for here; configs switched off send nothing.
+    pub async fn next_due(&self, location_id: &str) -> ApiResult<Option<i64>> {
+        let now_ms = self.clock.now_ms();
+        let location = location_id.to_string();
+        self.store
+            .read(move |conn| {
+                let row = conn.query_one(&Sql::with(
+                    "SELECT MIN(d.due_ms), MIN(l.clock_offset_s) FROM postback_deliveries d \
+                     JOIN postback_configs c ON c.id = d.postback_config_id \
+                     JOIN locations l ON l.id = d.location_id \
+                     WHERE d.location_id = ? AND d.status = 'pending' AND c.is_active = 1 AND d.due_ms > ?",
+                    vec![location.into(), now_ms.into()],
+                ))?;
+                Ok(row.and_then(|r| {
+                    let due_ms = r[0].as_int()?;
+                    // Rounded up: the step to it must make it due.
+                    Some((due_ms + 999).div_euclid(1000) + r[1].as_int().unwrap_or(0))
+                }))
+            })
+            .await
     }
 
     /// Due rows whose attempt is under way elsewhere (leased).
@@ -212,8 +260,11 @@ struct Worker {
     allow_private: bool,
     clock: Clock,
     wake: Arc<Notify>,
-    in_flight: HashMap<String, usize>,
+    in_flight: InFlight,
+    /// This worker's own deliveries in flight (the loop's limit).
     total: usize,
+    /// Claims only this location's rows (a test clock's move).
+    only_location: Option<String>,
 }
 
 impl Worker {
@@ -252,8 +303,7 @@ impl Worker {
                         let Some(target) = targets.get(&delivery.config_id).cloned() else {
                             continue;
                         };
-                        *self.in_flight.entry(delivery.config_id.clone()).or_default() += 1;
-                        self.total += 1;
+                        self.take_slot(&delivery.config_id);
                         let tx = tx.clone();
                         let (allow_private, clock) = (self.allow_private, self.clock.clone());
                         tokio::spawn(async move {
@@ -290,12 +340,7 @@ impl Worker {
         finished: Vec<Done>,
         capacity: usize,
     ) -> Result<(Vec<Claimed>, HashMap<String, Arc<Target>>), (crate::error::ApiError, Vec<Done>)> {
-        let saturated: Vec<String> = self
-            .in_flight
-            .iter()
-            .filter(|(_, n)| **n >= PER_CONFIG)
-            .map(|(c, _)| c.clone())
-            .collect();
+        let in_flight = self.in_flight_now();
         let now_ms = self.clock.now_ms();
         if finished.is_empty() {
             // Idle rounds read before they write.
@@ -322,6 +367,7 @@ impl Worker {
         }
         let node = self.node_id.clone();
         let keyring = self.keyring.clone();
+        let only_location = self.only_location.clone();
         let job_outcomes = finished.clone();
         let result = self
             .store
@@ -329,7 +375,14 @@ impl Worker {
                 for chunk in job_outcomes.chunks(OUTCOMES_PER_STATEMENT) {
                     record_outcomes(conn, &node, chunk)?;
                 }
-                let claimed = claim(conn, &node, now_ms, capacity, &saturated)?;
+                let claimed = claim(
+                    conn,
+                    &node,
+                    now_ms,
+                    capacity,
+                    &in_flight,
+                    only_location.as_deref(),
+                )?;
                 let targets = targets(conn, &keyring, &claimed)?;
                 Ok((claimed, targets))
             })
@@ -337,12 +390,24 @@ impl Worker {
         result.map_err(|e| (e, finished))
     }
 
+    /// The deliveries in flight in this process now, per config.
+    fn in_flight_now(&self) -> HashMap<String, usize> {
+        self.in_flight.lock().unwrap_or_else(|e| e.into_inner()).clone()
+    }
+
+    fn take_slot(&mut self, config_id: &str) {
+        self.total += 1;
+        let mut in_flight = self.in_flight.lock().unwrap_or_else(|e| e.into_inner());
+        *in_flight.entry(config_id.to_string()).or_default() += 1;
+    }
+
     fn release_slot(&mut self, config_id: &str) {
         self.total = self.total.saturating_sub(1);
-        if let Some(n) = self.in_flight.get_mut(config_id) {
-            *n -= 1;
+        let mut in_flight = self.in_flight.lock().unwrap_or_else(|e| e.into_inner());
+        if let Some(n) = in_flight.get_mut(config_id) {
+            *n = n.saturating_sub(1);
             if *n == 0 {
-                self.in_flight.remove(config_id);
+                in_flight.remove(config_id);
             }
         }
     }
@@ -363,33 +428,61 @@ impl Worker {
         Ok(())
     }
 
+    /// Deletes log rows past their keeping time, on their location's
+    /// clock (their `last_attempt_ts` is on it): a location whose test
+    /// clock moved sees its rows age with it.
     async fn purge(&self) -> ApiResult<()> {
         let now = self.clock.now_ts();
         self.store
             .write(move |conn| {
-                conn.execute(&Sql::with(
-                    "DELETE FROM postback_deliveries WHERE (status = 'delivered' AND last_attempt_ts < ?) \
-                     OR (status = 'failed' AND last_attempt_ts < ?)",
-                    vec![(now - KEEP_DELIVERED_S).into(), (now - KEEP_FAILED_S).into()],
+                let moved = conn.query(&Sql::new(
+                    "SELECT id, clock_offset_s FROM locations WHERE clock_offset_s <> 0",
                 ))?;
+                let delete = |conn: &mut dyn Conn, location: Option<&str>, local_now: i64| {
+                    let mut sql = Sql::new(
+                        "DELETE FROM postback_deliveries WHERE ((status = 'delivered' AND last_attempt_ts < ",
+                    );
+                    sql.bind(local_now - KEEP_DELIVERED_S)
+                        .push(") OR (status = 'failed' AND last_attempt_ts < ")
+                        .bind(local_now - KEEP_FAILED_S)
+                        .push("))");
+                    if let Some(location) = location {
+                        sql.push(" AND location_id = ").bind(location.to_string());
+                    }
+                    conn.execute(&sql)
+                };
+                // Wall time first: every location's rows are at least
+                // that old on their own clock (clocks only move forward).
+                delete(conn, None, now)?;
+                for row in moved {
+                    let offset = row[1].as_int().unwrap_or(0);
+                    delete(conn, row[0].as_str(), now.saturating_add(offset))?;
+                }
                 Ok(())
             })
             .await
     }
 }
 
-/// Leases up to `capacity` due rows: the oldest pending event of each
-/// record, skipping configs already at their in-flight limit.
+/// Leases up to `capacity` due rows (of `only_location`, when given): the
+/// oldest pending event of each record, at most [`PER_CONFIG`] in flight
+/// per config counting those already `in_flight` in this process.
 fn claim(
     conn: &mut dyn Conn,
     node: &str,
     now_ms: i64,
     capacity: usize,
-    saturated: &[String],
+    in_flight: &HashMap<String, usize>,
+    only_location: Option<&str>,
 ) -> ApiResult<Vec<Claimed>> {
     if capacity == 0 {
         return Ok(Vec::new());
     }
+    let saturated: Vec<String> = in_flight
+        .iter()
+        .filter(|(_, n)| **n >= PER_CONFIG)
+        .map(|(c, _)| c.clone())
+        .collect();
     if conn.dialect() == Dialect::Postgres {
         // A generic plan cached while the table was small can turn the
         // anti-join quadratic once a backlog builds (seen: a 36 s claim
@@ -416,6 +509,9 @@ fn claim(
             .bind_list(saturated.iter().cloned())
             .push(")");
     }
+    if let Some(location) = only_location {
+        sql.push(" AND d.location_id = ").bind(location.to_string());
+    }
     sql.push(" ORDER BY d.seq LIMIT ").bind(capacity as i64);
     if conn.dialect() == Dialect::Postgres {
         sql.push(" FOR UPDATE OF d SKIP LOCKED");
@@ -424,6 +520,27 @@ fn claim(
     let mut rows = conn.query(&sql)?;
     // RETURNING does not keep the subquery's order.
     rows.sort_by_key(|r| r[6].as_int().unwrap_or(0));
+    // A config's rows beyond its room are let go again, in this same
+    // transaction: the oldest are kept.
+    let mut taken: HashMap<String, usize> = HashMap::new();
+    let mut over = Vec::new();
+    rows.retain(|r| {
+        let config = text(&r[1]);
+        let count = taken.entry(config.clone()).or_default();
+        *count += 1;
+        let kept = *count + in_flight.get(&config).copied().unwrap_or(0) <= PER_CONFIG;
+        if !kept {
+            over.push(text(&r[0]));
+        }
+        kept
+    });
+    for ids in over.chunks(500) {
+        let mut sql = Sql::new(
+            "UPDATE postback_deliveries SET lease_owner = NULL, lease_until_ms = NULL WHERE id IN (",
+        );
+        sql.bind_list(ids.iter().cloned()).push(")");
+        conn.execute(&sql)?;
+    }
     Ok(rows
         .into_iter()
         .map(|r| Claimed {
@@ -455,8 +572,9 @@ fn targets(
         return Ok(out);
     }
     let mut sql = Sql::new(
-        "SELECT id, url, basic_auth_username, basic_auth_password, signing_secret, number_of_attempts, attempt_interval \
-         FROM postback_configs WHERE id IN (",
+        "SELECT c.id, c.url, c.basic_auth_username, c.basic_auth_password, c.signing_secret, c.number_of_attempts, \
+         c.attempt_interval, COALESCE(l.clock_offset_s, 0) \
+         FROM postback_configs c LEFT JOIN locations l ON l.id = c.location_id WHERE c.id IN (",
     );
     sql.bind_list(ids.iter().map(|id| id.to_string())).push(")");
     for row in conn.query(&sql)? {
@@ -497,6 +615,7 @@ fn targets(
                 broken,
                 max_attempts: row[5].as_int().unwrap_or(1).max(1),
                 interval_s: row[6].as_int().unwrap_or(300).max(1),
+                clock_offset_s: row[7].as_int().unwrap_or(0),
             }),
         );
     }
@@ -593,14 +712,17 @@ async fn attempt(delivery: Claimed, target: Arc<Target>, allow_private: bool, cl
             send::post(&out, allow_private).await
         }
     };
+    // `due_ms` in wall time, for the worker; the log's times on the
+    // location's clock.
     let now_ms = clock.now_ms();
+    let local_s = |ms: i64| ms.div_euclid(1000).saturating_add(target.clock_offset_s);
     let (status, due_ms, next_attempt_ts) = if outcome.acknowledged() {
         ("delivered", now_ms, None)
     } else if number >= target.max_attempts {
         ("failed", now_ms, None)
     } else {
         let due = now_ms + target.interval_s * 1000;
-        ("pending", due, Some(due / 1000))
+        ("pending", due, Some(local_s(due)))
     };
     if status == "failed" {
         tracing::warn!(delivery = %delivery.id, attempts = number, code = ?outcome.status, error = ?outcome.error, "postback failed after its last attempt");
@@ -613,7 +735,7 @@ async fn attempt(delivery: Claimed, target: Arc<Target>, allow_private: bool, cl
         code: outcome.status,
         error: outcome.error,
         excerpt: outcome.excerpt,
-        attempt_ts: now_ms / 1000,
+        attempt_ts: local_s(now_ms),
         due_ms,
         next_attempt_ts,
     }

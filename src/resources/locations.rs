@@ -28,7 +28,14 @@ pub static LOCATION: Resource = Resource {
             .filter()
             .refers(&LOCATION)
             .doc("required on create; an update may leave it out, not blank it"),
-        Field::text("name", 1, 64).post().required().put().filter().sort(),
+        Field::text("name", 1, 64)
+            .post()
+            .required()
+            .put()
+            .filter()
+            .sort()
+            .pattern(Pattern::OneLine)
+            .doc("one line: the sender name of the location's mail"),
         Field::text("branding_domain_url", 1, 255)
             .post()
             .required()
@@ -55,7 +62,10 @@ pub static LOCATION: Resource = Resource {
             .pu()
             .pattern(Pattern::Digits)
             .doc("routing number"),
-        Field::text("dda", 3, 32).pu(),
+        Field::text("dda", 3, 32)
+            .pu()
+            .secret()
+            .doc("the deposit (bank) account number, with aba: sealed at rest, answered masked"),
         Field::text("tz", 0, 24)
             .pu()
             .filter()

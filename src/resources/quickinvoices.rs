@@ -432,12 +432,27 @@ impl Rules for QuickInvoiceRules {
         Ok(())
     }
 
-    fn before_delete(&self, _cx: &Cx, conn: &mut dyn Conn, record: &Record) -> ApiResult<()> {
-        // Its payments stay; they no longer name an invoice that is gone.
-        conn.execute(&Sql::with(
-            "UPDATE transactions SET quick_invoice_id = NULL WHERE quick_invoice_id = ?",
-            vec![record.id().into()],
-        ))?;
+    fn before_delete(&self, cx: &Cx, conn: &mut dyn Conn, record: &Record) -> ApiResult<()> {
+        // Its payments stay; they no longer name an invoice that is gone,
+        // each changed as any update is (change log, UPDATE postback).
+        let mut sql = query::select_unscoped(&TRANSACTION);
+        sql.push(" AND t.quick_invoice_id = ")
+            .bind(record.id().to_string())
+            .push(" ORDER BY t.id");
+        let payments: Vec<Record> = conn
+            .query(&sql)?
+            .into_iter()
+            .map(|row| Record::from_row(&TRANSACTION, row))
+            .collect();
+        for payment in payments {
+            invoices::lock_payment(conn, payment.id())?;
+            // As it is now, under the lock.
+            if let Some(now) = query::find_unscoped(conn, &TRANSACTION, payment.id())?
+                .filter(|t| t.text("quick_invoice_id") == Some(record.id()))
+            {
+                invoices::link_payment(cx, conn, &now, None)?;
+            }
+        }
         // Its file rows go; the bytes stay in the store (a queued mail may
         // still carry them).
         conn.execute(&Sql::with(
@@ -474,6 +489,18 @@ impl Rules for QuickInvoiceRules {
             )),
             _ => Ok(Json::Null),
         }
+    }
+}
+
+/// The invoice a payment pays, as `GET /v2/quickinvoices/{id}` shows it
+/// to the reader (null when it pays none, or one out of the reader's
+/// scope): a transaction's `quick_invoice` expand, in postbacks too.
+pub fn of_transaction(cx: &Cx, conn: &mut dyn Conn, transaction: &Record) -> ApiResult<Json> {
+    match transaction.text("quick_invoice_id") {
+        Some(id) => Ok(query::find(conn, &QUICK_INVOICE, &cx.scope, id)?
+            .map(|r| Json::Object(crate::engine::render_embedded(cx, &r)))
+            .unwrap_or(Json::Null)),
+        None => Ok(Json::Null),
     }
 }
 

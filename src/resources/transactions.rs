@@ -470,7 +470,7 @@ impl Rules for TransactionRules {
             "tags" => super::tags::expand_of(record),
             "recurring" => super::recurrings::of_transaction(cx, conn, record)?,
             "signature" => super::signatures::latest(cx, conn, "Transaction", record.id())?,
-            // Quick invoices and surcharges arrive with their features.
+            "quick_invoice" => super::quickinvoices::of_transaction(cx, conn, record)?,
             _ => Json::Null,
         })
     }

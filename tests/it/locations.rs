@@ -15,6 +15,7 @@ engine_tests!(
     location_flags_are_booleans_from_the_start,
     location_field_bounds,
     location_keys_are_generated_and_sealed,
+    the_bank_account_number_is_sealed_and_masked,
     location_default_product_transactions,
     location_expands,
     location_tree_moves,
@@ -247,10 +248,11 @@ fn location_fields_round_trip(app: &TestApp) {
     let id = str_of(&c["id"]);
     assert!((24..=36).contains(&id.len()), "id length");
     for (k, v) in input.as_object().unwrap() {
-        if v.is_string() && !k.starts_with("show_") {
+        if v.is_string() && !k.starts_with("show_") && k != "dda" {
             assert_eq!(c[k.as_str()], *v, "{k} round-trips");
         }
     }
+    assert_eq!(c["dda"], "XXXXXXXX6789", "the bank account number, masked");
     assert_eq!(c["contact_email_trx_receipt_default"], true);
     assert_eq!(c["recurring_notification_days_default"], 7);
     assert_eq!(c["show_contact_notes"], true);
@@ -304,8 +306,12 @@ fn location_fields_round_trip(app: &TestApp) {
         if k.ends_with("_default") || k.starts_with("show_") {
             continue;
         }
-        let want = if v.as_str() == Some("") { &Value::Null } else { v };
-        assert_eq!(u[k.as_str()], *want, "{k} after PUT");
+        let want = match v.as_str() {
+            Some("") => Value::Null,
+            _ if k == "dda" => json!("XXX"),
+            _ => v.clone(),
+        };
+        assert_eq!(u[k.as_str()], want, "{k} after PUT");
     }
     assert_eq!(u["contact_email_trx_receipt_default"], false);
     assert_eq!(u["recurring_notification_days_default"], 3);
@@ -409,6 +415,9 @@ fn location_field_bounds(app: &TestApp) {
             let r = r.expect(201);
             let want = if value.is_number() && *field != "recurring_notification_days_default" {
                 json!(value.to_string())
+            } else if *field == "dda" {
+                // The bank account number is answered masked.
+                json!(mask(value.as_str().unwrap()))
             } else {
                 value.clone()
             };
@@ -437,6 +446,56 @@ fn location_field_bounds(app: &TestApp) {
         let r = t.post("/v2/locations", json!({ "location": body })).expect(422);
         assert!(!r.errors(field).is_empty(), "{field}: {}", r.text);
     }
+}
+
+/// `dda`, the location's deposit account number, is sealed at rest and
+/// answered masked everywhere: reads, change logs and postbacks; one
+/// stored in clear before it was sealed is sealed when the server starts.
+fn the_bank_account_number_is_sealed_and_masked(app: &mut TestApp) {
+    use crate::support::receiver::{config, Receiver};
+    let t = app.bootstrap();
+    let own = t.location_id();
+    let path = format!("/v2/locations/{own}");
+    let number = "5556667778889";
+    let r = t.put(&path, json!({ "location": { "dda": number } })).expect(200);
+    assert_eq!(r.body["location"]["dda"], "XXXXXXXXX8889");
+    let stored = db(app).text("SELECT dda FROM locations WHERE id = ?", &[&own]);
+    assert!(!stored.contains(number) && !stored.contains("8889"), "{stored}");
+    t.put(&path, json!({ "location": { "dda": "1112223334445" } }))
+        .expect(200);
+    let logged = t.get(&format!("{path}?expand=changelogs")).expect(200);
+    assert!(!logged.text.contains(number), "{}", logged.text);
+    // A postback carrying the location shows it masked.
+    let rx = Receiver::start("/with-location");
+    config(
+        &t,
+        json!({ "resource": "contact", "url": rx.url, "expands": "location" }),
+    );
+    t.contact(json!({}));
+    let got = rx.wait_for(1, std::time::Duration::from_secs(10));
+    assert_eq!(got[0].data()["location"]["dda"], "XXXXXXXXX4445");
+    assert!(!got[0].body.contains("1112223334445"));
+    // Kept in clear by an earlier release: sealed at start.
+    db(app).exec(
+        "UPDATE locations SET dda = ? WHERE id = ?",
+        &["123456789012", &own],
+    );
+    app.kill();
+    app.spawn();
+    let stored = db(app).text("SELECT dda FROM locations WHERE id = ?", &[&own]);
+    assert!(!stored.contains("123456789012"), "{stored}");
+    let t = Tenant {
+        base: app.base.clone(),
+        creds: t.creds.clone(),
+    };
+    assert_eq!(get_location(&t, &own)["dda"], "XXXXXXXX9012");
+}
+
+/// All but the last four characters as `X` (shorter than eight: all).
+fn mask(clear: &str) -> String {
+    let n = clear.chars().count();
+    let keep = if n >= 8 { 4 } else { 0 };
+    "X".repeat(n - keep) + &clear[clear.len() - keep..]
 }
 
 fn location_keys_are_generated_and_sealed(app: &TestApp) {

@@ -53,6 +53,8 @@ engine_tests!(
     undelivered_events_survive_sigkill,
     payloads_hide_what_the_location_s_readers_may_not_see,
     payloads_of_a_child_show_only_what_the_child_sees,
+    a_clock_move_makes_every_retry_on_its_way,
+    a_clock_move_keeps_to_its_location_and_the_in_flight_limit,
 );
 
 fn configs_are_validated_and_keep_credentials_sealed(app: &mut TestApp) {
@@ -562,6 +564,103 @@ fn retries_are_counted_and_the_last_failure_is_final(app: &mut TestApp) {
     assert_eq!(log[0]["number_of_attempts"], 2);
     assert!(log[0]["last_response_code"].is_null());
     assert!(!str_of(&log[0]["last_error"]).is_empty());
+}
+
+/// The location's "now" by its test clock.
+fn clock_now(t: &Tenant) -> i64 {
+    t.get("/v2/developer/testclock").expect(200).body["testclock"]["now"]
+        .as_i64()
+        .expect("now")
+}
+
+/// A test clock's move makes every retry that falls due on its way, each
+/// at its own moment, and the delivery log's times are on the location's
+/// clock, as its `created_ts` is.
+fn a_clock_move_makes_every_retry_on_its_way(app: &mut TestApp) {
+    let t = app.bootstrap();
+    let rx = Receiver::start("/down");
+    rx.answer(|_| Reply::Status(500));
+    let every_minute = config(
+        &t,
+        json!({ "resource": "contact", "url": rx.url, "number_of_attempts": 5, "attempt_interval": 60 }),
+    );
+    let hourly = config(
+        &t,
+        json!({ "resource": "contact", "url": rx.url, "number_of_attempts": 3, "attempt_interval": 3600 }),
+    );
+    t.contact(json!({}));
+    rx.wait_for(2, WAIT);
+    first_attempts_recorded(&t);
+    assert_eq!(advance(&t, 600), 4, "attempts 2 to 5, a minute apart");
+    assert_eq!(rx.received().len(), 6);
+    let now = clock_now(&t);
+    let failed = deliveries(&t, &str_of(&every_minute["id"])).remove(0);
+    assert_eq!(failed["status"], "failed");
+    assert_eq!(failed["number_of_attempts"], 5);
+    let (created, last) = (
+        failed["created_ts"].as_i64().unwrap(),
+        failed["last_attempt_ts"].as_i64().unwrap(),
+    );
+    assert!(
+        last >= created + 4 * 60 && last <= now,
+        "the last attempt four minutes after the first, by the location's clock: {failed}"
+    );
+    // The hourly one is not due yet: its next attempt is an hour after
+    // its first, by the location's clock, which the move did not change.
+    let waiting = deliveries(&t, &str_of(&hourly["id"])).remove(0);
+    assert_eq!(waiting["status"], "pending");
+    assert_eq!(waiting["number_of_attempts"], 1);
+    let first = waiting["last_attempt_ts"].as_i64().unwrap();
+    assert!(first >= created && first < created + 60, "{waiting}");
+    assert_eq!(waiting["next_attempt_ts"].as_i64().unwrap(), first + 3600);
+    assert_eq!(advance(&t, 3600), 1);
+    let delivered_later = deliveries(&t, &str_of(&hourly["id"])).remove(0);
+    assert_eq!(delivered_later["number_of_attempts"], 2);
+    assert!(delivered_later["last_attempt_ts"].as_i64().unwrap() >= first + 3600);
+}
+
+/// A test clock's move delivers only its own location's events (another
+/// tenant's slow receiver does not hold it up), and a config never has
+/// more than 64 deliveries in flight in a process, the move's included.
+fn a_clock_move_keeps_to_its_location_and_the_in_flight_limit(app: &mut TestApp) {
+    use std::sync::{Arc, Mutex};
+    use std::time::Instant;
+    let t = app.bootstrap();
+    let other = app.bootstrap();
+    let hanging = Receiver::start("/hangs");
+    let arrivals: Arc<Mutex<Vec<Instant>>> = Arc::default();
+    let seen = arrivals.clone();
+    hanging.answer(move |_| {
+        seen.lock().unwrap().push(Instant::now());
+        Reply::Hang
+    });
+    config(&other, json!({ "resource": "contact", "url": hanging.url }));
+    for _ in 0..70 {
+        other.contact(json!({}));
+    }
+    hanging.wait_for(64, WAIT);
+    let started = Instant::now();
+    assert_eq!(advance(&t, 0), 0);
+    assert!(
+        started.elapsed() < Duration::from_secs(5),
+        "another tenant's receiver held the move up for {:?}",
+        started.elapsed()
+    );
+    assert_eq!(
+        arrivals.lock().unwrap().len(),
+        64,
+        "64 in flight, none taken by another tenant's move"
+    );
+    // The tenant's own move waits for a slot of its config: the 65th
+    // delivery starts only once one of the first 64 has timed out (10 s).
+    advance(&other, 0);
+    let arrivals = arrivals.lock().unwrap().clone();
+    assert!(arrivals.len() > 64, "{}", arrivals.len());
+    let waited = arrivals[64].duration_since(arrivals[0]);
+    assert!(
+        waited >= Duration::from_secs(9),
+        "the 65th delivery started {waited:?} after the first"
+    );
 }
 
 fn events_of_a_record_arrive_in_order(app: &mut TestApp) {

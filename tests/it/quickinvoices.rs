@@ -32,6 +32,10 @@ engine_tests!(
     status_closes_and_reopens,
     the_mailbox_needs_quick_invoice_reads,
     a_pay_link_pays_only_while_its_user_may,
+    a_sender_name_with_a_line_break_cannot_break_mail,
+    mail_retries_follow_the_test_clock,
+    linking_a_payment_is_an_update_of_it,
+    a_pay_link_of_a_gone_user_is_not_mailed_again,
 );
 
 const PDF: &str = "%PDF-1.4\n1 0 obj << /Type /Catalog >> endobj\ntrailer << /Root 1 0 R >>\n%%EOF\n";
@@ -790,6 +794,206 @@ fn invoice_mail_by_smtp(app: &mut TestApp) {
         .any(|m| m.decoded().contains("4111111111111111")));
 }
 
+/// A location name is the sender name of its mail: a line break in it is
+/// refused, and one stored before that check (written here straight to
+/// the database) is sent as one line, while the mail round goes on.
+fn a_sender_name_with_a_line_break_cannot_break_mail(app: &mut TestApp) {
+    let sink = SmtpSink::start();
+    app.extra_env.push(("FERROGATE_SMTP_URL".into(), sink.url()));
+    app.kill();
+    app.spawn();
+    let t = app.bootstrap();
+    let evil = "Evil\r\nBcc: evil@evil.com";
+    let path = format!("/v2/locations/{}", t.location_id());
+    let r = t.put(&path, json!({ "location": { "name": evil } })).expect(422);
+    assert!(r.errors("name")[0].contains("one line"), "{}", r.text);
+    for name in ["Tab\tbed", "Bell\u{7}"] {
+        t.put(&path, json!({ "location": { "name": name } })).expect(422);
+    }
+    crate::support::db::db(app).exec(
+        "UPDATE locations SET name = ? WHERE id = ?",
+        &[evil, &t.location_id()],
+    );
+    for email in ["pat@example.com", "sam@example.com"] {
+        invoice(&t, json!({ "email": email, "send_email": 1 })).expect(201);
+    }
+    let got = sink.wait_for(2, Duration::from_secs(20));
+    for mail in &got {
+        let from = mail.header("From").expect("a From header");
+        // The name as one encoded word: `=?utf-8?b?...?= <address>`.
+        let name = from
+            .strip_prefix("=?utf-8?b?")
+            .and_then(|rest| rest.split_once("?="))
+            .map(|(encoded, _)| {
+                use base64::Engine as _;
+                let bytes = base64::engine::general_purpose::STANDARD.decode(encoded).unwrap();
+                String::from_utf8(bytes).unwrap()
+            })
+            .unwrap_or_else(|| from.clone());
+        assert_eq!(name, "Evil Bcc: evil@evil.com", "{from}");
+        assert!(
+            mail.header("Bcc").is_none(),
+            "no header smuggled in: {}",
+            mail.data
+        );
+        assert!(!mail.to.iter().any(|to| to.contains("evil")), "{:?}", mail.to);
+    }
+    let sent = wait_for_outbox(&t, |m| m.iter().all(|m| m["status"] == "sent"));
+    assert_eq!(sent.len(), 2);
+    assert_eq!(sink.mails().len(), 2, "each sent once");
+}
+
+/// A move of the test clock makes every mail retry that falls due on its
+/// way (30 s, then doubling: seven retries in 3810 s), and a message's
+/// `sent_ts` is on the location's clock, as its `created_ts` is.
+fn mail_retries_follow_the_test_clock(app: &mut TestApp) {
+    let sink = SmtpSink::start();
+    app.extra_env.push(("FERROGATE_SMTP_URL".into(), sink.url()));
+    app.kill();
+    app.spawn();
+    let t = app.bootstrap();
+    sink.answer_rcpt(Some("451 4.3.0 try again later"));
+    let q = invoice(&t, json!({ "email": "pat@example.com", "send_email": 1 }))
+        .expect(201)
+        .body["quickinvoice"]
+        .clone();
+    wait_for_outbox(&t, |m| m.len() == 1 && m[0]["last_error"].is_string());
+    let moved = t
+        .post(
+            "/v2/developer/testclock/advance",
+            json!({ "testclock": { "seconds": 3900 } }),
+        )
+        .expect(200)
+        .body["testclock"]
+        .clone();
+    assert_eq!(moved["ran"]["mail_attempts"], 7, "{moved}");
+    let failed = mails(&t).remove(0);
+    assert_eq!(failed["status"], "failed");
+    assert!(failed["last_error"].as_str().unwrap().contains("451"));
+    // Sent now, it shows the location's time.
+    sink.answer_rcpt(None);
+    let id = q["id"].as_str().unwrap();
+    t.send("POST", &format!("/v2/quickinvoices/{id}/resend"), None)
+        .expect(204);
+    let sent = wait_for_outbox(&t, |m| m.iter().any(|m| m["status"] == "sent"));
+    let sent = sent.iter().find(|m| m["status"] == "sent").unwrap();
+    let now = moved["now"].as_i64().unwrap();
+    let (created, sent_ts) = (
+        sent["created_ts"].as_i64().unwrap(),
+        sent["sent_ts"].as_i64().unwrap(),
+    );
+    assert!(
+        created >= now && sent_ts >= created && sent_ts < created + 60,
+        "{sent}"
+    );
+}
+
+/// addTransaction, removeTransaction and deleting the invoice change a
+/// payment's `quick_invoice_id` as any update does: `modified_ts`, a
+/// change log entry and an UPDATE postback each.
+fn linking_a_payment_is_an_update_of_it(app: &TestApp) {
+    let t = app.bootstrap();
+    let rx = crate::support::receiver::Receiver::start("/tx");
+    let config = crate::support::receiver::config(
+        &t,
+        json!({ "resource": "transaction", "url": rx.url, "expands": "quick_invoice",
+            "product_transaction_id": t.cred("cc_product_transaction_id") }),
+    );
+    let id = invoice(&t, json!({ "allow_partial_pay": 1 })).expect(201).body["quickinvoice"]["id"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    let tx = sale(&t, "10.00");
+    let read = |tx: &str| {
+        t.get(&format!("/v2/transactions/{tx}?expand=changelogs"))
+            .expect(200)
+            .body["transaction"]
+            .clone()
+    };
+    let created = read(&tx);
+    let link = json!({ "quickinvoice": { "transaction_id": tx } });
+    t.put(&format!("/v2/quickinvoices/{id}/addTransaction"), link.clone())
+        .expect(200);
+    // The payment's quick_invoice expand: the invoice as its own GET shows
+    // it, and null for a reader who may not read invoices (a Clerk).
+    let expanded = t
+        .get(&format!("/v2/transactions/{tx}?expand=quick_invoice"))
+        .expect(200)
+        .body["transaction"]["quick_invoice"]
+        .clone();
+    let own = t.get(&format!("/v2/quickinvoices/{id}")).expect(200).body["quickinvoice"].clone();
+    assert_eq!(expanded, own);
+    assert!(own["_links"]["pay"]["href"].is_string());
+    let (clerk_id, clerk_key) = t.user(&t.location_id(), Some("3"));
+    let clerk = t.as_user(&clerk_id, &clerk_key);
+    let hidden = clerk
+        .get(&format!("/v2/transactions/{tx}?expand=quick_invoice"))
+        .expect(200);
+    assert!(
+        hidden.body["transaction"]["quick_invoice"].is_null(),
+        "{}",
+        hidden.text
+    );
+    t.put(&format!("/v2/quickinvoices/{id}/removeTransaction"), link.clone())
+        .expect(200);
+    t.put(&format!("/v2/quickinvoices/{id}/addTransaction"), link)
+        .expect(200);
+    t.delete(&format!("/v2/quickinvoices/{id}")).expect(204);
+    let after = read(&tx);
+    assert!(after["quick_invoice_id"].is_null());
+    assert!(after["modified_ts"].as_i64() >= created["modified_ts"].as_i64());
+    let changes: Vec<(String, Value)> = after["changelogs"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .rev()
+        .filter(|c| c["action"] == "UPDATE")
+        .flat_map(|c| c["changelog_details"].as_array().unwrap().clone())
+        .filter(|d| d["field"] == "quick_invoice_id")
+        .map(|d| (d["field"].as_str().unwrap().to_string(), d["old_value"].clone()))
+        .collect();
+    let old: Vec<Value> = changes.into_iter().map(|(_, old)| old).collect();
+    assert_eq!(old, [Value::Null, json!(id), Value::Null, json!(id)], "{after}");
+    let log = t
+        .get(&format!(
+            "/v2/postbackconfigs/{}/deliveries?record_id={tx}&sort=id&page_size=20",
+            config["id"].as_str().unwrap()
+        ))
+        .expect(200)
+        .body["postbackdeliveries"]
+        .clone();
+    let types: Vec<&str> = log
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|d| d["type"].as_str().unwrap())
+        .collect();
+    assert_eq!(types, ["CREATE", "UPDATE", "UPDATE", "UPDATE", "UPDATE"]);
+    // What the receiver got says which invoice the payment pays.
+    let got = rx.wait_for(5, Duration::from_secs(20));
+    let linked: Vec<Value> = got.iter().map(|r| r.data()["quick_invoice_id"].clone()).collect();
+    assert_eq!(
+        linked,
+        [Value::Null, json!(id), Value::Null, json!(id), Value::Null]
+    );
+    let embedded: Vec<Value> = got
+        .iter()
+        .map(|r| r.data()["quick_invoice"]["id"].clone())
+        .collect();
+    assert_eq!(
+        embedded,
+        [Value::Null, json!(id), Value::Null, json!(id), Value::Null]
+    );
+}
+
+/// The tenant's outbox once `done` holds for it.
+fn wait_for_outbox(t: &Tenant, done: impl Fn(&[Value]) -> bool) -> Vec<Value> {
+    crate::support::wait::wait_until("the outbox", Duration::from_secs(20), || {
+        let m = mails(t);
+        done(&m).then_some(m)
+    })
+}
+
 fn files_need_storage_and_are_checked(app: &TestApp) {
     let t = app.bootstrap();
     let q = invoice(&t, json!({})).expect(201).body["quickinvoice"].clone();
@@ -1515,6 +1719,63 @@ fn a_pay_link_pays_only_while_its_user_may(app: &TestApp) {
     t.delete(&format!("/v2/authroleusers/{role}")).expect(204);
     let r = page(app, &pay_path(&q), Some(&with_amount("21.00")));
     assert_eq!(r.status, 403, "{}", r.text);
-    assert!(r.text.contains("cannot be paid online"), "{}", r.text);
+    assert!(r.text.contains("can no longer be paid online"), "{}", r.text);
     assert!(invoice_transactions(&t, q["id"].as_str().unwrap()).is_empty());
+}
+
+/// A pay link whose user was disabled or deleted tells the customer, in
+/// their words, that it can no longer be paid online (403, nothing about
+/// users); no reminder mails that link again, and a resend is refused.
+fn a_pay_link_of_a_gone_user_is_not_mailed_again(app: &TestApp) {
+    let t = app.bootstrap();
+    let today = t.get("/v2/developer/testclock").expect(200).body["testclock"]["now"]
+        .as_i64()
+        .unwrap();
+    let due = chrono::DateTime::from_timestamp(today + 3 * 86_400, 0)
+        .unwrap()
+        .date_naive()
+        .to_string();
+    let mut invoices = Vec::new();
+    for gone in ["disabled", "deleted"] {
+        let (id, key) = t.user(&t.location_id(), Some("132"));
+        let integrator = t.as_user(&id, &key);
+        let q = invoice(
+            &integrator,
+            json!({ "due_date": due, "email": format!("{gone}@example.com"), "send_email": 1 }),
+        )
+        .expect(201)
+        .body["quickinvoice"]
+            .clone();
+        page(app, &pay_path(&q), None).expect(200);
+        if gone == "disabled" {
+            t.put(&format!("/v2/users/{id}"), json!({ "user": { "status": 0 } }))
+                .expect(200);
+        } else {
+            t.delete(&format!("/v2/users/{id}")).expect(204);
+        }
+        invoices.push(q);
+    }
+    let before = mails(&t).len();
+    for q in &invoices {
+        for r in [
+            page(app, &pay_path(q), None),
+            page(app, &pay_path(q), Some(&with_amount("21.00"))),
+        ] {
+            assert_eq!(r.status, 403, "{}", r.text);
+            assert!(r.text.contains("can no longer be paid online"), "{}", r.text);
+            assert!(!r.text.contains("user"), "{}", r.text);
+        }
+        let id = q["id"].as_str().unwrap();
+        let r = t.send("POST", &format!("/v2/quickinvoices/{id}/resend"), None);
+        assert_eq!(r.status, 422, "{}", r.text);
+        assert!(!r.errors("created_user_id").is_empty(), "{}", r.text);
+        assert!(invoice_transactions(&t, id).is_empty());
+    }
+    // Past the due date and the reminder after it: nothing is mailed.
+    t.post(
+        "/v2/developer/testclock/advance",
+        json!({ "testclock": { "seconds": 12 * 86_400 } }),
+    )
+    .expect(200);
+    assert_eq!(mails(&t).len(), before, "{:#?}", mails(&t));
 }
