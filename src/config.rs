@@ -136,6 +136,13 @@ pub struct ServeArgs {
     #[arg(long, env = "FERROGATE_BODY_TIMEOUT_MS", default_value_t = 30_000)]
     pub body_timeout_ms: u64,
 
+    /// Time a list export (`_format=csv|tsv`) waits for its client to take
+    /// the next part, in milliseconds. A client that reads nothing for
+    /// that long loses the export (the file ends incomplete) and the
+    /// database connection the export held is freed.
+    #[arg(long, env = "FERROGATE_EXPORT_STALL_TIMEOUT_MS", default_value_t = 30_000)]
+    pub export_stall_timeout_ms: u64,
+
     /// Open connections allowed from one client address; more are answered
     /// 503 and closed. Behind a proxy every client has the proxy's address:
     /// raise it there.
@@ -190,6 +197,15 @@ impl ServeArgs {
             body_timeout: std::time::Duration::from_millis(self.body_timeout_ms.max(1)),
             per_address: self.max_connections_per_address.max(1),
         }
+    }
+
+    /// How many list exports may run at once on this node and how long
+    /// one waits for a client that does not read.
+    pub fn export_limits(&self) -> crate::http::crud::ExportLimits {
+        crate::http::crud::ExportLimits::new(
+            self.db.db_pool,
+            std::time::Duration::from_millis(self.export_stall_timeout_ms.max(1)),
+        )
     }
 
     pub fn outbound(&self) -> OutboundPolicy {

@@ -82,6 +82,10 @@ pub enum ApiError {
     RequestTimeout,
     #[error("service unavailable: {0}")]
     Unavailable(String),
+    /// This node is at a limit of its own (as many list exports as it
+    /// runs at once): 503 with the message and `Retry-After` seconds.
+    #[error("busy: {message}")]
+    Busy { message: String, retry_after: u64 },
     /// A terminal could not do what a router request asked: offline (503),
     /// busy (409), or the request ended on the device without a payment
     /// (422). Rendered `{errors: {terminal_id: [message]}, terminal_result:
@@ -187,7 +191,7 @@ impl ApiError {
             ApiError::UnsupportedMediaType => StatusCode::UNSUPPORTED_MEDIA_TYPE,
             ApiError::RequestTimeout => StatusCode::REQUEST_TIMEOUT,
             ApiError::TooManyRequests(_) => StatusCode::TOO_MANY_REQUESTS,
-            ApiError::Unavailable(_) => StatusCode::SERVICE_UNAVAILABLE,
+            ApiError::Unavailable(_) | ApiError::Busy { .. } => StatusCode::SERVICE_UNAVAILABLE,
             ApiError::Terminal { status, .. } | ApiError::Relayed(status, _) => *status,
             ApiError::Internal(_) => StatusCode::INTERNAL_SERVER_ERROR,
         }
@@ -210,7 +214,8 @@ impl ApiError {
                     | ApiError::Unauthorized(m)
                     | ApiError::Forbidden(m)
                     | ApiError::NotFound(m)
-                    | ApiError::Unavailable(m) => m.clone(),
+                    | ApiError::Unavailable(m)
+                    | ApiError::Busy { message: m, .. } => m.clone(),
                     ApiError::MethodNotAllowed => "Method not allowed on this endpoint.".into(),
                     ApiError::PayloadTooLarge => "Request body is too large.".into(),
                     ApiError::UnsupportedMediaType => {
@@ -265,7 +270,11 @@ impl IntoResponse for ApiError {
         let mut body = self.body();
         stamp_request_id(&mut body);
         let mut response = (status, axum::Json(body)).into_response();
-        if let ApiError::TooManyRequests(wait) = &self {
+        if let ApiError::TooManyRequests(wait)
+        | ApiError::Busy {
+            retry_after: wait, ..
+        } = &self
+        {
             if let Ok(v) = axum::http::HeaderValue::from_str(&wait.to_string()) {
                 response.headers_mut().insert(axum::http::header::RETRY_AFTER, v);
             }

@@ -144,6 +144,7 @@ pub async fn serve(args: ServeArgs) -> anyhow::Result<()> {
         files,
         router,
         callers: Default::default(),
+        exports: Arc::new(args.export_limits()),
     });
     let shutdown = shutdown_signal();
     // The contract: the first stdout line names the address.

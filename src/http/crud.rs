@@ -315,9 +315,55 @@ fn list_conditions(
     }
 }
 
+/// The limits on the list exports of one node. An export holds a
+/// database connection for as long as its client takes the file, so a
+/// node runs at most a quarter of its pool's connections' worth of
+/// exports at once (at least one), and drops an export whose client reads
+/// nothing for `stall`: clients that do not read cannot keep connections
+/// from payments and every other request (ADR 0013).
+pub struct ExportLimits {
+    slots: std::sync::Arc<tokio::sync::Semaphore>,
+    most: usize,
+    stall: std::time::Duration,
+}
+
+/// What a refused export is told to wait before it tries again, seconds.
+const EXPORT_RETRY_AFTER_SECS: u64 = 5;
+
+/// The size of the parts an export hands to its client.
+const EXPORT_CHUNK_BYTES: usize = 64 * 1024;
+
+impl ExportLimits {
+    pub fn new(db_pool: usize, stall: std::time::Duration) -> ExportLimits {
+        let most = (db_pool / 4).max(1);
+        ExportLimits {
+            slots: std::sync::Arc::new(tokio::sync::Semaphore::new(most)),
+            most,
+            stall,
+        }
+    }
+
+    /// A place for one more export, held until the export ends; 503 with
+    /// `Retry-After` when every place is taken.
+    fn claim(&self) -> ApiResult<tokio::sync::OwnedSemaphorePermit> {
+        self.slots
+            .clone()
+            .try_acquire_owned()
+            .map_err(|_| ApiError::Busy {
+                message: format!(
+                    "This server is already running as many list exports as it runs at once ({}); \
+                     retry in a few seconds.",
+                    self.most
+                ),
+                retry_after: EXPORT_RETRY_AFTER_SECS,
+            })
+    }
+}
+
 /// A list as a file (`_format=csv|tsv`): every selected record, streamed
 /// from one cursor as it is read, so a list of any length is never held
-/// whole. A failure after the first bytes ends the body early.
+/// whole. A failure after the first bytes, a client gone or one that
+/// stopped reading ends the body early.
 async fn export(
     res: &'static Resource,
     app: AppState,
@@ -326,6 +372,7 @@ async fn export(
     within: Option<Within>,
     format: Format,
 ) -> ApiResult<Response> {
+    let slot = app.exports.claim()?;
     if let Some(w) = &within {
         let (parent, id, scope) = (w.parent, w.parent_id.clone(), cx.scope.clone());
         app.store
@@ -334,35 +381,55 @@ async fn export(
             })
             .await?;
     }
-    let (tx, rx) = tokio::sync::mpsc::channel::<Result<bytes::Bytes, std::io::Error>>(4);
-    let failed = tx.clone();
+    let (tx, rx) = tokio::sync::mpsc::channel::<bytes::Bytes>(4);
+    let complete = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
+    let body = ChannelBody {
+        chunks: rx,
+        complete: complete.clone(),
+        ended: false,
+    };
+    let stall = app.exports.stall;
+    let runtime = tokio::runtime::Handle::current();
     let job = move |conn: &mut dyn Conn| -> ApiResult<()> {
+        // Hands a part to the client, waiting at most `stall` for room:
+        // false when the client left or stopped reading, which stops the
+        // read and gives the connection back.
+        let send = |chunk: String| -> bool {
+            let sent = runtime.block_on(tokio::time::timeout(stall, tx.send(bytes::Bytes::from(chunk))));
+            match sent {
+                Ok(sent) => sent.is_ok(),
+                Err(_) => {
+                    tracing::warn!(
+                        resource = res.plural,
+                        stall_ms = stall.as_millis() as u64,
+                        "a list export's client read nothing for too long; the export was dropped"
+                    );
+                    false
+                }
+            }
+        };
         let columns = export::columns(res);
         let mut buffer = export::header(res, format);
         let mut open = true;
         let conditions = |sql: &mut crate::db::Sql| list_conditions(res, &cx, &q, within.as_ref(), sql);
         query::each(conn, res, &cx.scope, &q, Some(&conditions), &mut |record| {
             buffer.push_str(&export::lines(&cx, &record, &columns, format));
-            if buffer.len() >= 64 * 1024 {
-                // The client left: stop reading.
-                open = tx
-                    .blocking_send(Ok(bytes::Bytes::from(std::mem::take(&mut buffer))))
-                    .is_ok();
+            if buffer.len() >= EXPORT_CHUNK_BYTES {
+                open = send(std::mem::take(&mut buffer));
             }
             open
         })?;
-        if open && !buffer.is_empty() {
-            let _ = tx.blocking_send(Ok(bytes::Bytes::from(buffer)));
+        if open && (buffer.is_empty() || send(buffer)) {
+            complete.store(true, std::sync::atomic::Ordering::SeqCst);
         }
         Ok(())
     };
     let store = app.store.clone();
     tokio::spawn(async move {
+        // The place is given back when the read ends, however it ends.
+        let _slot = slot;
         if let Err(e) = store.read(job).await {
             tracing::error!(error = %e, "a list export stopped early");
-            let _ = failed
-                .send(Err(std::io::Error::other("the export stopped early")))
-                .await;
         }
     });
     let name = format!("attachment; filename=\"{}.{}\"", res.plural, format.extension());
@@ -374,13 +441,19 @@ async fn export(
             ),
             (axum::http::header::CONTENT_DISPOSITION, name),
         ],
-        axum::body::Body::new(ChannelBody(rx)),
+        axum::body::Body::new(body),
     )
         .into_response())
 }
 
-/// A response body fed by a channel.
-struct ChannelBody(tokio::sync::mpsc::Receiver<Result<bytes::Bytes, std::io::Error>>);
+/// A response body fed by a channel. When the channel closes before the
+/// export said it is complete, the body ends with an error, so the client
+/// sees an incomplete transfer rather than a short file that looks whole.
+struct ChannelBody {
+    chunks: tokio::sync::mpsc::Receiver<bytes::Bytes>,
+    complete: std::sync::Arc<std::sync::atomic::AtomicBool>,
+    ended: bool,
+}
 
 impl http_body::Body for ChannelBody {
     type Data = bytes::Bytes;
@@ -390,9 +463,22 @@ impl http_body::Body for ChannelBody {
         mut self: std::pin::Pin<&mut Self>,
         cx: &mut std::task::Context<'_>,
     ) -> std::task::Poll<Option<Result<http_body::Frame<bytes::Bytes>, std::io::Error>>> {
-        self.0
-            .poll_recv(cx)
-            .map(|chunk| chunk.map(|r| r.map(http_body::Frame::data)))
+        use std::task::Poll;
+        if self.ended {
+            return Poll::Ready(None);
+        }
+        match self.chunks.poll_recv(cx) {
+            Poll::Pending => Poll::Pending,
+            Poll::Ready(Some(chunk)) => Poll::Ready(Some(Ok(http_body::Frame::data(chunk)))),
+            Poll::Ready(None) => {
+                self.ended = true;
+                if self.complete.load(std::sync::atomic::Ordering::SeqCst) {
+                    Poll::Ready(None)
+                } else {
+                    Poll::Ready(Some(Err(std::io::Error::other("the export stopped early"))))
+                }
+            }
+        }
     }
 }
 

@@ -415,7 +415,9 @@ pub fn openapi(public_url: &str) -> Json {
                 json!({ "name": "_format", "in": "query", "schema": { "type": "string", "enum": ["csv", "tsv"] },
                     "description": "csv or tsv: every selected record as a file (no page), in the list's sort; \
                         one line a record with its rendered fields (a voided transaction: its original line, then \
-                        the void; an ACH return: the original, then the return, whose id ends in cb)" }),
+                        the void; an ACH return: the original, then the return, whose id ends in cb). A node runs \
+                        a quarter of its database pool's worth of exports at once: one more answers 503 with \
+                        Retry-After" }),
             ])
             .collect();
         let mut collection = Map::new();

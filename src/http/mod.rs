@@ -85,6 +85,8 @@ pub struct App {
     pub router: crate::terminals::router::Router,
     /// Callers authenticated by API key, kept while they stay the same.
     pub callers: Arc<crate::auth::KnownCallers>,
+    /// List exports running on this node (capped) and their stall limit.
+    pub exports: Arc<crud::ExportLimits>,
 }
 
 /// The declared resources served by the generic routes, with their verbs.

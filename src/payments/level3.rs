@@ -1,5 +1,6 @@
 //! Level 3 records: one per card transaction, replaced whole by every
-//! POST (there is no PUT). Validation is `crate::level3`.
+//! POST (there is no PUT) until the transaction is settled. Validation is
+//! `crate::level3`.
 
 use super::state::{self, Facts};
 use crate::db::{Conn, Sql};
@@ -41,7 +42,16 @@ pub fn post(cx: &Cx, conn: &mut dyn Conn, body: &Map<String, Json>) -> ApiResult
     }
     let tx_id = match body.get("transaction_id") {
         Some(Json::String(s)) if !s.trim().is_empty() => s.trim().to_string(),
-        _ => return Err(ApiError::field("transaction_id", blank("transaction_id"))),
+        None | Some(Json::Null) | Some(Json::String(_)) => {
+            return Err(ApiError::field("transaction_id", blank("transaction_id")))
+        }
+        // Ids are strings; a number is not one of ours, however it reads.
+        Some(_) => {
+            return Err(ApiError::field(
+                "transaction_id",
+                "Transaction Id must be a string.",
+            ))
+        }
     };
     let Some(tx) = query::find(conn, &TRANSACTION, &cx.scope, &tx_id)? else {
         return Err(ApiError::field(
@@ -52,40 +62,54 @@ pub fn post(cx: &Cx, conn: &mut dyn Conn, body: &Map<String, Json>) -> ApiResult
     if !state::level3_eligible(&tx) {
         return Err(ApiError::field("transaction_id", "not qualified for level 3"));
     }
+    unchanged_once_settled(conn, &tx, "transaction_id")?;
     let data = validate(body.get("level3_data"), network(&tx)).map_err(ApiError::NestedValidation)?;
     let text = data.to_string();
-    let existing = conn.query_one(&Sql::with(
-        "SELECT id FROM transaction_level3s WHERE transaction_id = ?",
-        vec![tx_id.clone().into()],
+    // One statement, so two first POSTs for one transaction at once (on
+    // PostgreSQL) do not both insert: the later waits for the earlier and
+    // replaces its data, as a later POST always does.
+    let row = conn.query_one(&Sql::with(
+        "INSERT INTO transaction_level3s (id, transaction_id, location_id, level3_data, created_user_id, \
+         modified_user_id, created_ts, modified_ts) VALUES (?, ?, ?, ?, ?, ?, ?, ?) \
+         ON CONFLICT (transaction_id) DO UPDATE SET level3_data = excluded.level3_data, \
+         modified_user_id = excluded.modified_user_id, modified_ts = excluded.modified_ts \
+         RETURNING id",
+        vec![
+            new_id().into(),
+            tx_id.clone().into(),
+            tx.text("location_id").unwrap_or_default().into(),
+            text.clone().into(),
+            cx.user_id.clone().into(),
+            cx.user_id.clone().into(),
+            cx.now.into(),
+            cx.now.into(),
+        ],
     ))?;
-    let id = match existing.and_then(|r| r[0].as_str().map(str::to_string)) {
-        Some(id) => {
-            conn.execute(&Sql::with(
-                "UPDATE transaction_level3s SET level3_data = ?, modified_user_id = ?, modified_ts = ? WHERE id = ?",
-                vec![text.clone().into(), cx.user_id.clone().into(), cx.now.into(), id.clone().into()],
-            ))?;
-            id
-        }
-        None => {
-            let id = new_id();
-            conn.execute(&Sql::with(
-                "INSERT INTO transaction_level3s (id, transaction_id, location_id, level3_data, created_user_id, \
-                 modified_user_id, created_ts, modified_ts) VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
-                vec![
-                    id.clone().into(),
-                    tx_id.clone().into(),
-                    tx.text("location_id").unwrap_or_default().into(),
-                    text.clone().into(),
-                    cx.user_id.clone().into(),
-                    cx.user_id.clone().into(),
-                    cx.now.into(),
-                    cx.now.into(),
-                ],
-            ))?;
-            id
-        }
-    };
+    let id = row
+        .and_then(|r| r[0].as_str().map(str::to_string))
+        .ok_or_else(|| ApiError::internal("the Level 3 upsert returned no id"))?;
     Ok(shaped(&id, &tx_id, &text))
+}
+
+/// Level 3 data goes out with the transaction's batch: once the batch is
+/// settled (or settling) the data can be neither added, replaced nor
+/// deleted, so what is kept is what went out.
+fn unchanged_once_settled(conn: &mut dyn Conn, tx: &Record, field: &str) -> ApiResult<()> {
+    let facts = Facts::load(conn, tx)?;
+    if facts.settled {
+        return Err(ApiError::field(
+            field,
+            "The transaction is settled: its Level 3 data went out with its batch and can no longer be \
+             added, replaced or deleted.",
+        ));
+    }
+    if facts.batch_processing {
+        return Err(ApiError::field(
+            field,
+            "The transaction's batch is being settled; retry shortly.",
+        ));
+    }
+    Ok(())
 }
 
 /// The Level 3 row with this id, with its transaction, inside the scope.
@@ -113,12 +137,7 @@ pub fn get(cx: &Cx, conn: &mut dyn Conn, id: &str) -> ApiResult<Json> {
 /// transaction is settled, as the data went out with the settlement.
 pub fn delete(cx: &Cx, conn: &mut dyn Conn, id: &str) -> ApiResult<()> {
     let (tx, _, _) = find(cx, conn, id)?.ok_or_else(|| ApiError::not_found("transactionlevel3"))?;
-    if Facts::load(conn, &tx)?.settled {
-        return Err(ApiError::field(
-            "id",
-            "The transaction is settled; its Level 3 data went out with the batch and cannot be deleted.",
-        ));
-    }
+    unchanged_once_settled(conn, &tx, "id")?;
     conn.execute(&Sql::with(
         "DELETE FROM transaction_level3s WHERE id = ?",
         vec![id.into()],

@@ -8,7 +8,8 @@ use serde_json::{json, Value};
 
 engine_tests!(
     transactions_export_with_voids_and_returns,
-    exports_stream_every_record
+    exports_stream_every_record,
+    stalled_exports_leave_the_database_to_payments
 );
 
 fn id(v: &Value) -> String {
@@ -174,4 +175,125 @@ fn exports_stream_every_record(app: &TestApp) {
     // The page parameters of a list do not cut an export.
     let r = t.get("/v2/contacts?_format=csv&page_size=5").expect(200);
     assert_eq!(csv(&r.text).len(), 601);
+}
+
+/// Sends `GET path` as `t` on a connection of its own with a small
+/// receive buffer, asking the server to close it after the answer; the
+/// caller reads what it wants of the answer, or nothing.
+fn unread_request(app: &TestApp, t: &Tenant, path: &str) -> std::net::TcpStream {
+    use std::io::Write;
+    let addr = app.base.trim_start_matches("http://");
+    let mut stream = std::net::TcpStream::connect(addr).expect("connect");
+    receive_buffer(&stream, 64 * 1024);
+    let mut head = format!("GET {path} HTTP/1.1\r\nhost: {addr}\r\nconnection: close\r\n");
+    for k in ["developer_id", "user_id", "user_api_key"] {
+        head.push_str(&format!("{}: {}\r\n", k.replace('_', "-"), t.cred(k)));
+    }
+    head.push_str("\r\n");
+    stream.write_all(head.as_bytes()).unwrap();
+    stream
+}
+
+/// Sets the socket's receive buffer (SO_RCVBUF): a small one makes a
+/// client that does not read stall the server's sending soon.
+fn receive_buffer(stream: &std::net::TcpStream, bytes: libc::c_int) {
+    use std::os::fd::AsRawFd;
+    let set = unsafe {
+        libc::setsockopt(
+            stream.as_raw_fd(),
+            libc::SOL_SOCKET,
+            libc::SO_RCVBUF,
+            &bytes as *const libc::c_int as *const libc::c_void,
+            std::mem::size_of::<libc::c_int>() as libc::socklen_t,
+        )
+    };
+    assert_eq!(set, 0, "SO_RCVBUF");
+}
+
+/// Reads an answer's head (status line and headers) and no more than a
+/// little of its body.
+fn head_of(stream: &mut std::net::TcpStream) -> String {
+    use std::io::Read;
+    stream
+        .set_read_timeout(Some(std::time::Duration::from_secs(20)))
+        .unwrap();
+    let mut got = Vec::new();
+    let mut buf = [0u8; 256];
+    while !got.windows(4).any(|w| w == b"\r\n\r\n") {
+        let n = stream.read(&mut buf).expect("the answer's head");
+        assert!(n > 0, "closed before the head: {}", String::from_utf8_lossy(&got));
+        got.extend_from_slice(&buf[..n]);
+    }
+    String::from_utf8_lossy(&got).to_string()
+}
+
+/// Reads everything until the server closes the connection.
+fn rest_of(stream: &mut std::net::TcpStream) -> Vec<u8> {
+    use std::io::Read;
+    let mut got = Vec::new();
+    let mut buf = [0u8; 64 * 1024];
+    loop {
+        match stream.read(&mut buf) {
+            Ok(0) => return got,
+            Ok(n) => got.extend_from_slice(&buf[..n]),
+            Err(e) if e.kind() == std::io::ErrorKind::ConnectionReset => return got,
+            Err(e) => panic!("reading the rest: {e}"),
+        }
+    }
+}
+
+/// Exports whose clients do not read cannot take the database from
+/// payments: a node runs at most a quarter of its pool's worth of exports
+/// at once (one, with the tests' pool of 4; more answer 503 with
+/// Retry-After), and drops an export whose client reads nothing for the
+/// stall time (1.5 s here), which frees its place and its connection.
+/// Without the limits, four such clients held the whole pool and a sale
+/// waited 10 s for a 503.
+fn stalled_exports_leave_the_database_to_payments(app: &mut TestApp) {
+    app.extra_env
+        .push(("FERROGATE_EXPORT_STALL_TIMEOUT_MS".into(), "1500".into()));
+    app.kill();
+    app.spawn();
+    let t = app.bootstrap();
+    // A file of about 20 MB, far more than the socket buffers and the
+    // export's channel hold: a client that does not read stops it.
+    for i in 0..40 {
+        t.contact(json!({ "last_name": format!("Big{i:02}") }));
+    }
+    let wide = "x".repeat(500_000);
+    crate::support::db::db(app).exec("UPDATE contacts SET header_message = ?", &[&wide]);
+    let other = app.bootstrap();
+    other.contact(json!({ "last_name": "Small" }));
+
+    let mut stalled = unread_request(app, &t, "/v2/contacts?_format=csv");
+    let head = head_of(&mut stalled);
+    assert!(head.starts_with("HTTP/1.1 200"), "{head}");
+    for _ in 0..3 {
+        let mut refused = unread_request(app, &t, "/v2/contacts?_format=csv");
+        let answer = String::from_utf8_lossy(&rest_of(&mut refused)).to_string();
+        assert!(answer.starts_with("HTTP/1.1 503"), "{answer}");
+        assert!(answer.to_ascii_lowercase().contains("retry-after: 5"), "{answer}");
+        assert!(answer.contains("list exports"), "{answer}");
+    }
+    // Another tenant's payment goes through at once.
+    let started = std::time::Instant::now();
+    sale(&other, "5.00");
+    assert!(
+        started.elapsed() < std::time::Duration::from_secs(5),
+        "the sale waited {:?}",
+        started.elapsed()
+    );
+    // The stalled export is dropped: its place is free again, while its
+    // client still reads nothing.
+    let small = crate::support::wait::wait_until(
+        "the stalled export to be dropped",
+        std::time::Duration::from_secs(30),
+        || Some(other.get("/v2/contacts?_format=csv")).filter(|r| r.status == 200),
+    );
+    assert_eq!(csv(&small.text).len(), 2, "{}", small.text);
+    assert!(app.log().contains("the export was dropped"), "{}", app.log());
+    // What it had sent ends without the last chunk: an incomplete
+    // transfer, not a short file that looks whole.
+    let rest = rest_of(&mut stalled);
+    assert!(!rest.ends_with(b"\r\n0\r\n\r\n"), "{} bytes", rest.len());
 }

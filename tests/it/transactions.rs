@@ -39,6 +39,7 @@ engine_tests!(
     transaction_list_filters,
     transaction_api_ids,
     level3_lifecycle,
+    level3_first_posts_at_once,
     level3_validation,
     level3_eligibility,
     follow_up_fields_of_the_matrix,
@@ -2704,13 +2705,90 @@ fn level3_lifecycle(app: &TestApp) {
         "transaction_id",
         "transaction_id provided is not valid",
     );
-    // Settled: the data went out with the batch.
+    // Settled: the data went out with the batch, and stays as it went:
+    // neither deleted, nor replaced, nor added to a sale without any.
+    let bare = id(&sale(&t, "11.00"));
     settled(&t, &str_of(&s["transaction_batch_id"]));
+    let kept = t.get(&format!("/v2/transactionlevel3s/{l3_id}")).expect(200).body;
+    let settled_message = "The transaction is settled: its Level 3 data went out with its batch and can no longer \
+                           be added, replaced or deleted.";
     refused(
         t.delete(&format!("/v2/transactionlevel3s/{l3_id}")),
         "id",
-        "The transaction is settled; its Level 3 data went out with the batch and cannot be deleted.",
+        settled_message,
     );
+    refused(
+        level3_post(
+            &t,
+            &s_id,
+            json!({ "tax_rate": "9", "line_items": [line_item(json!({ "unit_cost": "999.00" }))] }),
+        ),
+        "transaction_id",
+        settled_message,
+    );
+    refused(
+        level3_post(
+            &t,
+            &bare,
+            json!({ "tax_rate": "5", "line_items": [line_item(json!({}))] }),
+        ),
+        "transaction_id",
+        settled_message,
+    );
+    assert_eq!(
+        t.get(&format!("/v2/transactionlevel3s/{l3_id}")).expect(200).body,
+        kept
+    );
+    // An id is a string: a number says so.
+    refused(
+        t.post(
+            "/v2/transactionlevel3s",
+            json!({ "transactionlevel3": { "transaction_id": 123,
+                "level3_data": { "line_items": [line_item(json!({}))] } } }),
+        ),
+        "transaction_id",
+        "Transaction Id must be a string.",
+    );
+}
+
+/// First Level 3 POSTs for one transaction sent at once all succeed (one
+/// of them last, replacing the others' data whole), and leave one record:
+/// on PostgreSQL two of them inserted at once and the second answered 500.
+fn level3_first_posts_at_once(app: &TestApp) {
+    let t = app.bootstrap();
+    for round in 0..4 {
+        let tx_id = id(&sale(&t, "10.00"));
+        let answers: Vec<Resp> = std::thread::scope(|scope| {
+            let posts: Vec<_> = (0..4)
+                .map(|i| {
+                    let (t, tx_id) = (&t, &tx_id);
+                    scope.spawn(move || {
+                        level3_post(
+                            t,
+                            tx_id,
+                            json!({ "tax_rate": format!("{}", i + 1),
+                                "line_items": [line_item(json!({}))] }),
+                        )
+                    })
+                })
+                .collect();
+            posts.into_iter().map(|p| p.join().unwrap()).collect()
+        });
+        let statuses: Vec<u16> = answers.iter().map(|r| r.status).collect();
+        assert_eq!(statuses, vec![201; 4], "round {round}: {answers:?}");
+        let ids: std::collections::BTreeSet<String> = answers
+            .iter()
+            .map(|r| id(&r.body["transactionlevel3"]))
+            .collect();
+        assert_eq!(ids.len(), 1, "round {round}: one record, {ids:?}");
+        let kept = &get_tx(&t, &tx_id, "transaction_level3")["transaction_level3"];
+        assert!(
+            answers
+                .iter()
+                .any(|r| r.body["transactionlevel3"]["level3_data"] == kept["level3_data"]),
+            "round {round}: the kept data is one POST's whole: {kept}"
+        );
+    }
 }
 
 fn level3_validation(app: &TestApp) {
