@@ -2710,7 +2710,8 @@ fn level3_lifecycle(app: &TestApp) {
     let bare = id(&sale(&t, "11.00"));
     settled(&t, &str_of(&s["transaction_batch_id"]));
     let kept = t.get(&format!("/v2/transactionlevel3s/{l3_id}")).expect(200).body;
-    let settled_message = "The transaction is settled: its Level 3 data went out with its batch and can no longer \
+    let settled_message =
+        "The transaction is settled: its Level 3 data went out with its batch and can no longer \
                            be added, replaced or deleted.";
     refused(
         t.delete(&format!("/v2/transactionlevel3s/{l3_id}")),
@@ -2776,10 +2777,8 @@ fn level3_first_posts_at_once(app: &TestApp) {
         });
         let statuses: Vec<u16> = answers.iter().map(|r| r.status).collect();
         assert_eq!(statuses, vec![201; 4], "round {round}: {answers:?}");
-        let ids: std::collections::BTreeSet<String> = answers
-            .iter()
-            .map(|r| id(&r.body["transactionlevel3"]))
-            .collect();
+        let ids: std::collections::BTreeSet<String> =
+            answers.iter().map(|r| id(&r.body["transactionlevel3"])).collect();
         assert_eq!(ids.len(), 1, "round {round}: one record, {ids:?}");
         let kept = &get_tx(&t, &tx_id, "transaction_level3")["transaction_level3"];
         assert!(
