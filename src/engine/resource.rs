@@ -59,6 +59,9 @@ pub enum Pattern {
     Base64,
     /// An IPv4 or IPv6 address.
     Ip,
+    /// A name people read and type (a username): no control characters,
+    /// no whitespace at either end, none but plain spaces inside.
+    Name,
 }
 
 /// A closed set of accepted values, checked exactly (no trimming, no case

@@ -39,6 +39,9 @@ fn pattern_regex(p: Pattern) -> Option<&'static str> {
         Pattern::Base64 => "^(?:[A-Za-z0-9+/]{4})*(?:[A-Za-z0-9+/]{2}==|[A-Za-z0-9+/]{3}=)?$",
         // The server also parses the address; the pattern says its alphabet.
         Pattern::Ip => "^[0-9A-Fa-f:.]*$",
+        Pattern::Name => {
+            "^[^\\s\\x00-\\x1F\\x7F-\\x9F](?:(?:[^\\s\\x00-\\x1F\\x7F-\\x9F]| )*[^\\s\\x00-\\x1F\\x7F-\\x9F])?$"
+        }
     })
 }
 
