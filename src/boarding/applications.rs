@@ -346,9 +346,16 @@ pub fn validate(conn: &mut dyn Conn, keyring: &Arc<Keyring>, id: &str, now: i64)
     }))
 }
 
+/// How long before its application was created a signature may be dated:
+/// a form may take the signature with the answers and create the
+/// application after, and the signer's clock may be off. Anything older
+/// (`0001-01-01`) cannot be this application's signature.
+const SIGNED_BEFORE_CREATED_S: i64 = 24 * 3600;
+
 /// Checks a signature: consent given, the signer's name, a public IP
-/// address and an ISO 8601 date-time not in the future.
-fn parse_signature(input: &Map<String, Json>, now: i64) -> ApiResult<Json> {
+/// address and an ISO 8601 date-time, not in the future nor more than a
+/// day before the application was created (`created_ts`).
+fn parse_signature(input: &Map<String, Json>, created_ts: i64, now: i64) -> ApiResult<Json> {
     let mut errors = FieldErrors::new();
     for key in input.keys() {
         if !matches!(key.as_str(), "eConsent" | "name" | "ipAddress" | "timestamp") {
@@ -419,6 +426,16 @@ fn parse_signature(input: &Map<String, Json>, now: i64) -> ApiResult<Json> {
             errors.add("timestamp", "Timestamp cannot be in the future.");
             None
         }
+        Some((_, Ok(t))) if t.timestamp() < created_ts - SIGNED_BEFORE_CREATED_S => {
+            errors.add(
+                "timestamp",
+                format!(
+                    "Timestamp cannot be more than a day before the application was created ({}).",
+                    super::iso(created_ts)
+                ),
+            );
+            None
+        }
         Some((t, Ok(_))) => Some(t.to_string()),
     };
     errors.into_result()?;
@@ -436,7 +453,7 @@ pub fn sign(
 ) -> ApiResult<Json> {
     let app = find(conn, id)?;
     require_draft(&app)?;
-    let signature = parse_signature(input, now)?;
+    let signature = parse_signature(input, app.created_ts, now)?;
     let offer = offer_of(conn, &app)?;
     // Published first: the row is then locked, and the answers checked
     // below are the ones signed. Problems roll the publication back.
@@ -561,17 +578,37 @@ pub fn board(conn: &mut dyn Conn, keyring: &Arc<Keyring>, id: &str, now: i64) ->
     })
 }
 
-/// Applications for operators, newest first, optionally of one status.
-pub fn list(conn: &mut dyn Conn, status: Option<&str>) -> ApiResult<Vec<Json>> {
+/// Applications for operators, optionally of one status: `limit` of
+/// them, newest first, after the first `offset`; and how many there are
+/// in all.
+pub fn list(
+    conn: &mut dyn Conn,
+    status: Option<&str>,
+    offset: u64,
+    limit: u64,
+) -> ApiResult<(Vec<Json>, u64)> {
+    let of_status = |sql: &mut Sql| {
+        if let Some(s) = status {
+            sql.push(" WHERE status = ").bind(s.to_string());
+        }
+    };
     let mut sql = Sql::new(&format!("SELECT {COLUMNS} FROM boarding_applications"));
-    if let Some(s) = status {
-        sql.push(" WHERE status = ").bind(s.to_string());
-    }
-    sql.push(" ORDER BY created_ts DESC, id DESC LIMIT 1000");
+    of_status(&mut sql);
+    sql.push(" ORDER BY created_ts DESC, id DESC LIMIT ")
+        .bind(limit as i64)
+        .push(" OFFSET ")
+        .bind(offset as i64);
     let apps = conn
         .query(&sql)?
         .iter()
         .map(|r| from_row(r))
         .collect::<ApiResult<Vec<_>>>()?;
-    apps.iter().map(|a| render(conn, a)).collect()
+    let mut count = Sql::new("SELECT COUNT(*) FROM boarding_applications");
+    of_status(&mut count);
+    let total = conn.query_int(&count)? as u64;
+    let rendered = apps
+        .iter()
+        .map(|a| render(conn, a))
+        .collect::<ApiResult<Vec<_>>>()?;
+    Ok((rendered, total))
 }

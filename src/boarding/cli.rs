@@ -148,7 +148,7 @@ pub async fn run(command: BoardingCommand) -> anyhow::Result<()> {
             command: OfferCommand::List { db, json: _ },
         } => {
             let store = open(&db).await?;
-            let list = write(store, offers::list).await?;
+            let list = write(store, offers::all).await?;
             json!({ "offers": list.iter().map(offers::Offer::to_json).collect::<Vec<_>>() })
         }
         BoardingCommand::Token {

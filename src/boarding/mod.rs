@@ -65,7 +65,16 @@ pub fn text_field(
         Json::String(s) => {
             let s = s.trim();
             let n = s.chars().count();
-            if n < min || n > max || s.chars().any(char::is_control) {
+            if s.chars().any(char::is_control) {
+                errors.add(
+                    name,
+                    format!(
+                        "{} must not contain control characters (such as a line break or a tab).",
+                        answers::label(name)
+                    ),
+                );
+                None
+            } else if n < min || n > max {
                 errors.add(
                     name,
                     format!("{} must be {min} to {max} characters.", answers::label(name)),

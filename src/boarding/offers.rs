@@ -487,13 +487,29 @@ pub fn find_open_by_vanity(conn: &mut dyn Conn, vanity: &str) -> ApiResult<Optio
 }
 
 /// Every offer, newest first.
-pub fn list(conn: &mut dyn Conn) -> ApiResult<Vec<Offer>> {
-    conn.query(&Sql::new(&format!(
-        "SELECT {COLUMNS} FROM boarding_offers ORDER BY created_ts DESC, id DESC LIMIT 1000"
-    )))?
-    .iter()
-    .map(|r| Offer::from_row(r))
-    .collect()
+pub fn all(conn: &mut dyn Conn) -> ApiResult<Vec<Offer>> {
+    rows(
+        conn,
+        Sql::new(&format!(
+            "SELECT {COLUMNS} FROM boarding_offers ORDER BY created_ts DESC, id DESC"
+        )),
+    )
+}
+
+/// `limit` offers, newest first, after the first `offset`; and how many
+/// there are in all.
+pub fn page(conn: &mut dyn Conn, offset: u64, limit: u64) -> ApiResult<(Vec<Offer>, u64)> {
+    let mut sql = Sql::new(&format!(
+        "SELECT {COLUMNS} FROM boarding_offers ORDER BY created_ts DESC, id DESC LIMIT "
+    ));
+    sql.bind(limit as i64).push(" OFFSET ").bind(offset as i64);
+    let offers = rows(conn, sql)?;
+    let total = conn.query_int(&Sql::new("SELECT COUNT(*) FROM boarding_offers"))?;
+    Ok((offers, total as u64))
+}
+
+fn rows(conn: &mut dyn Conn, sql: Sql) -> ApiResult<Vec<Offer>> {
+    conn.query(&sql)?.iter().map(|r| Offer::from_row(r)).collect()
 }
 
 #[cfg(test)]

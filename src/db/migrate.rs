@@ -256,6 +256,13 @@ pub const MIGRATIONS: &[Migration] = &[
         "",
         "",
     ),
+    (
+        38,
+        "unique_api_ids_and_vanity_urls",
+        "",
+        include_str!("../../migrations/0038_unique_api_ids_and_vanity_urls.postgres.sql"),
+        include_str!("../../migrations/0038_unique_api_ids_and_vanity_urls.sqlite.sql"),
+    ),
 ];
 
 /// Applies every migration not yet recorded. Returns how many ran.

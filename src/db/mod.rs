@@ -146,8 +146,10 @@ pub enum Dialect {
 pub enum DbError {
     #[error("unique constraint violated: {0}")]
     Unique(String),
-    #[error("foreign key constraint violated: {0}")]
-    ForeignKey(String),
+    /// `table`: the referencing table, when the engine names it
+    /// (PostgreSQL does; SQLite says only that some reference failed).
+    #[error("foreign key constraint violated: {detail}")]
+    ForeignKey { detail: String, table: Option<String> },
     /// The connection was lost or the server is shutting down: retryable.
     #[error("database unavailable: {0}")]
     Unavailable(String),

@@ -332,7 +332,7 @@ fn decode(row: &postgres::Row) -> Result<Row, DbError> {
 fn map_err(e: postgres::Error) -> DbError {
     if let Some(db) = e.as_db_error() {
         let text = format!("{} ({})", db.message(), db.constraint().unwrap_or_default());
-        return classify(db.code().code(), text);
+        return classify(db.code().code(), text, db.table());
     }
     // A closed connection or an I/O failure talking to the server.
     let io = std::error::Error::source(&e).is_some_and(|s| s.is::<std::io::Error>());
@@ -342,11 +342,15 @@ fn map_err(e: postgres::Error) -> DbError {
     DbError::Other(e.to_string())
 }
 
-/// A server error by its SQLSTATE (`text` describes it).
-fn classify(code: &str, text: String) -> DbError {
+/// A server error by its SQLSTATE (`text` describes it; `table` is the
+/// table the server names, for a foreign key the referencing one).
+fn classify(code: &str, text: String, table: Option<&str>) -> DbError {
     match code {
         "23505" => DbError::Unique(text),
-        "23503" => DbError::ForeignKey(text),
+        "23503" => DbError::ForeignKey {
+            detail: text,
+            table: table.map(str::to_string),
+        },
         // Deadlock detected, serialization failure: the server rolled the
         // job back, and the same request may succeed when sent again.
         "40P01" | "40001" => DbError::Conflict(text),

@@ -142,7 +142,12 @@ fn map_err(e: rusqlite::Error) -> DbError {
             rusqlite::ffi::SQLITE_CONSTRAINT_UNIQUE | rusqlite::ffi::SQLITE_CONSTRAINT_PRIMARYKEY => {
                 return DbError::Unique(text)
             }
-            rusqlite::ffi::SQLITE_CONSTRAINT_FOREIGNKEY => return DbError::ForeignKey(text),
+            rusqlite::ffi::SQLITE_CONSTRAINT_FOREIGNKEY => {
+                return DbError::ForeignKey {
+                    detail: text,
+                    table: None,
+                }
+            }
             _ => {}
         }
     }

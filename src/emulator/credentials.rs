@@ -38,6 +38,15 @@ pub fn replace(cx: &Cx, conn: &mut dyn Conn, id: &str, login: &str, key_digest: 
     Ok(())
 }
 
+/// Deletes user `id`'s pair, if any (the user is being deleted).
+pub fn forget(conn: &mut dyn Conn, id: &str) -> ApiResult<()> {
+    conn.execute(&Sql::with(
+        "DELETE FROM emulator_credentials WHERE user_id = ?",
+        vec![id.into()],
+    ))?;
+    Ok(())
+}
+
 /// The caller a short login and key stand for, with the developer id of
 /// the request. Every failure is the same refusal.
 pub fn authenticate(conn: &mut dyn Conn, developer_id: &str, login: &str, key: &str) -> ApiResult<Caller> {

@@ -12,7 +12,7 @@ pub mod rules;
 pub mod validate;
 
 use crate::crypto::Keyring;
-use crate::db::{Conn, DbError, Sql, Value};
+use crate::db::{Conn, DbError, Dialect, Sql, Value};
 use crate::error::{ApiError, ApiResult, FieldErrors};
 use events::{Action, Change, EventSink};
 use query::{ListQuery, TenantScope};
@@ -351,17 +351,61 @@ pub fn delete_record(cx: &Cx, conn: &mut dyn Conn, record: &Record) -> ApiResult
     sql.push(res.table)
         .push(" WHERE id = ")
         .bind(record.id().to_string());
-    conn.execute(&sql).map_err(|e| match e {
-        // A reference the rules did not foresee: refuse, never a 500.
-        DbError::ForeignKey(_) => {
+    match conn.execute(&sql) {
+        Ok(_) => {}
+        // A reference the rules did not foresee: refuse, never a 500, and
+        // say what holds the record when that is known.
+        Err(DbError::ForeignKey { table, .. }) => {
+            let holders = match table {
+                Some(table) => vec![table],
+                None => referencing_tables(conn, res.table, record.id())?,
+            };
+            let mut message = format!("The {} is still used by other records", res.name);
+            if !holders.is_empty() {
+                let names: Vec<String> = holders.iter().map(|t| t.replace('_', " ")).collect();
+                message.push_str(&format!(" ({})", names.join(", ")));
+            }
+            message.push('.');
             let mut errors = FieldErrors::new();
-            errors.add("id", format!("The {} is still used by other records.", res.name));
-            ApiError::Conflict(errors)
+            errors.add("id", message);
+            return Err(ApiError::Conflict(errors));
         }
-        other => other.into(),
-    })?;
+        Err(other) => return Err(other.into()),
+    }
     events::record(conn, cx, Action::Delete, record, &[])?;
     Ok(())
+}
+
+/// The tables with a row whose foreign key names `id` in `table`, read
+/// from the schema, for an engine whose error does not name them (SQLite,
+/// whose transaction stays usable after the refused statement; PostgreSQL
+/// names the table itself). Only asked after a delete was refused.
+fn referencing_tables(conn: &mut dyn Conn, table: &str, id: &str) -> ApiResult<Vec<String>> {
+    if conn.dialect() != Dialect::Sqlite {
+        return Ok(Vec::new());
+    }
+    let references = conn.query(&Sql::with(
+        "SELECT m.name, k.\"from\" FROM sqlite_master m, pragma_foreign_key_list(m.name) k \
+         WHERE m.type = 'table' AND k.\"table\" = ? ORDER BY m.name",
+        vec![table.into()],
+    ))?;
+    let mut holders = Vec::new();
+    for reference in references {
+        let (Some(holder), Some(column)) = (reference[0].as_str(), reference[1].as_str()) else {
+            continue;
+        };
+        // Names from the schema, quoted as identifiers; the id is bound.
+        let mut sql = Sql::new(&format!(
+            "SELECT 1 FROM \"{}\" WHERE \"{}\" = ",
+            holder.replace('"', "\"\""),
+            column.replace('"', "\"\"")
+        ));
+        sql.bind(id.to_string()).push(" LIMIT 1");
+        if conn.query_one(&sql)?.is_some() && !holders.iter().any(|h| h == holder) {
+            holders.push(holder.to_string());
+        }
+    }
+    Ok(holders)
 }
 
 /// Deletes, one by one through `delete_record`, the records of `res` whose
@@ -609,31 +653,45 @@ fn value_json(v: &Value) -> Json {
 /// `meta` of a list: pagination with absolute links, and the sort used.
 /// `currentPage` is zero-based, as in the reference's samples.
 pub fn list_meta(cx: &Cx, path: &str, q: &ListQuery, total: u64) -> Json {
-    let page_count = total.div_ceil(q.page_size);
+    json!({
+        "pagination": pagination(&cx.public_url, path, &q.raw, q.page, q.page_size, total),
+        "sort": { "attributes": { q.sort.name: if q.descending { "desc" } else { "asc" } } },
+    })
+}
+
+/// `meta.pagination` of page `page` (from 1) of `per_page` records out of
+/// `total` at `path`: links (absolute, under `public_url`) repeat the
+/// request's parameters `raw` (but credentials) with another `page`.
+pub fn pagination(
+    public_url: &str,
+    path: &str,
+    raw: &[(String, String)],
+    page: u64,
+    per_page: u64,
+    total: u64,
+) -> Json {
+    let page_count = total.div_ceil(per_page);
     let link = |page: u64| {
         let mut ser = form_urlencoded::Serializer::new(String::new());
-        for (k, v) in &q.raw {
+        for (k, v) in raw {
             if k != "page" && !query::CREDENTIAL_PARAMS.contains(&k.as_str()) {
                 ser.append_pair(k, v);
             }
         }
         ser.append_pair("page", &page.to_string());
-        json!({ "href": cx.href(&format!("{path}?{}", ser.finish())) })
+        json!({ "href": format!("{public_url}{path}?{}", ser.finish()) })
     };
     let mut links = Map::new();
-    links.insert("self".into(), link(q.page));
-    if q.page < page_count {
-        links.insert("next".into(), link(q.page + 1));
+    links.insert("self".into(), link(page));
+    if page < page_count {
+        links.insert("next".into(), link(page + 1));
         links.insert("last".into(), link(page_count));
     }
     json!({
-        "pagination": {
-            "links": links,
-            "totalCount": total,
-            "pageCount": page_count,
-            "currentPage": q.page - 1,
-            "perPage": q.page_size,
-        },
-        "sort": { "attributes": { q.sort.name: if q.descending { "desc" } else { "asc" } } },
+        "links": links,
+        "totalCount": total,
+        "pageCount": page_count,
+        "currentPage": page - 1,
+        "perPage": per_page,
     })
 }

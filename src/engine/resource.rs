@@ -63,6 +63,9 @@ pub enum Pattern {
     /// For names that go into headers, such as a location's name as the
     /// sender of its mail.
     OneLine,
+    /// A name people read and type (a username): no control characters,
+    /// no whitespace at either end, none but plain spaces inside.
+    Name,
 }
 
 /// A closed set of accepted values, checked exactly (no trimming, no case

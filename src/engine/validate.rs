@@ -514,6 +514,7 @@ fn check_pattern(field: &Field, s: &str) -> Result<(), String> {
         Pattern::Base64 => is_base64(s),
         Pattern::Ip => s.parse::<std::net::IpAddr>().is_ok(),
         Pattern::OneLine => !s.chars().any(char::is_control),
+        Pattern::Name => name_problem(s).is_none(),
     };
     if ok {
         Ok(())
@@ -531,8 +532,30 @@ fn check_pattern(field: &Field, s: &str) -> Result<(), String> {
             Pattern::Base64 => format!("{name} must be base64 (A-Z, a-z, 0-9, + and /, padded with =)."),
             Pattern::Ip => format!("{name} must be an IPv4 or IPv6 address."),
             Pattern::OneLine => format!("{name} must be one line, without control characters."),
+            Pattern::Name => format!("{name} {}", name_problem(s).unwrap_or("is invalid.")),
             _ => format!("{name} is invalid."),
         })
+    }
+}
+
+/// Whitespace as the document's regular expressions (ECMA-262 `\s`) see
+/// it: Unicode's, and the zero-width no-break space.
+fn is_space(c: char) -> bool {
+    c.is_whitespace() || c == '\u{feff}'
+}
+
+/// What makes `s` no [`Pattern::Name`]: a control character (a line
+/// break, a tab), whitespace at either end, or whitespace other than a
+/// plain space inside; each would make a name that looks like another.
+fn name_problem(s: &str) -> Option<&'static str> {
+    if s.chars().any(char::is_control) {
+        Some("must not contain control characters (such as a line break or a tab).")
+    } else if s.starts_with(is_space) || s.ends_with(is_space) {
+        Some("must not begin or end with a space.")
+    } else if s.chars().any(|c| is_space(c) && c != ' ') {
+        Some("may contain no whitespace but plain spaces.")
+    } else {
+        None
     }
 }
 
@@ -554,11 +577,21 @@ pub fn is_email(s: &str) -> bool {
     let Some((local, domain)) = s.split_once('@') else {
         return false;
     };
+    // A dot never starts or ends a part nor follows another (`a@c..com`,
+    // `.a@b.com`); the domain is host name labels: letters (any script),
+    // digits and inner dashes.
+    let label_ok = |label: &str| {
+        !label.is_empty()
+            && !label.starts_with('-')
+            && !label.ends_with('-')
+            && label.chars().all(|c| c.is_alphanumeric() || c == '-')
+    };
     !local.is_empty()
-        && !domain.contains('@')
+        && !local.starts_with('.')
+        && !local.ends_with('.')
+        && !local.contains("..")
         && domain.contains('.')
-        && !domain.starts_with('.')
-        && !domain.ends_with('.')
+        && domain.split('.').all(label_ok)
         && !s.chars().any(|c| c.is_whitespace() || c.is_control())
 }
 
@@ -645,6 +678,36 @@ mod tests {
         let e = Field::text("email", 5, 64).pattern(Pattern::Email);
         assert!(convert(&e, &json!("a@b.co")).is_ok());
         assert!(convert(&e, &json!("a@b")).is_err());
+        for bad in [
+            "a@c..com",
+            "a..b@c.com",
+            ".a@c.com",
+            "a.@c.com",
+            "a@-c.com",
+            "a@c-.com",
+            "a@c.com-",
+            "a@c!x.com",
+            "a@c_x.com",
+        ] {
+            assert!(convert(&e, &json!(bad)).is_err(), "{bad}");
+        }
+        for good in ["a.b+tag@mail.example-x.com", "jos\u{e9}@b\u{fc}cher.de", "1@2.co"] {
+            assert!(convert(&e, &json!(good)).is_ok(), "{good}");
+        }
+        let n = Field::text("username", 1, 64).pattern(Pattern::Name);
+        assert!(convert(&n, &json!("Jane Doe")).is_ok());
+        assert!(convert(&n, &json!(12345)).is_ok());
+        for (bad, says) in [
+            ("nl\nx", "control characters"),
+            ("tab\tx", "control characters"),
+            ("  trimmed  ", "begin or end"),
+            ("trailing ", "begin or end"),
+            ("\u{feff}bom", "begin or end"),
+            ("no\u{a0}break", "plain spaces"),
+        ] {
+            let e = convert(&n, &json!(bad)).unwrap_err();
+            assert!(e.starts_with("Username ") && e.contains(says), "{bad:?}: {e}");
+        }
         let tz = Field::text("tz", 0, 24).pattern(Pattern::TimeZone);
         assert!(convert(&tz, &json!("America/Chicago")).is_ok());
         assert!(convert(&tz, &json!("Mars/Olympus")).is_err());

@@ -232,6 +232,27 @@ pub fn close_signed_by(conn: &mut dyn Conn, user_id: &str) -> ApiResult<()> {
     Ok(())
 }
 
+/// Deletes every form user `user_id` opened (the user is being deleted):
+/// a link signed by a user who is gone opens nothing, and a reload of a
+/// submitted one finds no form.
+pub fn forget_user(conn: &mut dyn Conn, user_id: &str) -> ApiResult<()> {
+    conn.execute(&Sql::with(
+        "DELETE FROM hosted_sessions WHERE user_id = ?",
+        vec![user_id.into()],
+    ))?;
+    Ok(())
+}
+
+/// Deletes the forms opened at `location_id` (the location is being
+/// deleted; nothing else there holds it).
+pub fn forget_location(conn: &mut dyn Conn, location_id: &str) -> ApiResult<()> {
+    conn.execute(&Sql::with(
+        "DELETE FROM hosted_sessions WHERE location_id = ?",
+        vec![location_id.into()],
+    ))?;
+    Ok(())
+}
+
 /// Records a submission's result: the form (and its hash-key) is used.
 pub fn finish(conn: &mut dyn Conn, id: &str, now: i64, result: &Json) -> ApiResult<()> {
     conn.execute(&Sql::with(

@@ -136,6 +136,26 @@ pub fn issue(
     }))
 }
 
+/// Deletes the tickets made through user `user_id`'s forms (the user is
+/// being deleted): they are single use and short-lived, and a ticket
+/// signed by a user who is gone fills no vault.
+pub fn forget_user(conn: &mut dyn Conn, user_id: &str) -> ApiResult<()> {
+    conn.execute(&Sql::with(
+        "DELETE FROM tickets WHERE user_id = ?",
+        vec![user_id.into()],
+    ))?;
+    Ok(())
+}
+
+/// Deletes the tickets of `location_id` (the location is being deleted).
+pub fn forget_location(conn: &mut dyn Conn, location_id: &str) -> ApiResult<()> {
+    conn.execute(&Sql::with(
+        "DELETE FROM tickets WHERE location_id = ?",
+        vec![location_id.into()],
+    ))?;
+    Ok(())
+}
+
 /// Redeems a ticket of `location_id` (once): its payment method and the
 /// account it holds. Any other ticket, a used one or an expired one is
 /// "not valid", without saying which.

@@ -41,14 +41,21 @@ impl FromRequestParts<AppState> for Operator {
             .headers
             .get(axum::http::header::AUTHORIZATION)
             .and_then(|v| v.to_str().ok())
-            .and_then(|v| v.strip_prefix("Bearer ").or_else(|| v.strip_prefix("bearer ")))
-            .map(|t| t.trim().to_string());
+            .and_then(bearer_token)
+            .map(str::to_string);
         state
             .store
             .read(move |conn| operators::authenticate(conn, token.as_deref()))
             .await?;
         Ok(Operator)
     }
+}
+
+/// The token of an `Authorization: Bearer <token>` value. The scheme is
+/// matched in any case, as RFC 7235 says of authentication schemes.
+fn bearer_token(value: &str) -> Option<&str> {
+    let (scheme, token) = value.trim_start().split_once(' ')?;
+    scheme.eq_ignore_ascii_case("bearer").then(|| token.trim())
 }
 
 /// The body as a JSON object (boarding bodies have no envelope).
@@ -115,10 +122,82 @@ async fn offer_update(
     Ok(Json(offer.to_json()))
 }
 
-async fn offer_list(State(app): State<AppState>, _: Operator) -> ApiResult<Json<Value>> {
-    let offers = app.store.read(offers::list).await?;
+/// Which page of an operator's list: `page` (from 1) and `page_size` (1
+/// to 100, default 20), as v2 lists take them.
+struct Paging {
+    page: u64,
+    size: u64,
+}
+
+impl Paging {
+    const DEFAULT_SIZE: u64 = 20;
+
+    fn new() -> Paging {
+        Paging {
+            page: 1,
+            size: Self::DEFAULT_SIZE,
+        }
+    }
+
+    /// Takes `key=value` when it is a paging parameter (true), refusing
+    /// a bad value.
+    fn take(&mut self, key: &str, value: &str) -> ApiResult<bool> {
+        let max = crate::engine::query::MAX_PAGE_SIZE;
+        match key {
+            "page" => match value.parse::<u64>() {
+                Ok(n) if n >= 1 => self.page = n,
+                _ => return Err(ApiError::field("page", "Page must be an integer of at least 1.")),
+            },
+            "page_size" => match value.parse::<u64>() {
+                Ok(n) if (1..=max).contains(&n) => self.size = n,
+                _ => {
+                    return Err(ApiError::field(
+                        "page_size",
+                        format!("Page Size must be an integer from 1 to {max}."),
+                    ))
+                }
+            },
+            _ => return Ok(false),
+        }
+        Ok(true)
+    }
+
+    fn offset(&self) -> u64 {
+        (self.page - 1).saturating_mul(self.size)
+    }
+
+    /// The list's `meta`, as v2 lists answer it (newest first).
+    fn meta(&self, app: &AppState, path: &str, raw: &[(String, String)], total: u64) -> Value {
+        json!({
+            "pagination": crate::engine::pagination(&app.public_url, path, raw, self.page, self.size, total),
+            "sort": { "attributes": { "createdAt": "desc" } },
+        })
+    }
+}
+
+async fn offer_list(
+    State(app): State<AppState>,
+    _: Operator,
+    RawQuery(q): RawQuery,
+) -> ApiResult<Json<Value>> {
+    let pairs = query_pairs(q.as_deref());
+    let mut paging = Paging::new();
+    for (k, v) in &pairs {
+        if !paging.take(k, v)? {
+            return Err(ApiError::field(
+                crate::engine::validate::echo_name(k),
+                "Unknown parameter: offers take only page and page_size.",
+            ));
+        }
+    }
+    let (offset, limit) = (paging.offset(), paging.size);
+    let (offers, total) = app
+        .store
+        .read(move |conn| offers::page(conn, offset, limit))
+        .await?;
     let offers: Vec<Value> = offers.iter().map(offers::Offer::to_json).collect();
-    Ok(Json(json!({ "offers": offers })))
+    let meta = paging.meta(&app, "/v1/offers", &pairs, total);
+    Ok(Json(json!({ "offers": offers, "meta": meta })))
 }
 
 async fn application_create(State(app): State<AppState>, RawBody(body): RawBody) -> ApiResult<Response> {
@@ -184,29 +263,34 @@ async fn application_list(
     _: Operator,
     RawQuery(q): RawQuery,
 ) -> ApiResult<Json<Value>> {
+    let pairs = query_pairs(q.as_deref());
     let mut status = None;
-    for (k, v) in query_pairs(q.as_deref()) {
+    let mut paging = Paging::new();
+    for (k, v) in &pairs {
         match k.as_str() {
-            "status" if ["draft", "published", "boarded"].contains(&v.as_str()) => status = Some(v),
+            "status" if ["draft", "published", "boarded"].contains(&v.as_str()) => status = Some(v.clone()),
             "status" => {
                 return Err(ApiError::field(
                     "status",
                     "Status must be draft, published or boarded.",
                 ))
             }
+            other if paging.take(other, v)? => {}
             other => {
                 return Err(ApiError::field(
                     crate::engine::validate::echo_name(other),
-                    "Unknown parameter: only status filters applications.",
+                    "Unknown parameter: only status filters applications (and page, page_size page them).",
                 ))
             }
         }
     }
-    let list = app
+    let (offset, limit) = (paging.offset(), paging.size);
+    let (list, total) = app
         .store
-        .read(move |conn| applications::list(conn, status.as_deref()))
+        .read(move |conn| applications::list(conn, status.as_deref(), offset, limit))
         .await?;
-    Ok(Json(json!({ "applications": list })))
+    let meta = paging.meta(&app, "/v1/applications", &pairs, total);
+    Ok(Json(json!({ "applications": list, "meta": meta })))
 }
 
 /// The OpenAPI path items of the boarding API (merged into
@@ -281,6 +365,18 @@ pub fn openapi_paths(error: &Value, errors: &Value) -> Vec<(String, Value)> {
         }
         r
     };
+    let paging = json!([
+        { "name": "page", "in": "query", "schema": { "type": "integer", "minimum": 1 },
+          "description": "the page, from 1 (meta.pagination.currentPage counts from 0)" },
+        { "name": "page_size", "in": "query",
+          "schema": { "type": "integer", "minimum": 1, "maximum": crate::engine::query::MAX_PAGE_SIZE, "default": 20 } },
+    ]);
+    let meta = json!({ "type": "object", "description": "pagination (links, totalCount, pageCount, currentPage, perPage) and sort, as v2 lists" });
+    let mut application_params = json!([{ "name": "status", "in": "query",
+        "schema": { "type": "string", "enum": ["draft", "published", "boarded"] } }]);
+    if let (Value::Array(list), Value::Array(more)) = (&mut application_params, paging.clone()) {
+        list.extend(more);
+    }
     vec![
         (
             "/v1/offer/vanityurl/{vanityUrl}".into(),
@@ -305,9 +401,11 @@ pub fn openapi_paths(error: &Value, errors: &Value) -> Vec<(String, Value)> {
         ),
         (
             "/v1/offers".into(),
-            json!({ "get": { "summary": "Every offer (operator)", "tags": ["boarding"],
-            "security": operator, "responses": op(json!({ "200": reply("the offers",
-                json!({ "type": "object", "properties": { "offers": { "type": "array", "items": offer } } })) })) } }),
+            json!({ "get": { "summary": "Offers, newest first, a page at a time (operator)", "tags": ["boarding"],
+            "security": operator, "parameters": paging,
+            "responses": op(json!({ "200": reply("the offers",
+                json!({ "type": "object", "properties": { "offers": { "type": "array", "items": offer },
+                    "meta": meta.clone() } })) })) } }),
         ),
         (
             "/v1/application".into(),
@@ -343,16 +441,17 @@ pub fn openapi_paths(error: &Value, errors: &Value) -> Vec<(String, Value)> {
             "requestBody": body(json!({ "type": "object", "required": ["eConsent", "name", "ipAddress", "timestamp"],
                 "properties": { "eConsent": { "type": "boolean" }, "name": { "type": "string" },
                     "ipAddress": { "type": "string", "description": "a public IPv4 or IPv6 address" },
-                    "timestamp": { "type": "string", "format": "date-time" } } })),
+                    "timestamp": { "type": "string", "format": "date-time",
+                        "description": "not in the future, nor more than a day before the application was created" } } })),
             "responses": with(json!({ "200": reply("the published application", application.clone()) })) } }),
         ),
         (
             "/v1/applications".into(),
-            json!({ "get": { "summary": "Applications, newest first (operator)",
+            json!({ "get": { "summary": "Applications, newest first, a page at a time (operator)",
             "tags": ["boarding"], "security": operator,
-            "parameters": [{ "name": "status", "in": "query", "schema": { "type": "string", "enum": ["draft", "published", "boarded"] } }],
+            "parameters": application_params,
             "responses": op(json!({ "200": reply("the applications", json!({ "type": "object", "properties": {
-                "applications": { "type": "array", "items": application } } })) })) } }),
+                "applications": { "type": "array", "items": application }, "meta": meta } })) })) } }),
         ),
     ]
 }

@@ -213,7 +213,13 @@ pub async fn read(
     IdPath(id): IdPath,
     RawQuery(q): RawQuery,
 ) -> ApiResult<Response> {
-    caller.perms.require(&res.permission("read"))?;
+    // A user reads their own record by its id as by `/v2/users/me`, with
+    // any role and without the permission to read others (a resource
+    // with fields a user may change on their own record has one).
+    let own = id == caller.user_id && caller.perms.has_some() && !res.api.own_record_fields.is_empty();
+    if !own {
+        caller.perms.require(&res.permission("read"))?;
+    }
     let pairs = query_pairs(q.as_deref());
     let expand = item_params(res, &pairs, true)?;
     let address = address(res, id, &pairs, &caller)?;

@@ -40,6 +40,9 @@ fn pattern_regex(p: Pattern) -> Option<&'static str> {
         // The server also parses the address; the pattern says its alphabet.
         Pattern::Ip => "^[0-9A-Fa-f:.]*$",
         Pattern::OneLine => "^[^\\u0000-\\u001F\\u007F-\\u009F]*$",
+        Pattern::Name => {
+            "^[^\\s\\x00-\\x1F\\x7F-\\x9F](?:(?:[^\\s\\x00-\\x1F\\x7F-\\x9F]| )*[^\\s\\x00-\\x1F\\x7F-\\x9F])?$"
+        }
     })
 }
 

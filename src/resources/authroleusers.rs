@@ -2,7 +2,7 @@
 //! permission; a caller can only hand out roles within its own rights.
 
 use crate::auth::role_perms;
-use crate::db::{Conn, Sql};
+use crate::db::{Conn, Dialect, Sql};
 use crate::engine::record::Record;
 use crate::engine::resource::{Api, Expand, Field, Pattern, Resource, Scope};
 use crate::engine::rules::Rules;
@@ -120,6 +120,7 @@ impl Rules for AuthRoleUserRules {
         }
         if is_admin_role(conn, role)? {
             let location = record.text("location_id").unwrap_or_default();
+            lock_administrators(conn, location)?;
             if administrators_left(conn, location, "", record.id())? == 0 {
                 return Err(conflict(
                     "This is the last administrator role of the location; grant another user one first.",
@@ -176,10 +177,29 @@ pub fn administrators_left(
         .unwrap_or(0))
 }
 
+/// Takes the lock that every change which can take an administrator away
+/// from `location_id` holds while it counts the ones left: its location
+/// row, on PostgreSQL, until the write job ends (SQLite has one writer).
+/// Without it, two such changes sent at once (deleting or disabling two
+/// administrators, revoking their roles) each counted the other's
+/// administrator under READ COMMITTED and both went through, leaving none.
+/// `FOR NO KEY UPDATE`: payments and other rows that merely reference the
+/// location (`FOR KEY SHARE`) are not held up by it.
+fn lock_administrators(conn: &mut dyn Conn, location_id: &str) -> ApiResult<()> {
+    if conn.dialect() == Dialect::Postgres {
+        conn.query(&Sql::with(
+            "SELECT id FROM locations WHERE id = ? FOR NO KEY UPDATE",
+            vec![location_id.into()],
+        ))?;
+    }
+    Ok(())
+}
+
 /// Refuses to delete or disable `user` when it is its location's last
 /// active administrator.
 pub fn keep_an_administrator(conn: &mut dyn Conn, user: &Record, field: &str) -> ApiResult<()> {
     let location = user.text("primary_location_id").unwrap_or_default();
+    lock_administrators(conn, location)?;
     if is_administrator(conn, user.id())? && administrators_left(conn, location, user.id(), "")? == 0 {
         let mut errors = FieldErrors::new();
         errors.add(

@@ -103,7 +103,9 @@ pub static LOCATION: Resource = Resource {
     page_size: 20,
     scope: Scope::Location,
     api_id: None,
-    unique: None,
+    // Unique within its tenant (migration 38's index): the one a lookup by
+    // it (`locationinfos?location_api_id=`) finds.
+    unique: Some("location_api_id"),
     expands: &[
         Expand::Custom("branding_domain"),
         Expand::BelongsTo {
@@ -251,6 +253,16 @@ impl Rules for LocationRules {
             ("product_transactions", "location_id", "product transaction"),
             ("notes", "location_id", "note"),
             ("account_vaults", "location_id", "account vault"),
+            ("tags", "location_id", "tag"),
+            ("postback_configs", "location_id", "postback config"),
+            ("terminals", "location_id", "terminal"),
+            ("device_terms", "location_id", "device term"),
+            ("signatures", "location_id", "signature"),
+            ("hosted_payment_pages", "location_id", "hosted payment page"),
+            ("quick_invoices", "location_id", "quick invoice"),
+            ("recurrings", "location_id", "recurring"),
+            ("product_files", "location_id", "product file"),
+            ("boarding_applications", "location_id", "boarding application"),
         ] {
             let mut sql = Sql::new("SELECT COUNT(*) FROM ");
             sql.push(table)
@@ -277,7 +289,10 @@ impl Rules for LocationRules {
             );
             return Err(ApiError::Conflict(errors));
         }
-        Ok(())
+        // Hosted forms opened there and the tickets typed on them are
+        // short-lived capabilities, no reason to keep the location.
+        crate::hosted::sessions::forget_location(conn, record.id())?;
+        crate::hosted::tickets::forget_location(conn, record.id())
     }
 
     fn render(&self, cx: &Cx, _record: &Record, out: &mut Map<String, Json>) {

@@ -37,7 +37,8 @@ pub static USER: Resource = Resource {
             .required()
             .put()
             .filter()
-            .sort(),
+            .sort()
+            .pattern(Pattern::Name),
         Field::text("email", 5, 128)
             .pu()
             .filter()
@@ -474,11 +475,17 @@ impl Rules for UserRules {
         if !input.transient.contains_key("password") && !input.transient.contains_key("old_password") {
             return Ok(());
         }
-        let Some(password) = text("password") else {
-            return Err(ApiError::field(
-                "password",
-                "Password cannot be blank when old_password is sent.",
-            ));
+        let password = match input.transient.get("password") {
+            Some(Json::String(p)) => p.as_str(),
+            // A number: the text converter takes digits for text, but a
+            // password is never read from a JSON number.
+            Some(_) => return Err(ApiError::field("password", "Password must be a string.")),
+            None => {
+                return Err(ApiError::field(
+                    "password",
+                    "Password cannot be blank when old_password is sent.",
+                ))
+            }
         };
         crate::passwords::check(password, new.text("username"))
             .map_err(|m| ApiError::field("password", m))?;
@@ -486,6 +493,16 @@ impl Rules for UserRules {
         let own = old.id() == cx.user_id;
         if own {
             if let Some(current) = old.text("password_hash") {
+                match input.transient.get("old_password") {
+                    Some(Json::String(_)) => {}
+                    Some(_) => return Err(ApiError::field("old_password", "Old Password must be a string.")),
+                    None => {
+                        return Err(ApiError::field(
+                            "old_password",
+                            "Old Password is required to change your own password.",
+                        ))
+                    }
+                }
                 let matches = match prepared {
                     // Checked before the job against this very hash.
                     Some(p) => p.checked_against.as_deref() == Some(current),
@@ -576,8 +593,16 @@ impl Rules for UserRules {
         // The user's roles and notes go with it: see `cascades`.
         require_covers_user(conn, &cx.perms, record.id())?;
         super::authroleusers::keep_an_administrator(conn, record, "id")?;
-        // And its sign-ins: a session, live or long idle, is no reason
-        // to keep a user.
+        // And what it alone held, none of it a reason to keep a user: its
+        // sign-ins (live or long idle), its Authorize.Net emulator pair,
+        // the hosted forms its hash key opened and the tickets typed on
+        // them (short-lived capabilities signed by a user who is gone),
+        // and the failed sign-ins against its name (a later user of the
+        // name starts unlocked).
+        crate::hosted::sessions::forget_user(conn, record.id())?;
+        crate::hosted::tickets::forget_user(conn, record.id())?;
+        crate::emulator::credentials::forget(conn, record.id())?;
+        crate::sessions::forget_failures(conn, record.text("username").unwrap_or_default())?;
         crate::sessions::close_all(conn, record.id())
     }
 

@@ -18,6 +18,8 @@ engine_tests!(
     refusals_are_clear_and_change_nothing,
     signing_and_boarding_happen_once_under_concurrency,
     sealed_answers_follow_a_key_rotation,
+    operator_lists_come_a_page_at_a_time,
+    small_refusals_say_why,
 );
 
 const SSN: &str = "219097531";
@@ -116,8 +118,15 @@ fn complete() -> Value {
     })
 }
 
+/// A signature made now (the reference's sample is dated 2021-01-15,
+/// years before any application these tests make: refused).
 fn signature() -> Value {
-    json!({ "eConsent": true, "name": "Jane Doe", "ipAddress": "8.8.8.8", "timestamp": "2021-01-15T16:34:41.766Z" })
+    json!({ "eConsent": true, "name": "Jane Doe", "ipAddress": "8.8.8.8", "timestamp": signed_now() })
+}
+
+/// Now, as a signing form would send it (ISO 8601 with milliseconds).
+fn signed_now() -> String {
+    chrono::Utc::now().format("%Y-%m-%dT%H:%M:%S%.3fZ").to_string()
 }
 
 fn offer_application_signature_merchant(app: &TestApp) {
@@ -554,9 +563,8 @@ fn every_group_is_validated_field_by_field(app: &TestApp) {
         ("not-an-ip", false),
         ("2001:4860:4860::8888", true),
     ] {
-        let r = sign(
-            json!({ "eConsent": true, "name": "Jane Doe", "ipAddress": ip, "timestamp": "2021-01-15T16:34:41Z" }),
-        );
+        let r =
+            sign(json!({ "eConsent": true, "name": "Jane Doe", "ipAddress": ip, "timestamp": signed_now() }));
         assert_eq!(r.status, 422, "{ip}: {}", r.text);
         // A public address passes; the incomplete answers still refuse.
         assert_eq!(!error_fields(&r).contains("ipAddress"), ok, "{ip}: {}", r.text);
@@ -573,7 +581,7 @@ fn every_group_is_validated_field_by_field(app: &TestApp) {
     // eConsent is a boolean, the timestamp ISO 8601 (a T, not a space)
     // and a string.
     for consent in [json!("true"), json!(1)] {
-        let r = sign(json!({ "eConsent": consent, "name": "Jane Doe", "ipAddress": "8.8.8.8", "timestamp": "2021-01-15T16:34:41Z" }))
+        let r = sign(json!({ "eConsent": consent, "name": "Jane Doe", "ipAddress": "8.8.8.8", "timestamp": signed_now() }))
             .expect(422);
         assert!(error_fields(&r).contains("eConsent"), "{consent}: {}", r.text);
     }
@@ -1030,4 +1038,150 @@ fn sealed_answers_follow_a_key_rotation(app: &mut TestApp) {
     .expect(200);
     let boarded = cli_json(app, &["application", "merchant", &id, "--json"]);
     assert_eq!(boarded["status"], "boarded");
+}
+
+/// `/v1/offers` and `/v1/applications` page as v2 lists do (`page`,
+/// `page_size`, `meta.pagination`) instead of stopping silently at 1000;
+/// the operator's token is taken under any case of its scheme.
+fn operator_lists_come_a_page_at_a_time(app: &TestApp) {
+    let token = operator(app);
+    for scheme in ["Bearer", "bearer", "BEARER", "bEaReR"] {
+        let auth = format!("{scheme} {token}");
+        let r = app
+            .client()
+            .send("GET", "/v1/offers", &[("authorization", auth.as_str())], None);
+        assert_eq!(r.status, 200, "{scheme}: {}", r.text);
+    }
+    let ids: Vec<String> = (0..3)
+        .map(|i| str_of(&offer(app, &format!("paged-{i}"))["offerId"]))
+        .collect();
+    let get = |path: &str| as_operator(app, &token, "GET", path, None);
+    let first = get("/v1/offers?page_size=2").expect(200);
+    let pagination = &first.body["meta"]["pagination"];
+    assert_eq!(pagination["totalCount"], 3, "{}", first.text);
+    assert_eq!(pagination["pageCount"], 2);
+    assert_eq!(pagination["currentPage"], 0);
+    assert_eq!(pagination["perPage"], 2);
+    let next = pagination["links"]["next"]["href"].as_str().unwrap();
+    assert!(next.ends_with("/v1/offers?page_size=2&page=2"), "{next}");
+    let second = get("/v1/offers?page_size=2&page=2").expect(200);
+    assert!(second.body["meta"]["pagination"]["links"]["next"].is_null());
+    let mut listed: Vec<String> = [&first, &second]
+        .iter()
+        .flat_map(|r| r.body["offers"].as_array().unwrap().clone())
+        .map(|o| str_of(&o["offerId"]))
+        .collect();
+    assert_eq!(listed.len(), 3);
+    listed.sort();
+    let mut made = ids.clone();
+    made.sort();
+    assert_eq!(listed, made, "every offer once, over the pages");
+    assert_eq!(
+        get("/v1/offers").expect(200).body["meta"]["pagination"]["perPage"],
+        20
+    );
+    for bad in ["page=0", "page_size=0", "page_size=101", "page=x", "sort=name"] {
+        let r = get(&format!("/v1/offers?{bad}"));
+        assert_eq!(r.status, 422, "{bad}: {}", r.text);
+    }
+    for id in &ids {
+        new_application(app, id, json!({}));
+    }
+    let apps = get("/v1/applications?status=draft&page_size=2").expect(200);
+    assert_eq!(apps.body["applications"].as_array().unwrap().len(), 2);
+    let pagination = &apps.body["meta"]["pagination"];
+    assert_eq!(pagination["totalCount"], 3, "{}", apps.text);
+    let next = pagination["links"]["next"]["href"].as_str().unwrap();
+    assert!(
+        next.ends_with("/v1/applications?status=draft&page_size=2&page=2"),
+        "{next}"
+    );
+    let rest = get("/v1/applications?status=draft&page_size=2&page=2").expect(200);
+    assert_eq!(rest.body["applications"].as_array().unwrap().len(), 1);
+    let none = get("/v1/applications?status=boarded").expect(200);
+    assert_eq!(none.body["meta"]["pagination"]["totalCount"], 0);
+    get("/v1/applications?page=0").expect(422);
+}
+
+/// A control character in a text member is named as such (it used to be
+/// "must be 1 to 128 characters"); a signature is not dated long before
+/// its application (0001-01-01 was taken); vanity urls are unique
+/// whatever their case.
+fn small_refusals_say_why(app: &TestApp) {
+    let token = operator(app);
+    let made = offer(app, "why");
+    let offer_id = str_of(&made["offerId"]);
+    let r = as_operator(
+        app,
+        &token,
+        "PUT",
+        &format!("/v1/offer/{offer_id}"),
+        Some(json!({ "verticalName": "Hard\u{1}ware" })),
+    )
+    .expect(422);
+    assert_eq!(
+        r.errors("verticalName"),
+        ["Vertical name must not contain control characters (such as a line break or a tab)."],
+        "{}",
+        r.text
+    );
+    for taken in ["WHY", "Why"] {
+        let r = as_operator(
+            app,
+            &token,
+            "POST",
+            "/v1/offer",
+            Some(json!({ "name": "Shouting", "vanityUrl": taken })),
+        )
+        .expect(409);
+        assert!(!r.errors("vanityUrl").is_empty(), "{taken}: {}", r.text);
+    }
+    // Looked up as given: another case is no other offer.
+    send(app, "GET", "/v1/offer/vanityurl/WHY", None).expect(404);
+
+    let id = str_of(&new_application(app, &offer_id, complete())["applicationId"]);
+    let sign = |changes: Value| {
+        let mut body = signature();
+        for (k, v) in changes.as_object().unwrap() {
+            body[k] = v.clone();
+        }
+        send(
+            app,
+            "POST",
+            &format!("/v1/application/{id}/signature"),
+            Some(body),
+        )
+    };
+    let r = sign(json!({ "name": "Jane\u{7}Doe" })).expect(422);
+    assert_eq!(
+        r.errors("name"),
+        ["Name must not contain control characters (such as a line break or a tab)."],
+        "{}",
+        r.text
+    );
+    let two_days_ago = (chrono::Utc::now() - chrono::Duration::days(2))
+        .format("%Y-%m-%dT%H:%M:%SZ")
+        .to_string();
+    for old in [
+        "0001-01-01T00:00:00Z",
+        "2021-01-15T16:34:41.766Z",
+        two_days_ago.as_str(),
+    ] {
+        let r = sign(json!({ "timestamp": old })).expect(422);
+        assert_eq!(error_fields(&r), fields(&["timestamp"]), "{old}: {}", r.text);
+        assert!(
+            r.errors("timestamp")[0].contains("more than a day before the application was created"),
+            "{old}: {}",
+            r.text
+        );
+    }
+    let app_record = send(app, "GET", &format!("/v1/application/{id}"), None).expect(200);
+    assert_eq!(app_record.body["status"], "draft", "nothing signed");
+    // Signed an hour before it was created (a form that took the
+    // signature with the answers): taken.
+    let hour_ago = (chrono::Utc::now() - chrono::Duration::hours(1))
+        .format("%Y-%m-%dT%H:%M:%SZ")
+        .to_string();
+    let r = sign(json!({ "timestamp": hour_ago })).expect(200);
+    assert_eq!(r.body["status"], "published");
 }

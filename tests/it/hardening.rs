@@ -8,6 +8,7 @@ engine_tests!(
     duplicate_keys_are_refused,
     one_grammar_for_amounts,
     a_location_keeps_an_administrator,
+    removals_at_once_leave_an_administrator,
     filter_values_are_bounded,
     bodies_declared_otherwise_are_refused,
     slow_clients_are_cut_off,
@@ -144,6 +145,89 @@ fn a_location_keeps_an_administrator(app: &TestApp) {
     // A user without an administrator role is not counted, nor protected.
     let (plain, _) = t.user(&branch, Some("132"));
     t.delete(&format!("/v2/users/{plain}")).expect(204);
+}
+
+/// Both administrators of a location removed at the same moment (deleted,
+/// disabled or their role revoked, in any pairing): one removal goes
+/// through, the other is refused (409), and the location keeps an active
+/// administrator. On PostgreSQL each removal used to count the other
+/// administrator as still there, and both went through.
+fn removals_at_once_leave_an_administrator(app: &TestApp) {
+    use crate::support::{Resp, Tenant};
+    use serde_json::json;
+    let t = app.bootstrap();
+    let role_of = |user: &str| {
+        t.get(&format!("/v2/authroleusers?user_id={user}"))
+            .expect(200)
+            .body["authroleusers"][0]["id"]
+            .as_str()
+            .unwrap()
+            .to_string()
+    };
+    let remove = |t: &Tenant, how: &str, user: &str, role: &str| -> Resp {
+        match how {
+            "delete" => t.delete(&format!("/v2/users/{user}")),
+            "disable" => t.put(&format!("/v2/users/{user}"), json!({ "user": { "status": 0 } })),
+            _ => t.delete(&format!("/v2/authroleusers/{role}")),
+        }
+    };
+    let pairings = [
+        ("delete", "delete"),
+        ("disable", "disable"),
+        ("revoke", "revoke"),
+        ("delete", "disable"),
+        ("disable", "revoke"),
+    ];
+    for round in 0..3 {
+        for (first, second) in pairings {
+            let branch = t.location(&t.location_id(), &format!("Branch {round} {first} {second}"));
+            let admins: Vec<(String, String)> = (0..2)
+                .map(|_| {
+                    let (user, _) = t.user(&branch, Some("1"));
+                    let role = role_of(&user);
+                    (user, role)
+                })
+                .collect();
+            let barrier = std::sync::Barrier::new(2);
+            let answers: Vec<Resp> = std::thread::scope(|s| {
+                let runs: Vec<_> = [first, second]
+                    .into_iter()
+                    .zip(&admins)
+                    .map(|(how, (user, role))| {
+                        let (t, barrier) = (&t, &barrier);
+                        s.spawn(move || {
+                            barrier.wait();
+                            remove(t, how, user, role)
+                        })
+                    })
+                    .collect();
+                runs.into_iter().map(|h| h.join().unwrap()).collect()
+            });
+            let mut statuses: Vec<u16> = answers.iter().map(|r| r.status).collect();
+            statuses.sort();
+            let texts: Vec<&str> = answers.iter().map(|r| r.text.as_str()).collect();
+            assert!(
+                matches!(statuses.as_slice(), [200 | 204, 409]),
+                "round {round}, {first} and {second}: {statuses:?} {texts:?}"
+            );
+            let refused = answers.iter().find(|r| r.status == 409).unwrap();
+            assert!(refused.text.contains("last administrator"), "{}", refused.text);
+            let active_admins = admins
+                .iter()
+                .filter(|(user, _)| {
+                    let u = t.get(&format!("/v2/users/{user}"));
+                    u.status == 200
+                        && u.body["user"]["status"] == 1
+                        // Each holds the administrator role only.
+                        && t.get(&format!("/v2/authroleusers?user_id={user}"))
+                            .expect(200)
+                            .body["meta"]["pagination"]["totalCount"]
+                            == 1
+                })
+                .count();
+            assert_eq!(active_admins, 1, "round {round}, {first} and {second}");
+        }
+    }
 }
 
 /// A thousand repeated filter values is a 422, not a database error;

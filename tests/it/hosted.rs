@@ -46,7 +46,7 @@ fn now() -> i64 {
 /// and timestamp) opens one form, and `now() - 1` taken a second after
 /// `now()` is the same second. Now, or a second before the last one
 /// handed out (the run stays well inside the five-minute window).
-fn fresh_ts() -> i64 {
+pub fn fresh_ts() -> i64 {
     use std::sync::atomic::{AtomicI64, Ordering};
     static LAST: AtomicI64 = AtomicI64::new(i64::MAX);
     let mut last = LAST.load(Ordering::Relaxed);
@@ -442,7 +442,7 @@ fn accountform_stores_a_vault(app: &TestApp) {
 }
 
 /// Each call signs with its own timestamp: a hash-key is spent once.
-fn ticket(app: &TestApp, t: &Tenant, body: Value) -> Resp {
+pub fn ticket(app: &TestApp, t: &Tenant, body: Value) -> Resp {
     let ts = fresh_ts().to_string();
     let hash = hash_key::compute(&t.cred("user_hash_key"), &t.user_id(), &ts).expect("a hash-key");
     client(app).send(

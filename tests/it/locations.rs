@@ -21,6 +21,9 @@ engine_tests!(
     location_tree_moves,
     location_moves_refused,
     location_delete_refused_while_holding_records,
+    location_delete_names_tags_postbacks_and_terminals,
+    location_api_id_is_unique_within_its_tenant,
+    migration_38_settles_earlier_duplicates,
     location_delete_empty_and_own,
     location_list_is_scoped,
     locationinfo_shape,
@@ -1614,4 +1617,181 @@ fn product_transactions_current_batch(app: &TestApp) {
         1,
         "each product transaction numbers its own batches"
     );
+}
+
+/// A location held by a tag, a postback config or a terminal names them
+/// in its 409 (it used to say only "still used by other records").
+fn location_delete_names_tags_postbacks_and_terminals(app: &TestApp) {
+    let t = app.bootstrap();
+    let held = t.location(&t.location_id(), "Tagged");
+    let tag = str_of(
+        &t.post(
+            "/v2/tags",
+            json!({ "tag": { "location_id": held, "title": "Gala" } }),
+        )
+        .expect(201)
+        .body["tag"]["id"],
+    );
+    let hook = str_of(
+        &t.post(
+            "/v2/postbackconfigs",
+            json!({ "postbackconfig": { "location_id": held, "resource": "contact",
+                "url": "https://hooks.example.com/contacts", "on_create": 1 } }),
+        )
+        .expect(201)
+        .body["postbackconfig"]["id"],
+    );
+    let r = t.delete(&format!("/v2/locations/{held}")).expect(409);
+    assert_eq!(
+        r.errors("id"),
+        ["The location cannot be deleted while it holds 1 tag, 1 postback config."],
+        "{}",
+        r.text
+    );
+    t.get(&format!("/v2/locations/{held}")).expect(200);
+    t.delete(&format!("/v2/tags/{tag}")).expect(204);
+    t.delete(&format!("/v2/postbackconfigs/{hook}")).expect(204);
+    let (terminal, _) = crate::support::sim::terminal(
+        &t,
+        json!({ "location_id": held, "serial_number": "SN-HELD", "title": "Till" }),
+    );
+    let r = t.delete(&format!("/v2/locations/{held}")).expect(409);
+    assert_eq!(
+        r.errors("id"),
+        ["The location cannot be deleted while it holds 1 terminal."],
+        "{}",
+        r.text
+    );
+    t.delete(&format!("/v2/terminals/{terminal}")).expect(204);
+    t.delete(&format!("/v2/locations/{held}")).expect(204);
+}
+
+/// `location_api_id` names one location of a tenant (reference: `*_api_id`
+/// keys are unique), so the lookup by it finds one; another tenant may
+/// use the same value.
+fn location_api_id_is_unique_within_its_tenant(app: &TestApp) {
+    let t = app.bootstrap();
+    let other = app.bootstrap();
+    let own = t.location_id();
+    let c1 = t.location(&own, "C1");
+    let c2 = t.location(&own, "C2");
+    let gc2 = t.location(&c2, "GC2");
+    let api_id = "abcdefghijklmnopqrstuvwxyz";
+    let set = |t: &Tenant, id: &str, value: &str| {
+        t.put(
+            &format!("/v2/locations/{id}"),
+            json!({ "location": { "location_api_id": value } }),
+        )
+    };
+    set(&t, &gc2, api_id).expect(200);
+    for id in [&c1, &own] {
+        let r = set(&t, id, api_id).expect(422);
+        assert_eq!(
+            r.errors("location_api_id"),
+            ["Location Api Id has already been taken."],
+            "{}",
+            r.text
+        );
+    }
+    let r = t
+        .post(
+            "/v2/locations",
+            json!({ "location": { "parent_id": own, "name": "C3", "branding_domain_url": "pay.example.com",
+                "location_api_id": api_id } }),
+        )
+        .expect(422);
+    assert!(!r.errors("location_api_id").is_empty(), "{}", r.text);
+    set(&t, &gc2, api_id).expect(200);
+    set(&other, &other.location_id(), api_id).expect(200);
+    let found = t
+        .get(&format!("/v2/locationinfos?location_api_id={api_id}"))
+        .expect(200);
+    assert_eq!(
+        found.body["meta"]["pagination"]["totalCount"], 1,
+        "{}",
+        found.text
+    );
+    assert_eq!(found.body["locationinfos"][0]["id"], gc2.as_str());
+    // Freed, it can be taken.
+    set(&t, &gc2, "zyxwvutsrqponmlkjihgfedcba").expect(200);
+    set(&t, &c1, api_id).expect(200);
+}
+
+/// Migration 38 makes both rules unique on a database that already broke
+/// them: of the locations of one tenant sharing a `location_api_id` the
+/// oldest keeps it and the others lose it (their change log keeps the
+/// value); of offers whose vanity urls differ only in case the oldest
+/// keeps its url and the others get one of their own.
+fn migration_38_settles_earlier_duplicates(app: &TestApp) {
+    let t = app.bootstrap();
+    let other = app.bootstrap();
+    let own = t.location_id();
+    let (first, second) = (t.location(&own, "First"), t.location(&own, "Second"));
+    let (older, newer) = if first < second {
+        (first, second)
+    } else {
+        (second, first)
+    };
+    let mut db = db(app);
+    db.exec("DROP INDEX locations_api_id", &[]);
+    db.exec("DROP INDEX boarding_offers_vanity_url_folded", &[]);
+    let dup = "dup-dup-dup-dup-dup-dup-dup";
+    for id in [&older, &newer, &other.location_id()] {
+        db.exec(
+            "UPDATE locations SET location_api_id = ? WHERE id = ?",
+            &[dup, id],
+        );
+    }
+    let offer = |vanity: &str| -> Value {
+        let out = app.cli(&["boarding", "offer", "create", "--vanity-url", vanity, "--json"]);
+        assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+        serde_json::from_slice(&out.stdout).unwrap()
+    };
+    let (acme, shouting) = (offer("acme-dup"), offer("ACME-DUP"));
+    let shouting_id = str_of(&shouting["offerId"]);
+    db.exec(
+        "UPDATE boarding_offers SET created_ts = created_ts + 1 WHERE id = ?",
+        &[&shouting_id],
+    );
+    db.exec("DELETE FROM schema_migrations WHERE version = 38", &[]);
+    let out = app.cli(&["migrate"]);
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+
+    let api_id_of = |tenant: &Tenant, id: &str| get_location(tenant, id)["location_api_id"].clone();
+    assert_eq!(api_id_of(&t, &older), dup);
+    assert_eq!(api_id_of(&t, &newer), Value::Null);
+    assert_eq!(api_id_of(&other, &other.location_id()), dup, "another tenant's");
+    let logs = t
+        .get(&format!("/v2/locations/{newer}?expand=changelogs"))
+        .expect(200)
+        .body["location"]["changelogs"]
+        .clone();
+    assert_eq!(logs[0]["action"], "UPDATE", "newest first: {logs}");
+    assert_eq!(logs[0]["changelog_details"][0]["field"], "location_api_id");
+    assert_eq!(logs[0]["changelog_details"][0]["old_value"], dup);
+    let r = t
+        .put(
+            &format!("/v2/locations/{newer}"),
+            json!({ "location": { "location_api_id": dup } }),
+        )
+        .expect(422);
+    assert!(!r.errors("location_api_id").is_empty());
+
+    let vanity = |v: &str| {
+        app.client()
+            .send("GET", &format!("/v1/offer/vanityurl/{v}"), &[], None)
+    };
+    assert_eq!(vanity("acme-dup").expect(200).body["offerId"], acme["offerId"]);
+    assert_eq!(vanity("ACME-DUP").status, 404, "renamed");
+    let renamed = format!("ACME-DUP-{}", &shouting_id[..12]);
+    assert_eq!(vanity(&renamed).expect(200).body["offerId"], shouting_id.as_str());
+    let out = app.cli(&[
+        "boarding",
+        "offer",
+        "create",
+        "--vanity-url",
+        "Acme-Dup",
+        "--json",
+    ]);
+    assert!(!out.status.success(), "a url taken in another case");
 }

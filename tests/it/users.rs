@@ -21,6 +21,11 @@ engine_tests!(
     new_user_has_no_permission_until_a_role_is_attached,
     users_are_scoped,
     user_record_as_the_reference_has_it,
+    usernames_are_names_people_can_tell_apart,
+    a_user_goes_with_what_it_alone_held,
+    a_reference_the_rules_miss_is_named,
+    password_refusals_say_what_is_wrong,
+    any_role_reads_its_own_record_by_id,
 );
 
 fn unique_name(prefix: &str) -> String {
@@ -63,6 +68,9 @@ fn user_create_validation(app: &TestApp) {
         "@example.com",
         "two@@example.com",
         "spa ce@example.com",
+        "a@c..com",
+        ".a@example.com",
+        "a@exa!mple.com",
     ] {
         let r = create(&t, user_body(&loc, json!({ "email": bad }))).expect(422);
         assert_eq!(error_fields(&r), fields(&["email"]), "email {bad}: {}", r.text);
@@ -907,4 +915,208 @@ fn user_record_as_the_reference_has_it(app: &TestApp) {
         )
         .expect(201);
     assert_eq!(to_clerk(&t), 1, "off: no receipt");
+}
+
+/// Usernames must not hide a control character or surrounding spaces: a
+/// sign-in matches the name exactly, so `"  ann  "`, `"ann\n"` and `"ann"`
+/// were three accounts that look alike.
+fn usernames_are_names_people_can_tell_apart(app: &TestApp) {
+    let t = app.bootstrap();
+    let loc = t.location_id();
+    let base = unique_name("ann");
+    for (bad, says) in [
+        (format!("{base}\nx"), "control characters"),
+        (format!("{base}\tx"), "control characters"),
+        (format!("  {base}  "), "begin or end with a space"),
+        (format!("{base} "), "begin or end with a space"),
+        (format!("{base}\u{a0}x"), "no whitespace but plain spaces"),
+    ] {
+        let r = create(&t, user_body(&loc, json!({ "username": bad }))).expect(422);
+        assert_eq!(error_fields(&r), fields(&["username"]), "{bad:?}: {}", r.text);
+        assert!(r.errors("username")[0].contains(says), "{bad:?}: {}", r.text);
+    }
+    let id = create(
+        &t,
+        user_body(&loc, json!({ "username": format!("{base} Smith") })),
+    )
+    .expect(201)
+    .body["user"]["id"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    let r = t
+        .put(
+            &format!("/v2/users/{id}"),
+            json!({ "user": { "username": format!("{base}\r") } }),
+        )
+        .expect(422);
+    assert!(
+        r.errors("username")[0].contains("control characters"),
+        "{}",
+        r.text
+    );
+    let user = t.get(&format!("/v2/users/{id}")).expect(200).body["user"].clone();
+    assert_eq!(user["username"], format!("{base} Smith"), "nothing changed");
+}
+
+/// Deleting a user who got an Authorize.Net emulator pair, opened a
+/// hosted form and had a ticket typed on it: all of it goes with the
+/// user (the emulator pair used to keep the user for ever: 409 "still
+/// used by other records"); the form and the ticket no longer work.
+fn a_user_goes_with_what_it_alone_held(app: &TestApp) {
+    let t = app.bootstrap();
+    let me = t.user_id();
+    t.post(&format!("/v2/users/{me}/generateemulatorkey"), json!({}))
+        .expect(200);
+    let data = json!({ "transaction": { "payment_method": "cc", "action": "sale",
+        "transaction_amount": "13.00", "transaction_api_id": "gone-1" } });
+    let link = crate::hosted::form_link(&t, "/v2/payform", crate::hosted::fresh_ts(), &data);
+    let page = app
+        .client()
+        .send("GET", &link, &[("accept", "text/html")], None)
+        .expect(200);
+    let at = page.text.find("action=\"/hosted/").expect("a form") + "action=\"".len();
+    let action = page.text[at..at + page.text[at..].find('"').unwrap()].to_string();
+    let ticket = crate::hosted::ticket(
+        app,
+        &t,
+        json!({ "ticket": { "payment_method": "cc", "account_number": "4111111111111111",
+            "exp_date": "1239", "account_holder_name": "Pat Payer" } }),
+    )
+    .expect(201)
+    .body["ticket"]["id"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    let mut db = db(app);
+    let held = |db: &mut crate::support::db::Db| {
+        ["emulator_credentials", "hosted_sessions", "tickets"]
+            .map(|table| db.count(&format!("SELECT COUNT(*) FROM {table} WHERE user_id = ?"), &[&me]) > 0)
+    };
+    // (The ticket's hash-key opened a form of its own.)
+    assert_eq!(held(&mut db), [true; 3]);
+
+    let (admin, key) = t.user(&t.location_id(), Some("1"));
+    let other = t.as_user(&admin, &key);
+    other.delete(&format!("/v2/users/{me}")).expect(204);
+    other.get(&format!("/v2/users/{me}")).expect(404);
+    assert_eq!(held(&mut db), [false; 3]);
+    // The form opens nothing and takes no payment; the ticket fills no
+    // vault.
+    let body = "account_number=4111111111111111&exp_date=1239&cvv=999";
+    let r = app.client().send(
+        "POST",
+        &action,
+        &[("content-type", "application/x-www-form-urlencoded")],
+        Some(body),
+    );
+    assert_eq!(r.status, 404, "{}", r.text);
+    let r = other.post(
+        "/v2/accountvaults",
+        json!({ "accountvault": { "location_id": t.location_id(), "payment_method": "cc", "ticket": ticket } }),
+    );
+    assert_eq!(r.status, 422, "{}", r.text);
+    assert!(r.text.contains("ticket"), "{}", r.text);
+    let txs = other.get("/v2/transactions").expect(200);
+    assert_eq!(txs.body["meta"]["pagination"]["totalCount"], 0, "nothing charged");
+}
+
+/// A delete refused by a reference no rule foresees (here a table an
+/// operator added) is a 409 that names what holds the record, on both
+/// engines.
+fn a_reference_the_rules_miss_is_named(app: &TestApp) {
+    let t = app.bootstrap();
+    let (user, _) = t.user(&t.location_id(), Some("2"));
+    let mut db = db(app);
+    db.exec(
+        "CREATE TABLE operator_badges (id TEXT PRIMARY KEY, user_id TEXT NOT NULL REFERENCES users(id))",
+        &[],
+    );
+    db.exec(
+        "INSERT INTO operator_badges (id, user_id) VALUES ('b1', ?)",
+        &[&user],
+    );
+    let r = t.delete(&format!("/v2/users/{user}")).expect(409);
+    assert_eq!(
+        r.errors("id"),
+        ["The user is still used by other records (operator badges)."],
+        "{}",
+        r.text
+    );
+    t.get(&format!("/v2/users/{user}")).expect(200);
+    db.exec("DELETE FROM operator_badges", &[]);
+    t.delete(&format!("/v2/users/{user}")).expect(204);
+}
+
+/// A password sent as a number is not "blank", and changing one's own
+/// password without the current one says the current one is required.
+fn password_refusals_say_what_is_wrong(app: &TestApp) {
+    let t = app.bootstrap();
+    let (id, key) = t.user(&t.location_id(), Some("3"));
+    t.put(
+        &format!("/v2/users/{id}"),
+        json!({ "user": { "password": "Chosen1234" } }),
+    )
+    .expect(200);
+    let clerk = t.as_user(&id, &key);
+    let own = format!("/v2/users/{id}");
+    let r = clerk
+        .put(&own, json!({ "user": { "password": 12345678 } }))
+        .expect(422);
+    assert_eq!(r.errors("password"), ["Password must be a string."], "{}", r.text);
+    let r = clerk
+        .put(&own, json!({ "user": { "password": "ACLERK123" } }))
+        .expect(422);
+    assert_eq!(
+        r.errors("old_password"),
+        ["Old Password is required to change your own password."],
+        "{}",
+        r.text
+    );
+    let r = clerk
+        .put(
+            &own,
+            json!({ "user": { "password": "ACLERK123", "old_password": "Wrong1234" } }),
+        )
+        .expect(422);
+    assert_eq!(
+        r.errors("old_password"),
+        ["Old Password is incorrect."],
+        "{}",
+        r.text
+    );
+    let r = clerk
+        .put(&own, json!({ "user": { "old_password": "Chosen1234" } }))
+        .expect(422);
+    assert!(r.errors("password")[0].contains("cannot be blank"), "{}", r.text);
+    clerk
+        .put(
+            &own,
+            json!({ "user": { "password": "ACLERK123", "old_password": "Chosen1234" } }),
+        )
+        .expect(200);
+}
+
+/// Every role reads its own record by its id as by `/v2/users/me`
+/// (Clerk and Read only used to get 403), and no other user's without
+/// `users.read`.
+fn any_role_reads_its_own_record_by_id(app: &TestApp) {
+    let t = app.bootstrap();
+    let loc = t.location_id();
+    let (peer, _) = t.user(&loc, Some("132"));
+    for role in ["3", "2", "132"] {
+        let (id, key) = t.user(&loc, Some(role));
+        let u = t.as_user(&id, &key);
+        let by_id = u.get(&format!("/v2/users/{id}")).expect(200);
+        let me = u.get("/v2/users/me").expect(200);
+        assert_eq!(by_id.body, me.body, "role {role}");
+        let other = u.get(&format!("/v2/users/{peer}"));
+        let may_read_users = u.get("/v2/users").status == 200;
+        assert_eq!(other.status == 200, may_read_users, "role {role}: {}", other.text);
+    }
+    // A user with no role reads nothing, its own record neither.
+    let (bare, key) = t.user(&loc, None);
+    t.as_user(&bare, &key)
+        .get(&format!("/v2/users/{bare}"))
+        .expect(403);
 }
