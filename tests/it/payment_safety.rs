@@ -3,7 +3,7 @@
 //! product transaction, and a settlement interrupted by a crash.
 
 use crate::engine_tests;
-use crate::support::db::{db, Db};
+use crate::support::db::{db, wait_for_lock_wait, Db};
 use crate::support::wait::wait_until;
 use crate::support::{str_of, Client, Engine, Resp, Tenant, TestApp};
 use serde_json::{json, Value};
@@ -886,25 +886,6 @@ fn a_settle_and_a_void_never_overlap(app: &mut TestApp) {
         declined.body["transaction"]["status_id"], 301,
         "{}",
         declined.text
-    );
-}
-
-/// PostgreSQL: waits until a backend of the test's database waits for a
-/// lock, that is until the request `running` reached a row the test holds
-/// in an open transaction; `failure` if the request finished first,
-/// having waited for nothing.
-fn wait_for_lock_wait<T>(app: &TestApp, running: &std::thread::JoinHandle<T>, failure: &str) {
-    wait_until(
-        "a request to wait for a lock the test holds",
-        Duration::from_secs(10),
-        || {
-            let waiting = db(app).count(
-            "SELECT COUNT(*) FROM pg_stat_activity WHERE wait_event_type = 'Lock' AND datname = current_database()",
-            &[],
-        );
-            assert!(waiting > 0 || !running.is_finished(), "{failure}");
-            (waiting > 0).then_some(())
-        },
     );
 }
 
