@@ -249,6 +249,13 @@ pub const MIGRATIONS: &[Migration] = &[
         "",
         "",
     ),
+    (
+        38,
+        "sign_ins_keep_the_epoch",
+        "",
+        include_str!("../../migrations/0038_sign_ins_keep_the_epoch.postgres.sql"),
+        include_str!("../../migrations/0038_sign_ins_keep_the_epoch.sqlite.sql"),
+    ),
 ];
 
 /// Applies every migration not yet recorded. Returns how many ran.
