@@ -424,7 +424,8 @@ fn authenticate_token(
 ///
 /// What a caller is made of lives in six tables (users, auth role users,
 /// roles, role permissions, locations, developers). A trigger on each
-/// moves `auth_epoch` with every change, in the writing transaction, from
+/// moves `auth_epoch` with every change (of a user: but its sign-in
+/// bookkeeping, migration 39), in the writing transaction, from
 /// any process and on any node. Every request reads the epoch first (on
 /// PostgreSQL on a connection requests share, ADR 0026), and a kept
 /// caller is used only under the epoch it was authenticated with: a

@@ -87,6 +87,8 @@ pub fn advance(
             format!("Seconds must be between 0 and {MAX_ADVANCE_S} (clocks only move forward)."),
         ));
     }
+    // Location writes take the tree lock first (one lock order with moves).
+    crate::resources::locations::lock_tree(conn)?;
     let before = offset(scope, conn, location_id)?;
     conn.execute(&Sql::with(
         "UPDATE locations SET clock_offset_s = clock_offset_s + ? WHERE id = ?",

@@ -151,10 +151,88 @@ pub fn end_for_vault(cx: &crate::engine::Cx, conn: &mut dyn Conn, vault_id: &str
     )
 }
 
+/// `mode` on PostgreSQL; nothing on SQLite, whose writer runs one job at
+/// a time.
+fn row_lock(conn: &dyn Conn, mode: &'static str) -> &'static str {
+    match conn.dialect() {
+        Dialect::Postgres => mode,
+        Dialect::Sqlite => "",
+    }
+}
+
+/// A schedule about to bill `vault_id` (created on it, moved to it): the
+/// vault's contact as it is now, with the vault and the contact held to
+/// the end of the job, so that neither is deleted under the new schedule.
+/// On PostgreSQL both rows are locked `FOR KEY SHARE`: schedules of one
+/// vault do not wait for each other; a delete of either waits for this
+/// job and then sees its schedule ([`end_for_contact`],
+/// [`refuse_vault_delete_if_billed`]); a delete that committed first is
+/// seen here. `None`: the vault is gone. `Some(None)`: it has no contact,
+/// or its contact is gone.
+pub fn hold_for_billing(conn: &mut dyn Conn, vault_id: &str) -> ApiResult<Option<Option<String>>> {
+    let share = row_lock(conn, " FOR KEY SHARE");
+    let Some(vault) = conn.query_one(&Sql::with(
+        &format!("SELECT contact_id FROM account_vaults WHERE id = ?{share}"),
+        vec![vault_id.into()],
+    ))?
+    else {
+        return Ok(None);
+    };
+    let Some(contact_id) = vault[0].as_str().map(str::to_string) else {
+        return Ok(Some(None));
+    };
+    let contact = conn.query_one(&Sql::with(
+        &format!("SELECT 1 FROM contacts WHERE id = ?{share}"),
+        vec![contact_id.clone().into()],
+    ))?;
+    Ok(Some(contact.map(|_| contact_id)))
+}
+
+/// A vault being deleted, once its held schedules have ended
+/// ([`end_for_vault`]): refused if a schedule still bills it, one set up
+/// since the vault was read. On PostgreSQL the vault is locked first
+/// (`FOR UPDATE`), so a job setting up a schedule on it
+/// ([`hold_for_billing`]) is waited for and its schedule seen, and one
+/// that comes later waits for the delete and finds the vault gone. The
+/// vault is locked after its schedules, in the order a change of a
+/// schedule takes them (its row, then its vault's `has_recurring`).
+pub fn refuse_vault_delete_if_billed(conn: &mut dyn Conn, vault_id: &str) -> ApiResult<()> {
+    let lock = row_lock(conn, " FOR UPDATE");
+    conn.query_one(&Sql::with(
+        &format!("SELECT 1 FROM account_vaults WHERE id = ?{lock}"),
+        vec![vault_id.into()],
+    ))?;
+    let billed = conn.query_one(&Sql::with(
+        "SELECT status FROM recurrings WHERE account_vault_id = ? AND status <> 'ended' LIMIT 1",
+        vec![vault_id.into()],
+    ))?;
+    match billed.as_ref().and_then(|r| r[0].as_str()) {
+        None => Ok(()),
+        Some(transitions::ACTIVE) => Err(ApiError::field("id", VAULT_BILLED)),
+        Some(_) => Err(ApiError::field(
+            "id",
+            "A recurring payment was set up on the account vault meanwhile; try again.",
+        )),
+    }
+}
+
+/// Why a vault that an active recurring charges cannot be deleted.
+pub const VAULT_BILLED: &str =
+    "The account vault is used by an active recurring payment; delete the recurring or put it on hold first.";
+
 /// A contact being deleted: refused while an active recurring bills it
 /// (as its vault could not be deleted), and its held ones end with it,
-/// so that nothing can resume billing a customer who is gone.
+/// so that nothing can resume billing a customer who is gone. On
+/// PostgreSQL the contact is locked first (`FOR UPDATE`), so a job setting
+/// up a schedule on one of its vaults ([`hold_for_billing`]) is waited
+/// for and its schedule seen, and one that comes later waits for the
+/// delete and finds the contact gone.
 pub fn end_for_contact(cx: &crate::engine::Cx, conn: &mut dyn Conn, contact_id: &str) -> ApiResult<()> {
+    let lock = row_lock(conn, " FOR UPDATE");
+    conn.query_one(&Sql::with(
+        &format!("SELECT 1 FROM contacts WHERE id = ?{lock}"),
+        vec![contact_id.into()],
+    ))?;
     let active = conn.query_one(&Sql::with(
         "SELECT 1 FROM recurrings WHERE contact_id = ? AND status = 'active'",
         vec![contact_id.into()],

@@ -263,6 +263,13 @@ pub const MIGRATIONS: &[Migration] = &[
         include_str!("../../migrations/0038_unique_api_ids_and_vanity_urls.postgres.sql"),
         include_str!("../../migrations/0038_unique_api_ids_and_vanity_urls.sqlite.sql"),
     ),
+    (
+        39,
+        "sign_ins_keep_the_epoch",
+        "",
+        include_str!("../../migrations/0039_sign_ins_keep_the_epoch.postgres.sql"),
+        include_str!("../../migrations/0039_sign_ins_keep_the_epoch.sqlite.sql"),
+    ),
 ];
 
 /// Applies every migration not yet recorded. Returns how many ran.

@@ -4,8 +4,9 @@
 //! `auth_epoch` moves, in the writing transaction and from any node, with
 //! every change to the tables authentication reads and to the
 //! configuration a payment reads (product transactions, postback
-//! configs). A request reads the epoch once, when its caller is
-//! authenticated, and carries it ([`super::Cx::epoch`]). What any request
+//! configs), except a sign-in's bookkeeping on the user, which nothing
+//! kept reads (migration 39). A request reads the epoch once, when its
+//! caller is authenticated, and carries it ([`super::Cx::epoch`]). What any request
 //! read from the database after reading epoch `e` is at least as new as
 //! `e`, so it may be kept under `e` and given to every later request that
 //! read `e` too: none of them sees anything older than its own epoch, and

@@ -503,12 +503,11 @@ impl Rules for AccountVaultRules {
         // A vault that an active recurring charges cannot go (recurrings set
         // has_recurring while they are active); held ones end with it.
         if record.int("has_recurring") == Some(1) {
-            return Err(ApiError::field(
-                "id",
-                "The account vault is used by an active recurring payment; delete the recurring or put it on hold first.",
-            ));
+            return Err(ApiError::field("id", crate::billing::VAULT_BILLED));
         }
-        crate::billing::end_for_vault(cx, conn, record.id())
+        crate::billing::end_for_vault(cx, conn, record.id())?;
+        // The record was read unlocked: a schedule may have been set up since.
+        crate::billing::refuse_vault_delete_if_billed(conn, record.id())
     }
 
     fn render(&self, cx: &Cx, record: &Record, out: &mut Map<String, Json>) {

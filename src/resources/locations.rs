@@ -1,7 +1,7 @@
 //! Locations: the merchant tree. A caller sees its own location and the
 //! ones below it; the materialised `path` makes that one range query.
 
-use crate::db::{Conn, Sql, Value};
+use crate::db::{Conn, Dialect, Sql, Value};
 use crate::engine::record::Record;
 use crate::engine::resource::{Api, Expand, Field, Pattern, Resource, Scope};
 use crate::engine::rules::Rules;
@@ -148,10 +148,63 @@ pub static LOCATION: Resource = Resource {
 
 struct LocationRules;
 
+/// Serialises the writes that read the tree before they change it: a
+/// create reads its parent's path, a move its own path and its new
+/// parent's, a delete counts the children. Without it, a child created
+/// while its parent moved kept the parent's old path (seen from the
+/// parent's former ancestors, hidden from its own users), and two moves
+/// crossing each other (P under Q, Q under P) both passed the "not below
+/// itself" check and made a cycle.
+///
+/// PostgreSQL: the lock is the `auth_epoch` row, which every write to
+/// `locations` takes anyway (its trigger, migration 23) and holds to the
+/// commit; taking it first keeps one lock order (epoch, then location
+/// rows) for every location write, so two of them never deadlock, and
+/// what is read after it stays as read until this job commits. SQLite:
+/// the writer runs one job at a time already.
+pub fn lock_tree(conn: &mut dyn Conn) -> ApiResult<()> {
+    if conn.dialect() == Dialect::Postgres {
+        conn.query(&Sql::new("SELECT n FROM auth_epoch WHERE id = 1 FOR UPDATE"))?;
+    }
+    Ok(())
+}
+
+/// The path of the parent a location is created or moved under, read
+/// under [`lock_tree`].
 fn parent_path(conn: &mut dyn Conn, cx: &Cx, parent_id: &str) -> ApiResult<String> {
     let parent = query::find(conn, &LOCATION, &cx.scope, parent_id)?
         .ok_or_else(|| ApiError::field("parent_id", "parent_id provided is not valid"))?;
     Ok(parent.text("path").unwrap_or_default().to_string())
+}
+
+/// A location's path as stored now (under [`lock_tree`]): the record an
+/// update started from was read before the lock, and a move of an
+/// ancestor may have rewritten it since.
+fn current_path(conn: &mut dyn Conn, id: &str) -> ApiResult<String> {
+    conn.query_one(&Sql::with(
+        "SELECT path FROM locations WHERE id = ?",
+        vec![id.into()],
+    ))?
+    .and_then(|r| r[0].as_str().map(str::to_string))
+    .ok_or_else(|| ApiError::not_found(LOCATION.name))
+}
+
+/// Moves the locations below `old_path` to below `new_path` (the subtree
+/// follows its root).
+fn move_subtree(conn: &mut dyn Conn, old_path: &str, new_path: &str) -> ApiResult<()> {
+    let mut upper = old_path.to_string();
+    upper.pop();
+    upper.push('0');
+    conn.execute(&Sql::with(
+        "UPDATE locations SET path = ? || substr(path, ?) WHERE path > ? AND path < ?",
+        vec![
+            new_path.into(),
+            Value::Int(old_path.chars().count() as i64 + 1),
+            old_path.into(),
+            upper.into(),
+        ],
+    ))?;
+    Ok(())
 }
 
 /// Default product transactions must be this location's, of the right kind.
@@ -183,6 +236,7 @@ impl Rules for LocationRules {
         conn: &mut dyn Conn,
         input: &mut CreateInput,
     ) -> ApiResult<Option<Record>> {
+        lock_tree(conn)?;
         let parent = input.record.text("parent_id").unwrap_or_default().to_string();
         let path = format!("{}{}/", parent_path(conn, cx, &parent)?, input.record.id());
         input.record.set("path", path);
@@ -194,6 +248,10 @@ impl Rules for LocationRules {
     }
 
     fn before_update(&self, cx: &Cx, conn: &mut dyn Conn, old: &Record, new: &mut Record) -> ApiResult<()> {
+        // Every update, not only moves: a move rewrites the paths of a
+        // subtree, and an update that locked one of its rows before the
+        // tree would deadlock with it.
+        lock_tree(conn)?;
         check_defaults(conn, new)?;
         boolean_flags(new);
         if new.get("parent_id") == old.get("parent_id") {
@@ -204,42 +262,27 @@ impl Rules for LocationRules {
         }
         let parent = new.text("parent_id").unwrap_or_default().to_string();
         let parent_path = parent_path(conn, cx, &parent)?;
-        let own_path = old.text("path").unwrap_or_default();
-        if parent_path.starts_with(own_path) {
+        let own_path = current_path(conn, old.id())?;
+        if parent_path.starts_with(&own_path) {
             return Err(ApiError::field(
                 "parent_id",
                 "A location cannot be moved below itself.",
             ));
         }
-        new.set("path", format!("{parent_path}{}/", old.id()));
+        let new_path = format!("{parent_path}{}/", old.id());
+        // From the path as it is now, not as `old` read it.
+        move_subtree(conn, &own_path, &new_path)?;
+        new.set("path", new_path);
         Ok(())
     }
 
     fn after_update(&self, cx: &Cx, conn: &mut dyn Conn, old: &Record, new: &Record) -> ApiResult<()> {
-        super::users::follow_branding_domain(cx, conn, old, new)?;
-        let (Some(old_path), Some(new_path)) = (old.text("path"), new.text("path")) else {
-            return Ok(());
-        };
-        if old_path == new_path {
-            return Ok(());
-        }
-        // The subtree moves with its root.
-        let mut upper = old_path.to_string();
-        upper.pop();
-        upper.push('0');
-        conn.execute(&Sql::with(
-            "UPDATE locations SET path = ? || substr(path, ?) WHERE path > ? AND path < ?",
-            vec![
-                new_path.into(),
-                Value::Int(old_path.chars().count() as i64 + 1),
-                old_path.into(),
-                upper.into(),
-            ],
-        ))?;
-        Ok(())
+        super::users::follow_branding_domain(cx, conn, old, new)
     }
 
     fn before_delete(&self, cx: &Cx, conn: &mut dyn Conn, record: &Record) -> ApiResult<()> {
+        // Counts the children a create under this location would add.
+        lock_tree(conn)?;
         let mut errors = FieldErrors::new();
         if record.id() == cx.scope.location_id {
             errors.add("id", "You cannot delete your own location.");

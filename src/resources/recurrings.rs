@@ -213,7 +213,7 @@ fn vault(
         ),
         (None, None) => return Err(ApiError::field("account_vault_id", blank("account_vault_id"))),
     };
-    let vault = found.ok_or_else(|| ApiError::field(field, format!("{field} provided is not valid")))?;
+    let mut vault = found.ok_or_else(|| ApiError::field(field, format!("{field} provided is not valid")))?;
     if vault.text("location_id") != Some(location_id) {
         return Err(ApiError::field(
             field,
@@ -221,16 +221,26 @@ fn vault(
         ));
     }
     if vault.text("contact_id").is_none() {
-        return Err(ApiError::field(
-            field,
-            "The account vault has no contact: a recurring charges a contact's vault (set its contact_id first).",
-        ));
+        return Err(ApiError::field(field, NO_CONTACT));
     }
     if vault.int("active") == Some(0) {
         return Err(ApiError::field(field, "The account vault is not active."));
     }
-    Ok(vault)
+    // Read unlocked above: held now, and read again, so that neither the
+    // vault nor its contact is deleted under the schedule.
+    match billing::hold_for_billing(conn, vault.id())? {
+        None => Err(ApiError::field(field, format!("{field} provided is not valid"))),
+        Some(None) => Err(ApiError::field(field, NO_CONTACT)),
+        Some(Some(contact_id)) => {
+            vault.set("contact_id", contact_id);
+            Ok(vault)
+        }
+    }
 }
+
+/// Why a vault without a contact cannot be billed.
+const NO_CONTACT: &str =
+    "The account vault has no contact: a recurring charges a contact's vault (set its contact_id first).";
 
 /// The product transaction that runs the payments: the one named (same
 /// method, same location) or the location's default for the method.

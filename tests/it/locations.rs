@@ -4,8 +4,8 @@
 //! rules; location infos and product transactions.
 
 use crate::engine_tests;
-use crate::support::db::db;
-use crate::support::{str_of, Resp, Tenant, TestApp};
+use crate::support::db::{db, wait_for_lock_wait, Db};
+use crate::support::{str_of, Engine, Resp, Tenant, TestApp};
 use serde_json::{json, Value};
 use std::collections::BTreeSet;
 
@@ -20,6 +20,9 @@ engine_tests!(
     location_expands,
     location_tree_moves,
     location_moves_refused,
+    a_location_created_under_a_moving_parent_follows_it,
+    crossing_moves_make_no_cycle,
+    a_move_follows_its_ancestor_s_move,
     location_delete_refused_while_holding_records,
     location_delete_names_tags_postbacks_and_terminals,
     location_api_id_is_unique_within_its_tenant,
@@ -916,6 +919,146 @@ fn location_moves_refused(app: &TestApp) {
     assert_eq!(r.body["location"]["name"], "HQ renamed");
     move_to(&ua, &a, "A renamed", &own).expect(200);
     assert_eq!(get_location(&t, &a)["name"], "A renamed");
+}
+
+/// Another node's move of `id` under `parent`, as `PUT parent_id` writes
+/// it (the subtree's paths, then the row), left uncommitted on `conn`:
+/// it holds what a move holds until the test commits.
+fn move_uncommitted(conn: &mut Db, id: &str, parent: &str) {
+    conn.exec("BEGIN", &[]);
+    let old = conn.text("SELECT path FROM locations WHERE id = ?", &[id]);
+    let new = format!(
+        "{}{id}/",
+        conn.text("SELECT path FROM locations WHERE id = ?", &[parent])
+    );
+    let upper = format!("{}0", &old[..old.len() - 1]);
+    conn.exec(
+        "UPDATE locations SET path = CAST(? AS TEXT) || substr(path, length(CAST(? AS TEXT)) + 1) WHERE path > ? AND path < ?",
+        &[&new, &old, &old, &upper],
+    );
+    conn.exec(
+        "UPDATE locations SET parent_id = ?, path = ? WHERE id = ?",
+        &[parent, &new, id],
+    );
+}
+
+/// Every location's path is its parent's path and its own id.
+#[track_caller]
+fn assert_paths_follow_parents(app: &TestApp) {
+    let wrong = db(app).count(
+        "SELECT COUNT(*) FROM locations c JOIN locations p ON p.id = c.parent_id \
+         WHERE c.path <> p.path || c.id || '/'",
+        &[],
+    );
+    assert_eq!(wrong, 0, "locations whose path is not their parent's");
+}
+
+/// PostgreSQL: a location created under a parent that another node is
+/// moving waits for the move and takes the parent's new path, so the
+/// parent's users see it and its former ancestors' do not. (The create
+/// read the parent's path unlocked and kept the old one.) On SQLite the
+/// writer runs one job at a time: nothing can come in between.
+fn a_location_created_under_a_moving_parent_follows_it(app: &TestApp) {
+    if app.engine != Engine::Postgres {
+        return;
+    }
+    let t = app.bootstrap();
+    let own = t.location_id();
+    let a = t.location(&own, "A");
+    let b = t.location(&own, "B");
+    let p = t.location(&a, "P");
+    let ua = user_at(&t, &a, "2");
+    let up = user_at(&t, &p, "2");
+    let mut moving = db(app);
+    move_uncommitted(&mut moving, &p, &b);
+    let creating = {
+        let (t, p) = (t.clone(), p.clone());
+        std::thread::spawn(move || {
+            let body = json!({ "location": { "parent_id": p, "name": "C", "branding_domain_url": "pay.example.com" } });
+            t.post("/v2/locations", body)
+        })
+    };
+    wait_for_lock_wait(app, &creating, "the create did not wait for the move");
+    moving.exec("COMMIT", &[]);
+    let c = str_of(&creating.join().unwrap().expect(201).body["location"]["id"]);
+    assert_paths_follow_parents(app);
+    assert_eq!(
+        up.get(&format!("/v2/locations/{c}")).status,
+        200,
+        "P's users see C"
+    );
+    assert_eq!(
+        ua.get(&format!("/v2/locations/{c}")).status,
+        404,
+        "A's users see neither P nor C"
+    );
+}
+
+/// PostgreSQL: P moved under Q while another node moves Q under P. The
+/// second to come must see the first and refuse (both once passed the
+/// "not below itself" check on the paths from before, making a cycle
+/// that no one above it could see any longer).
+fn crossing_moves_make_no_cycle(app: &TestApp) {
+    if app.engine != Engine::Postgres {
+        return;
+    }
+    let t = app.bootstrap();
+    let own = t.location_id();
+    let p = t.location(&own, "P");
+    let q = t.location(&own, "Q");
+    let mut moving = db(app);
+    move_uncommitted(&mut moving, &q, &p);
+    let crossing = {
+        let (t, p, q) = (t.clone(), p.clone(), q.clone());
+        std::thread::spawn(move || {
+            t.put(
+                &format!("/v2/locations/{p}"),
+                json!({ "location": { "parent_id": q, "name": "P" } }),
+            )
+        })
+    };
+    wait_for_lock_wait(app, &crossing, "the move did not wait for the other move");
+    moving.exec("COMMIT", &[]);
+    let r = crossing.join().unwrap();
+    assert_eq!(r.status, 422, "{}", r.text);
+    assert!(!r.errors("parent_id").is_empty(), "{}", r.text);
+    assert_eq!(get_location(&t, &p)["parent_id"], own);
+    assert_eq!(get_location(&t, &q)["parent_id"], p);
+    assert_paths_follow_parents(app);
+}
+
+/// PostgreSQL: a location moved while another node moves one of its
+/// ancestors takes its subtree along from where that move put it (the
+/// move rewrote the subtree from the path it had read before, missing
+/// the children the other move had already rewritten).
+fn a_move_follows_its_ancestor_s_move(app: &TestApp) {
+    if app.engine != Engine::Postgres {
+        return;
+    }
+    let t = app.bootstrap();
+    let own = t.location_id();
+    let a = t.location(&own, "A");
+    let b = t.location(&own, "B");
+    let x = t.location(&own, "X");
+    let p = t.location(&a, "P");
+    let child = t.location(&p, "Child");
+    let mut moving = db(app);
+    move_uncommitted(&mut moving, &a, &x);
+    let moved = {
+        let (t, p, b) = (t.clone(), p.clone(), b.clone());
+        std::thread::spawn(move || {
+            t.put(
+                &format!("/v2/locations/{p}"),
+                json!({ "location": { "parent_id": b, "name": "P" } }),
+            )
+        })
+    };
+    wait_for_lock_wait(app, &moved, "the move did not wait for its ancestor's");
+    moving.exec("COMMIT", &[]);
+    moved.join().unwrap().expect(200);
+    assert_paths_follow_parents(app);
+    let ub = user_at(&t, &b, "2");
+    assert_eq!(ub.get(&format!("/v2/locations/{child}")).status, 200);
 }
 
 fn location_delete_refused_while_holding_records(app: &TestApp) {

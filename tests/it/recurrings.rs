@@ -7,7 +7,7 @@ use crate::support::db::{db, wait_for_lock_wait};
 use crate::support::receiver::{self, Receiver};
 use crate::support::smtp::SmtpSink;
 use crate::support::wait::wait_until;
-use crate::support::{error_fields, fields, Engine, Tenant, TestApp};
+use crate::support::{error_fields, fields, str_of, Engine, Tenant, TestApp};
 use chrono::{Datelike, Days, Months, NaiveDate};
 use serde_json::{json, Value};
 use std::time::Duration;
@@ -36,6 +36,8 @@ engine_tests!(
     the_last_run_day_is_not_charged_again,
     a_contact_billed_by_a_recurring,
     a_run_being_charged_elsewhere_is_not_declined,
+    a_recurring_set_up_while_its_vault_or_contact_goes_is_refused,
+    a_delete_waits_for_a_recurring_being_set_up,
 );
 
 /// The location's date (its test clock included; bootstrap locations are UTC).
@@ -1985,4 +1987,120 @@ fn a_run_being_charged_elsewhere_is_not_declined(app: &TestApp) {
         json!(text(start.checked_add_months(Months::new(1)).unwrap()))
     );
     assert_eq!(runs(&t, &id).len(), 1, "still charged once");
+}
+
+/// PostgreSQL: a recurring set up on a vault while another node deletes
+/// the vault, or the vault's contact, waits for that delete and is then
+/// refused, not saved billing a vault or customer that is gone. (The
+/// schedule read the vault unlocked and was saved after the delete.) On
+/// SQLite the writer runs one job at a time: nothing can come in between.
+fn a_recurring_set_up_while_its_vault_or_contact_goes_is_refused(app: &TestApp) {
+    if app.engine != Engine::Postgres {
+        return;
+    }
+    let t = app.bootstrap();
+    // The contact: its vaults are detached, then it goes.
+    let (contact, vault) = customer_with(&t, false, "first");
+    let mut deleting = db(app);
+    deleting.exec("BEGIN", &[]);
+    deleting.exec(
+        "UPDATE account_vaults SET contact_id = NULL WHERE contact_id = ?",
+        &[&contact],
+    );
+    deleting.exec("DELETE FROM contacts WHERE id = ?", &[&contact]);
+    let creating = {
+        let (t, vault) = (t.clone(), vault.clone());
+        std::thread::spawn(move || t.post("/v2/recurrings", plan(&t, &vault, json!({}))))
+    };
+    wait_for_lock_wait(
+        app,
+        &creating,
+        "the recurring did not wait for the contact's delete",
+    );
+    deleting.exec("COMMIT", &[]);
+    let r = creating.join().unwrap();
+    assert_eq!(r.status, 422, "{}", r.text);
+    assert!(!r.errors("account_vault_id").is_empty(), "{}", r.text);
+    assert_eq!(count(&t), 0);
+
+    // The vault.
+    let (_, vault) = customer_with(&t, false, "second");
+    deleting.exec("BEGIN", &[]);
+    deleting.exec("DELETE FROM account_vaults WHERE id = ?", &[&vault]);
+    let creating = {
+        let (t, vault) = (t.clone(), vault.clone());
+        std::thread::spawn(move || t.post("/v2/recurrings", plan(&t, &vault, json!({}))))
+    };
+    wait_for_lock_wait(
+        app,
+        &creating,
+        "the recurring did not wait for the vault's delete",
+    );
+    deleting.exec("COMMIT", &[]);
+    let r = creating.join().unwrap();
+    assert_eq!(r.status, 422, "{}", r.text);
+    assert!(!r.errors("account_vault_id").is_empty(), "{}", r.text);
+    assert_eq!(count(&t), 0);
+}
+
+/// PostgreSQL: a contact or a vault deleted while another node moves an
+/// active recurring onto it (holding the vault and contact as a schedule
+/// being set up does) waits for that job, then sees the recurring and
+/// refuses; the recurring never bills what is gone. (The delete checked
+/// before the schedule committed, and went on.)
+fn a_delete_waits_for_a_recurring_being_set_up(app: &TestApp) {
+    if app.engine != Engine::Postgres {
+        return;
+    }
+    let t = app.bootstrap();
+    let (_, first) = customer_with(&t, false, "first");
+    let id = str_of(&create(&t, &first, json!({}))["id"]);
+    let moving_onto = |conn: &mut crate::support::db::Db, contact: &str, vault: &str| {
+        conn.exec("BEGIN", &[]);
+        conn.exec(
+            "SELECT 1 FROM account_vaults WHERE id = ? FOR KEY SHARE",
+            &[vault],
+        );
+        conn.exec("SELECT 1 FROM contacts WHERE id = ? FOR KEY SHARE", &[contact]);
+        conn.exec(
+            "UPDATE recurrings SET account_vault_id = ?, contact_id = ? WHERE id = ?",
+            &[vault, contact, &id],
+        );
+    };
+    let mut moving = db(app);
+
+    let (contact, vault) = customer_with(&t, false, "second");
+    moving_onto(&mut moving, &contact, &vault);
+    let deleting = {
+        let (t, contact) = (t.clone(), contact.clone());
+        std::thread::spawn(move || t.delete(&format!("/v2/contacts/{contact}")))
+    };
+    wait_for_lock_wait(
+        app,
+        &deleting,
+        "the contact's delete did not wait for the recurring",
+    );
+    moving.exec("COMMIT", &[]);
+    let r = deleting.join().unwrap();
+    assert_eq!(r.status, 422, "{}", r.text);
+    assert!(dump(&r.body).contains("recurring"), "{}", r.text);
+    t.get(&format!("/v2/contacts/{contact}")).expect(200);
+
+    let (contact, vault) = customer_with(&t, false, "third");
+    moving_onto(&mut moving, &contact, &vault);
+    let deleting = {
+        let (t, vault) = (t.clone(), vault.clone());
+        std::thread::spawn(move || t.delete(&format!("/v2/accountvaults/{vault}")))
+    };
+    wait_for_lock_wait(
+        app,
+        &deleting,
+        "the vault's delete did not wait for the recurring",
+    );
+    moving.exec("COMMIT", &[]);
+    let r = deleting.join().unwrap();
+    assert_eq!(r.status, 422, "{}", r.text);
+    assert!(dump(&r.body).contains("recurring"), "{}", r.text);
+    t.get(&format!("/v2/accountvaults/{vault}")).expect(200);
+    assert_eq!(get(&t, &id)["status"], json!("active"));
 }

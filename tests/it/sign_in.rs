@@ -3,7 +3,7 @@
 //! signing out, and the limits on failed sign-ins.
 
 use crate::engine_tests;
-use crate::support::db::db;
+use crate::support::db::{db, Db};
 use crate::support::{Client, Resp, Tenant, TestApp};
 use serde_json::{json, Value};
 
@@ -17,6 +17,8 @@ engine_tests!(
     the_token_method_needs_a_developer_id,
     sign_in_format_errors_are_named,
     guesses_sent_at_once_are_counted_one_by_one,
+    sign_ins_leave_the_epoch_alone,
+    every_user_column_but_sign_in_bookkeeping_moves_the_epoch,
 );
 
 /// A client of the token method: it sends the developer-id, as on every
@@ -614,4 +616,114 @@ fn guesses_sent_at_once_are_counted_one_by_one(app: &TestApp) {
     statuses.sort();
     assert_eq!(statuses, [vec![401; 5], vec![429; 7]].concat());
     assert_eq!(sign_in(&dev(app, &t), "racer", "Welcome123").status, 429);
+}
+
+fn epoch(app: &TestApp) -> i64 {
+    db(app).count("SELECT n FROM auth_epoch WHERE id = 1", &[])
+}
+
+/// A sign-in, right or wrong, writes only its bookkeeping onto the user,
+/// which nothing kept under `auth_epoch` reads: the epoch stays, so no
+/// node drops its kept callers and configuration (ADR 0021, 0024) and
+/// none queues on the epoch row. (Every sign-in moved it, even a wrong
+/// password for a known name.) A change of the user still moves it.
+fn sign_ins_leave_the_epoch_alone(app: &TestApp) {
+    let t = app.bootstrap();
+    let c = dev(app, &t);
+    let (id, _) = reader(&t, "sam", "Welcome123");
+    let before = epoch(app);
+    assert_eq!(sign_in(&c, "sam", "Wrong1234").status, 401);
+    assert_eq!(
+        db(app).count("SELECT login_attempts FROM users WHERE id = ?", &[&id]),
+        1,
+        "the failure is shown on the user"
+    );
+    sign_in(&c, "sam", "Welcome123").expect(201);
+    sign_in(&c, "sam", "Welcome123").expect(201);
+    let mut conn = db(app);
+    assert_eq!(
+        conn.count(
+            "SELECT COUNT(*) FROM users WHERE id = ? AND login_attempts = 0 AND last_login_ts IS NOT NULL \
+             AND current_login_ts IS NOT NULL AND current_login_ip IS NOT NULL",
+            &[&id]
+        ),
+        1,
+        "the sign-ins are recorded on the user"
+    );
+    assert_eq!(epoch(app), before, "sign-ins moved auth_epoch");
+    t.put(
+        &format!("/v2/users/{id}"),
+        json!({ "user": { "email": "sam@example.com" } }),
+    )
+    .expect(200);
+    assert!(epoch(app) > before, "a change of the user must move auth_epoch");
+}
+
+/// The user's sign-in bookkeeping, which does not move the epoch.
+const SIGN_IN_BOOKKEEPING: [&str; 5] = [
+    "last_login_ts",
+    "current_login_ts",
+    "current_login_ip",
+    "login_attempts",
+    "login_locked_until",
+];
+
+/// Migration 38 lists the columns of `users` whose update moves the
+/// epoch: every one but the sign-in bookkeeping. A column added later
+/// must join the list (or the bookkeeping, if nothing kept reads it), or
+/// a change to it would not reach the callers nodes keep.
+fn every_user_column_but_sign_in_bookkeeping_moves_the_epoch(app: &TestApp) {
+    let mut conn = db(app);
+    let (columns, trigger) = match &mut conn {
+        Db::Sqlite(c) => {
+            let columns: Vec<String> = c
+                .prepare("SELECT name FROM pragma_table_info('users')")
+                .unwrap()
+                .query_map([], |r| r.get(0))
+                .unwrap()
+                .collect::<Result<_, _>>()
+                .unwrap();
+            let trigger: String = c
+                .query_row(
+                    "SELECT sql FROM sqlite_master WHERE type = 'trigger' AND name = 'auth_epoch_users_update'",
+                    [],
+                    |r| r.get(0),
+                )
+                .unwrap();
+            (columns, trigger)
+        }
+        Db::Postgres(c) => {
+            let columns = c
+                .query(
+                    "SELECT column_name::text FROM information_schema.columns \
+                     WHERE table_schema = current_schema() AND table_name = 'users'",
+                    &[],
+                )
+                .unwrap()
+                .iter()
+                .map(|r| r.get(0))
+                .collect();
+            let trigger = c
+                .query_one(
+                    "SELECT pg_get_triggerdef(oid) FROM pg_trigger WHERE tgname = 'auth_changed_users_update'",
+                    &[],
+                )
+                .unwrap()
+                .get(0);
+            (columns, trigger)
+        }
+    };
+    let listed: std::collections::BTreeSet<String> = trigger
+        .split_once("UPDATE OF")
+        .and_then(|(_, rest)| rest.split_once(" ON "))
+        .unwrap_or_else(|| panic!("no column list in {trigger}"))
+        .0
+        .split(',')
+        .map(|c| c.trim().to_string())
+        .collect();
+    let expected: std::collections::BTreeSet<String> = columns
+        .into_iter()
+        .filter(|c| !SIGN_IN_BOOKKEEPING.contains(&c.as_str()))
+        .collect();
+    assert_eq!(listed, expected, "{trigger}");
 }

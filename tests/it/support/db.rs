@@ -1,7 +1,9 @@
 //! Direct database access to a test server's database, for checks the
 //! API cannot make (what is stored at rest, rows the API cannot create).
 
+use super::wait::wait_until;
 use super::{Engine, TestApp};
+use std::time::Duration;
 
 /// A connection to a test server's database.
 pub enum Db {
@@ -23,6 +25,25 @@ pub fn db(app: &TestApp) -> Db {
             postgres::Client::connect(&app.database_url, postgres::NoTls).expect("connect to postgres"),
         ),
     }
+}
+
+/// PostgreSQL: waits until a backend of the test's database waits for a
+/// lock, that is until the request `running` reached a row the test holds
+/// in an open transaction; `failure` if the request finished first,
+/// having waited for nothing.
+pub fn wait_for_lock_wait<T>(app: &TestApp, running: &std::thread::JoinHandle<T>, failure: &str) {
+    wait_until(
+        "a request to wait for a lock the test holds",
+        Duration::from_secs(10),
+        || {
+            let waiting = db(app).count(
+                "SELECT COUNT(*) FROM pg_stat_activity WHERE wait_event_type = 'Lock' AND datname = current_database()",
+                &[],
+            );
+            assert!(waiting > 0 || !running.is_finished(), "{failure}");
+            (waiting > 0).then_some(())
+        },
+    );
 }
 
 /// `?` placeholders as `$1, $2, ...`.
@@ -169,23 +190,4 @@ impl Db {
         }
         found
     }
-}
-
-/// PostgreSQL: waits until a backend of the test's database waits for a
-/// lock, that is until the request `running` reached a row the test holds
-/// in an open transaction; `failure` if the request finished first,
-/// having waited for nothing.
-pub fn wait_for_lock_wait<T>(app: &TestApp, running: &std::thread::JoinHandle<T>, failure: &str) {
-    super::wait::wait_until(
-        "a request to wait for a lock the test holds",
-        std::time::Duration::from_secs(10),
-        || {
-            let waiting = db(app).count(
-            "SELECT COUNT(*) FROM pg_stat_activity WHERE wait_event_type = 'Lock' AND datname = current_database()",
-            &[],
-        );
-            assert!(waiting > 0 || !running.is_finished(), "{failure}");
-            (waiting > 0).then_some(())
-        },
-    );
 }
