@@ -324,7 +324,7 @@ fn a_sale_reversed_by_a_reconciler_is_never_recorded_approved() {
             let report = pass.await.unwrap().unwrap();
             assert_eq!(report.reversed, 1, "{report:?}");
 
-            assert_eq!(*bench.gate.reversed.lock().unwrap(), [id.clone()]);
+            assert_eq!(*bench.gate.reversed.lock().unwrap(), std::slice::from_ref(&id));
             let row = bench
                 .row(&id, "state, status_id, reason_code_id, pending_node")
                 .await;

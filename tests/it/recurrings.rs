@@ -101,6 +101,11 @@ fn advance_to(t: &Tenant, date: NaiveDate, hour: u32) -> Value {
 
 /// A contact with an email and a card vault of it.
 fn customer(t: &Tenant, receipts: bool) -> (String, String) {
+    customer_with(t, receipts, "patcard")
+}
+
+/// A contact and its card vault, whose `account_vault_api_id` is `api_id`.
+fn customer_with(t: &Tenant, receipts: bool, api_id: &str) -> (String, String) {
     let contact = t.contact(json!({ "first_name": "Pat", "email": "pat@example.com",
         "email_trx_receipt": u8::from(receipts) }))["id"]
         .as_str()
@@ -111,7 +116,7 @@ fn customer(t: &Tenant, receipts: bool) -> (String, String) {
             "/v2/accountvaults",
             json!({ "accountvault": { "location_id": t.location_id(), "payment_method": "cc",
                 "contact_id": contact, "account_number": "4111111111111111", "exp_date": "1239",
-                "account_vault_api_id": "patcard" } }),
+                "account_vault_api_id": api_id } }),
         )
         .expect(201)
         .body["accountvault"]["id"]
