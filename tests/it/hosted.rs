@@ -42,21 +42,23 @@ fn now() -> i64 {
         .as_secs() as i64
 }
 
-/// A timestamp no other link of this run signs with: a hash-key (user
+/// A timestamp no other link of this test signs with: a hash-key (user
 /// and timestamp) opens one form, and `now() - 1` taken a second after
-/// `now()` is the same second. Now, or a second before the last one
-/// handed out (the run stays well inside the five-minute window).
+/// `now()` is the same second. Now, or a second before the last one this
+/// test's thread handed out. Kept per thread (libtest runs each test on
+/// its own): one counter for the whole run drifted minutes behind the
+/// clock over hundreds of links and pushed later tests' links out of the
+/// five-minute window. A test's user is its own, so a per-test count is
+/// enough to keep its hash-keys apart.
 pub fn fresh_ts() -> i64 {
-    use std::sync::atomic::{AtomicI64, Ordering};
-    static LAST: AtomicI64 = AtomicI64::new(i64::MAX);
-    let mut last = LAST.load(Ordering::Relaxed);
-    loop {
-        let ts = now().min(last - 1);
-        match LAST.compare_exchange(last, ts, Ordering::Relaxed, Ordering::Relaxed) {
-            Ok(_) => return ts,
-            Err(seen) => last = seen,
-        }
+    thread_local! {
+        static LAST: std::cell::Cell<i64> = const { std::cell::Cell::new(i64::MAX) };
     }
+    LAST.with(|last| {
+        let ts = now().min(last.get() - 1);
+        last.set(ts);
+        ts
+    })
 }
 
 /// A signed form link: `path?developer-id&user-id&timestamp&hash-key&data`.
